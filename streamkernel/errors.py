@@ -1,0 +1,41 @@
+"""The error hierarchy of streamkernel.
+
+Every error the project raises on purpose derives from :class:`StreamKernelError`, and
+each also derives from the built-in exception a Python user would expect (``ValueError``
+for a bad value, ``TypeError`` for a bad type), so ``except ValueError`` keeps working.
+Messages say what is wrong, where (operator, record, argument) and what to do.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "StreamKernelError",
+    "InvalidProgramError",
+    "InvalidFunctionError",
+    "IllegalConfigurationError",
+    "NotEnoughSlotsError",
+]
+
+
+class StreamKernelError(Exception):
+    """Base class of every error streamkernel raises on purpose."""
+
+
+class InvalidProgramError(StreamKernelError, ValueError):
+    """A dataflow program misuses the API: a bad argument or a call in the wrong place.
+
+    Raised at the call that is wrong, e.g. ``set_parallelism(0)`` or a window on an
+    unkeyed stream, naming the operator and the argument.
+    """
+
+
+class InvalidFunctionError(InvalidProgramError, TypeError):
+    """A user function has the wrong type: not callable, or not the expected Function class."""
+
+
+class IllegalConfigurationError(StreamKernelError, ValueError):
+    """A configuration key or value is unknown or out of range."""
+
+
+class NotEnoughSlotsError(StreamKernelError):
+    """A job needs more task slots than the cluster offers; the message names the shortfall."""

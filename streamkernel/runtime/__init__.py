@@ -1,0 +1,1 @@
+"""streamkernel.runtime"""
