@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from streamkernel.graph.job_graph import JobGraph, JobVertex
+from streamkernel.errors import InvalidProgramError, NotEnoughSlotsError
+from streamkernel.graph.job_graph import JobGraph
+from streamkernel.graph.partitioners import StreamPartitioner
 
-__all__ = ["SlotId", "ExecutionVertex", "ExecutionEdge", "ExecutionGraph", "build_execution_graph", "slots_needed"]
+__all__ = ["SlotId", "ExecutionVertex", "ExecutionEdge", "ExecutionGraph", "build_execution_graph", "slots_needed",
+           "subtask_channels"]
 
 
 @dataclass(frozen=True, order=True)
@@ -94,15 +97,123 @@ class ExecutionGraph:
 
 
 def slots_needed(job_graph: JobGraph, slot_sharing: bool = True) -> int:
-    """Slots the job needs: per slot sharing group the max parallelism (sharing), else the sum."""
-    raise NotImplementedError("being written")
+    """Slots the job needs: per slot sharing group the max parallelism (sharing), else the sum.
+
+    With slot sharing (Flink's default) one slot holds one subtask of every vertex of a
+    slot sharing group, so ``Source -> Map -> key_by -> Window -> Sink`` at parallelism 4
+    needs 4 slots; without it every subtask needs its own slot: 4 per vertex.
+    """
+    if not slot_sharing:
+        return sum(v.parallelism for v in job_graph.vertices)
+    largest: dict[str, int] = {}
+    for v in job_graph.vertices:
+        largest[v.slot_sharing_group] = max(largest.get(v.slot_sharing_group, 0), v.parallelism)
+    return sum(largest.values())
+
+
+def subtask_channels(partitioner: StreamPartitioner, upstream_parallelism: int,
+                     downstream_parallelism: int) -> tuple[tuple[int, int], ...]:
+    """The (upstream subtask, downstream subtask) pairs a job edge connects, sorted.
+
+    Pointwise partitioners (FORWARD, RESCALE) connect as Flink's POINTWISE distribution
+    pattern: with equal parallelism subtask *i* to subtask *i*; with more upstream
+    subtasks each downstream subtask reads a contiguous block of them; with fewer, each
+    upstream subtask writes to a contiguous block of downstream subtasks. Every other
+    partitioner connects all to all.
+
+    >>> from streamkernel.graph.partitioners import RescalePartitioner
+    >>> subtask_channels(RescalePartitioner(), 4, 2)
+    ((0, 0), (1, 0), (2, 1), (3, 1))
+    """
+    p_u, p_d = upstream_parallelism, downstream_parallelism
+    if p_u < 1 or p_d < 1:
+        raise InvalidProgramError(f"parallelism must be >= 1, got upstream {p_u} and downstream {p_d}")
+    if not partitioner.is_pointwise:
+        return tuple((u, d) for u in range(p_u) for d in range(p_d))
+    if p_u == p_d:
+        return tuple((i, i) for i in range(p_u))
+    pairs: list[tuple[int, int]] = []
+    if p_u > p_d:
+        for d in range(p_d):
+            pairs.extend((u, d) for u in range(d * p_u // p_d, (d + 1) * p_u // p_d))
+    else:
+        for u in range(p_u):
+            start = (u * p_d + p_u - 1) // p_u
+            end = ((u + 1) * p_d + p_u - 1) // p_u
+            pairs.extend((u, d) for d in range(start, end))
+    return tuple(sorted(pairs))
 
 
 def build_execution_graph(job_graph: JobGraph, taskmanagers: int = 1, slots_per_taskmanager: Optional[int] = None,
                           slot_sharing: bool = True) -> ExecutionGraph:
     """Expand every job vertex into subtasks and place them in slots.
 
-    ``slots_per_taskmanager=None`` sizes a single TaskManager to fit the job. Raises
-    NotEnoughSlotsError naming the shortfall when the cluster is too small.
+    ``slots_per_taskmanager=None`` sizes the TaskManagers to fit the job: one
+    TaskManager with exactly :func:`slots_needed` slots by default (with several, the
+    needed slots spread evenly, rounded up). Placement follows Flink's default: slots
+    fill TaskManager 1 first, then TaskManager 2 ... With slot sharing, subtask *i* of
+    every vertex of a group goes into the group's *i*-th slot and groups take consecutive
+    slots; without it, subtasks take slots in vertex (topological) order, then by index.
+    Raises NotEnoughSlotsError naming the shortfall when the cluster is too small.
     """
-    raise NotImplementedError("being written")
+    _check_count("taskmanagers", taskmanagers)
+    needed = slots_needed(job_graph, slot_sharing)
+    if slots_per_taskmanager is None:
+        slots_per_taskmanager = max(1, -(-needed // taskmanagers))
+    _check_count("slots_per_taskmanager", slots_per_taskmanager)
+    available = taskmanagers * slots_per_taskmanager
+    if needed > available:
+        raise NotEnoughSlotsError(_shortfall_message(job_graph.job_name, needed, slot_sharing, taskmanagers,
+                                                     slots_per_taskmanager))
+
+    def slot(index: int) -> SlotId:
+        return SlotId(index // slots_per_taskmanager, index % slots_per_taskmanager)
+
+    vertices: list[ExecutionVertex] = []
+    group_offset: dict[str, int] = {}
+    next_slot = 0
+    for jv in job_graph.vertices:
+        if slot_sharing:
+            if jv.slot_sharing_group not in group_offset:
+                group_offset[jv.slot_sharing_group] = next_slot
+                next_slot += _group_width(job_graph, jv.slot_sharing_group)
+            first = group_offset[jv.slot_sharing_group]
+        else:
+            first, next_slot = next_slot, next_slot + jv.parallelism
+        vertices.extend(ExecutionVertex(jv.id, i, jv.parallelism, jv.name, slot(first + i))
+                        for i in range(jv.parallelism))
+    edges = tuple(
+        ExecutionEdge((je.source_vertex_id, u), (je.target_vertex_id, d), je.partitioner.name)
+        for je in job_graph.edges
+        for u, d in subtask_channels(je.partitioner, job_graph.vertex(je.source_vertex_id).parallelism,
+                                     job_graph.vertex(je.target_vertex_id).parallelism)
+    )
+    return ExecutionGraph(job_graph=job_graph, vertices=tuple(vertices), edges=edges, taskmanagers=taskmanagers,
+                          slots_per_taskmanager=slots_per_taskmanager, slot_sharing=slot_sharing,
+                          slots_needed=needed)
+
+
+def _group_width(job_graph: JobGraph, group: str) -> int:
+    """Slots a slot sharing group takes: its largest parallelism."""
+    return max(v.parallelism for v in job_graph.vertices if v.slot_sharing_group == group)
+
+
+def _check_count(argument: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidProgramError(f"{argument} must be an int >= 1, got {value!r}")
+    if value < 1:
+        raise InvalidProgramError(f"{argument} must be >= 1, got {value}")
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _shortfall_message(job_name: str, needed: int, slot_sharing: bool, taskmanagers: int,
+                       slots_per_taskmanager: int) -> str:
+    rule = ("slot sharing on: the largest parallelism per slot sharing group" if slot_sharing
+            else "slot sharing off: one slot per subtask, the sum of all parallelisms")
+    available = taskmanagers * slots_per_taskmanager
+    return (f"job {job_name!r} needs {_plural(needed, 'task slot')} ({rule}) but the cluster has "
+            f"{_plural(taskmanagers, 'TaskManager')} x {_plural(slots_per_taskmanager, 'slot')} = {available}; "
+            f"{_plural(needed - available, 'slot')} short. Add TaskManagers or slots, or lower the parallelism.")

@@ -7,9 +7,12 @@ between job vertices keep the StreamGraph edge (and so the partitioner) they cam
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Mapping, Optional
 
+from streamkernel.errors import InvalidProgramError
+from streamkernel.graph.chaining import is_chainable
 from streamkernel.graph.partitioners import StreamPartitioner
 from streamkernel.graph.stream_graph import StreamEdge, StreamGraph, StreamNode
 
@@ -89,5 +92,81 @@ class JobGraph:
 
 
 def build_job_graph(stream_graph: StreamGraph) -> JobGraph:
-    """Chain the StreamGraph's operators into job vertices (see :mod:`.chaining`)."""
-    raise NotImplementedError("being written")
+    """Chain the StreamGraph's operators into job vertices (see :mod:`.chaining`).
+
+    A chain starts at every node without a chainable input edge (sources, and nodes
+    behind a shuffle, a parallelism change, a union ...) and takes in every node its
+    chainable out-edges reach; a chain may fork into several chained successors. Every
+    edge that does not chain becomes a :class:`JobEdge`. Vertices come in topological
+    order, each named as Flink names chains: ``"Source: Collection Source -> Map"``, and
+    ``"Map -> (Filter, Sink: Print to Std. Out)"`` where the chain forks.
+    """
+    order = _topological_node_ids(stream_graph)
+    chainable = {id(e): is_chainable(e, stream_graph) for e in stream_graph.edges}
+    head_of: dict[int, int] = {}
+    for node_id in order:
+        in_edges = stream_graph.in_edges(node_id)
+        # A chainable edge implies it is the node's only input (rule 1 of chaining).
+        if len(in_edges) == 1 and chainable[id(in_edges[0])]:
+            head_of[node_id] = head_of[in_edges[0].source_id]
+        else:
+            head_of[node_id] = node_id
+    vertices = []
+    for head_id in (n for n in order if head_of[n] == n):
+        head = stream_graph.node(head_id)
+        vertices.append(JobVertex(
+            id=head_id,
+            name=_chained_name(head_id, stream_graph, chainable),
+            operator_ids=tuple(n for n in order if head_of[n] == head_id),
+            parallelism=head.parallelism,
+            max_parallelism=head.max_parallelism,
+            slot_sharing_group=head.slot_sharing_group,
+        ))
+    edges = tuple(JobEdge(head_of[e.source_id], head_of[e.target_id], e)
+                  for e in stream_graph.edges if not chainable[id(e)])
+    return JobGraph(job_name=stream_graph.job_name, vertices=tuple(vertices), edges=edges,
+                    stream_graph=stream_graph)
+
+
+def _chained_name(node_id: int, stream_graph: StreamGraph, chainable: Mapping[int, bool]) -> str:
+    """Flink's ``createChainedName``: ``A -> B`` for one chained output, ``A -> (B, C)`` for more."""
+    name = stream_graph.node(node_id).name
+    chained = [e.target_id for e in stream_graph.out_edges(node_id) if chainable[id(e)]]
+    if len(chained) == 1:
+        return f"{name} -> {_chained_name(chained[0], stream_graph, chainable)}"
+    if len(chained) > 1:
+        return f"{name} -> ({', '.join(_chained_name(t, stream_graph, chainable) for t in chained)})"
+    return name
+
+
+def _topological_node_ids(stream_graph: StreamGraph,
+                          key: Optional[Callable[[StreamNode], Any]] = None) -> list[int]:
+    """Node ids, every node after all its inputs; among ready nodes the smallest ``key`` first.
+
+    ``key`` defaults to the node's position in ``stream_graph.nodes``, so a graph built
+    by :func:`~streamkernel.graph.stream_graph.build_stream_graph` keeps its order.
+    """
+    position = {n.id: i for i, n in enumerate(stream_graph.nodes)}
+    sort_key = key or (lambda n: position[n.id])
+    missing = sorted({i for e in stream_graph.edges for i in (e.source_id, e.target_id)} - set(position))
+    if missing:
+        raise InvalidProgramError(f"stream graph {stream_graph.job_name!r} has edges to unknown node ids {missing}")
+    pending = {n.id: len(stream_graph.in_edges(n.id)) for n in stream_graph.nodes}
+    ready = [(sort_key(n), position[n.id], n.id) for n in stream_graph.nodes if pending[n.id] == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        node_id = heapq.heappop(ready)[2]
+        order.append(node_id)
+        for e in stream_graph.out_edges(node_id):
+            pending[e.target_id] -= 1
+            if pending[e.target_id] == 0:
+                target = stream_graph.node(e.target_id)
+                heapq.heappush(ready, (sort_key(target), position[target.id], target.id))
+    if len(order) != len(stream_graph.nodes):
+        placed = set(order)
+        cyclic = [n.name for n in stream_graph.nodes if n.id not in placed]
+        raise InvalidProgramError(
+            f"stream graph {stream_graph.job_name!r} has a cycle through {cyclic}; "
+            f"iterations are not supported, build the dataflow as a DAG")
+    return order

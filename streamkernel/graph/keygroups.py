@@ -17,6 +17,8 @@ import struct
 import zlib
 from typing import Any
 
+from streamkernel.common.types import Row
+
 __all__ = [
     "UPPER_BOUND_MAX_PARALLELISM",
     "DEFAULT_LOWER_BOUND_MAX_PARALLELISM",
@@ -43,14 +45,13 @@ def default_max_parallelism(parallelism: int) -> int:
 def stable_hash(key: Any) -> int:
     """A 32-bit hash of ``key`` that is identical across processes and runs.
 
-    Supports None, bool, int, float, str, bytes and (nested) tuples/lists/Rows of them;
+    Keys that compare equal in Python hash equally (``True``, ``1`` and ``1.0``). Supports
+    None, bool, int, float, str, bytes and (nested) tuples/lists/Rows of them;
     other objects hash by their ``repr``, which must then be stable for the key's type.
     """
     if key is None:
         return 0
-    if isinstance(key, bool):
-        return 1231 if key else 1237
-    if isinstance(key, int):
+    if isinstance(key, int):  # bool too: True == 1 in Python, so they must be the same key
         return (key ^ (key >> 32)) & _MASK32
     if isinstance(key, float):
         if key.is_integer():
@@ -60,6 +61,11 @@ def stable_hash(key: Any) -> int:
         return zlib.crc32(key.encode("utf-8", "surrogatepass"))
     if isinstance(key, (bytes, bytearray, memoryview)):
         return zlib.crc32(bytes(key))
+    if isinstance(key, Row):
+        # Consistent with Row equality: values ordered by field name when the row is named.
+        fields = key._fields
+        values = key._values if fields is None else [v for _, v in sorted(zip(fields, key._values))]
+        return stable_hash(tuple(values))
     if isinstance(key, (tuple, list)):
         h = 1
         for item in key:

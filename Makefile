@@ -1,0 +1,32 @@
+# streamkernel: two commands do all set-up on a fresh machine.
+#   make demo   - virtual environment, install, run the word-count demo (graphs as SVG in out/demo)
+#   make test   - virtual environment, install with test extras, run every test and notebook
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test install graphviz clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+install: $(STAMP)
+
+graphviz:
+	@bash scripts/ensure_graphviz.sh
+
+demo: install graphviz
+	$(PY) -m streamkernel demo --out out/demo
+
+test: install graphviz
+	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

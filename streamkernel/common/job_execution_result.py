@@ -1,0 +1,68 @@
+"""JobExecutionResult: what a finished job reports back (id, runtime, accumulators)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping, Optional
+
+from streamkernel.common.job_status import JobID
+
+__all__ = ["JobExecutionResult"]
+
+
+class JobExecutionResult:
+    """The result of a job execution: its JobID, its net runtime and its accumulators.
+
+        >>> result = JobExecutionResult(JobID(), 1234, {"records": 10})
+        >>> result.get_net_runtime(), result.get_accumulator_result("records")
+        (1234, 10)
+    """
+
+    def __init__(self, job_id: JobID, net_runtime: int, accumulators: Optional[Mapping[str, Any]] = None) -> None:
+        self._job_id = job_id
+        self._net_runtime = int(net_runtime)
+        self._accumulators: Dict[str, Any] = dict(accumulators or {})
+
+    def get_job_id(self) -> JobID:
+        """The JobID of the executed job."""
+        return self._job_id
+
+    def is_job_execution_result(self) -> bool:
+        """Always True: this is the result of an execution (PyFlink's JobSubmissionResult API)."""
+        return True
+
+    def get_job_execution_result(self) -> "JobExecutionResult":
+        """This result (PyFlink's JobSubmissionResult API)."""
+        return self
+
+    def get_net_runtime(self) -> int:
+        """The net execution time of the job in milliseconds, from start to its end."""
+        return self._net_runtime
+
+    def get_accumulator_result(self, accumulator_name: str) -> Any:
+        """The final value of the accumulator ``accumulator_name``, or None if there is none."""
+        return self._accumulators.get(accumulator_name)
+
+    def get_all_accumulator_results(self) -> Dict[str, Any]:
+        """A dict of every accumulator's name to its final value."""
+        return dict(self._accumulators)
+
+    def to_string(self) -> str:
+        """A readable summary of the result."""
+        return str(self)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, JobExecutionResult)
+            and (self._job_id, self._net_runtime, self._accumulators)
+            == (other._job_id, other._net_runtime, other._accumulators)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable accumulators
+
+    def __str__(self) -> str:
+        return (
+            f"JobExecutionResult(job_id={self._job_id}, net_runtime={self._net_runtime} ms, "
+            f"accumulators={self._accumulators})"
+        )
+
+    __repr__ = __str__

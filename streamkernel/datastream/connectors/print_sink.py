@@ -1,0 +1,32 @@
+"""The print sink behind ``DataStream.print()``: each record on stdout, as Flink prints it.
+
+Flink prefixes every line with the 1-based index of the subtask that printed it when the
+sink runs with parallelism > 1 (``2> hello``), and with the sink identifier when one is
+given (``wc:2> hello``). The runtime calls :meth:`PrintSink.format` per record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+__all__ = ["PrintSink"]
+
+
+@dataclass(frozen=True)
+class PrintSink:
+    """Writes ``str(record)`` per line to stdout (or stderr), Flink's ``PrintSinkFunction``."""
+
+    sink_identifier: Optional[str] = None
+    to_stderr: bool = False
+
+    def prefix(self, subtask_index: int, parallelism: int) -> str:
+        """The line prefix for a subtask (0-based index) of a sink with ``parallelism``."""
+        if parallelism > 1:
+            task = f"{subtask_index + 1}> "
+            return f"{self.sink_identifier}:{task}" if self.sink_identifier else task
+        return f"{self.sink_identifier}> " if self.sink_identifier else ""
+
+    def format(self, record: Any, subtask_index: int, parallelism: int) -> str:
+        """The line printed for ``record`` (without the newline)."""
+        return f"{self.prefix(subtask_index, parallelism)}{record}"

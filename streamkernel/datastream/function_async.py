@@ -1,0 +1,133 @@
+"""Async I/O functions and retry strategies (interfaces, as PyFlink's ``AsyncFunction``).
+
+Part of ``streamkernel.datastream.functions``. An :class:`AsyncFunction` issues one
+``async`` request per element (a lookup in a database, a call to a model server) without
+blocking the stream; an :class:`AsyncRetryStrategy` says whether and when a failed or
+unsatisfying attempt is retried. streamkernel declares these interfaces so PyFlink
+programs import unchanged; the async operator itself is not part of the DataStream API
+here (PyFlink's ``AsyncDataStream`` is).
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from typing import Any, Callable, List, Optional
+
+from streamkernel.datastream.function_base import Function
+
+__all__ = [
+    "AsyncFunction",
+    "AsyncFunctionDescriptor",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
+]
+
+
+class AsyncRetryPredicate(ABC):
+    """When to retry: a predicate on the results and/or one on the exception of an attempt."""
+
+    @abstractmethod
+    def result_predicate(self) -> Optional[Callable[[List[Any]], bool]]:
+        """A predicate on an attempt's results that asks for a retry, or None."""
+
+    @abstractmethod
+    def exception_predicate(self) -> Optional[Callable[[Exception], bool]]:
+        """A predicate on an attempt's exception that asks for a retry, or None."""
+
+
+class AsyncRetryStrategy(ABC):
+    """How often and after which delay an async attempt is retried."""
+
+    @abstractmethod
+    def can_retry(self, current_attempts: int) -> bool:
+        """Whether another attempt may follow ``current_attempts`` attempts."""
+
+    @abstractmethod
+    def get_backoff_time_millis(self, current_attempts: int) -> int:
+        """The delay (ms) before the next attempt."""
+
+    @abstractmethod
+    def get_retry_predicate(self) -> AsyncRetryPredicate:
+        """The predicate deciding whether an attempt needs a retry."""
+
+    @staticmethod
+    def no_restart() -> "AsyncRetryStrategy":
+        """A strategy that never retries."""
+        return _RetryStrategy(0, lambda attempts: 0, None, None)
+
+    @staticmethod
+    def fixed_delay(max_attempts: int, backoff_time_millis: int,
+                    result_predicate: Optional[Callable[[List[Any]], bool]],
+                    exception_predicate: Optional[Callable[[Exception], bool]]) -> "AsyncRetryStrategy":
+        """Up to ``max_attempts`` retries, ``backoff_time_millis`` apart."""
+        return _RetryStrategy(max_attempts, lambda attempts: backoff_time_millis,
+                              result_predicate, exception_predicate)
+
+    @staticmethod
+    def exponential_backoff(max_attempts: int, initial_delay: int, max_retry_delay: int, multiplier: float,
+                            result_predicate: Optional[Callable[[List[Any]], bool]],
+                            exception_predicate: Optional[Callable[[Exception], bool]]) -> "AsyncRetryStrategy":
+        """Up to ``max_attempts`` retries, the delay growing by ``multiplier`` up to ``max_retry_delay``."""
+        def backoff(attempts: int) -> int:
+            return int(min(initial_delay * multiplier ** max(attempts - 1, 0), max_retry_delay))
+        return _RetryStrategy(max_attempts, backoff, result_predicate, exception_predicate)
+
+
+class _RetryPredicate(AsyncRetryPredicate):
+    def __init__(self, result_predicate: Any, exception_predicate: Any) -> None:
+        self._result_predicate = result_predicate
+        self._exception_predicate = exception_predicate
+
+    def result_predicate(self) -> Optional[Callable[[List[Any]], bool]]:
+        return self._result_predicate
+
+    def exception_predicate(self) -> Optional[Callable[[Exception], bool]]:
+        return self._exception_predicate
+
+
+class _RetryStrategy(AsyncRetryStrategy):
+    def __init__(self, max_attempts: int, backoff: Callable[[int], int], result_predicate: Any,
+                 exception_predicate: Any) -> None:
+        self._max_attempts = max_attempts
+        self._backoff = backoff
+        self._predicate = _RetryPredicate(result_predicate, exception_predicate)
+
+    def can_retry(self, current_attempts: int) -> bool:
+        return current_attempts <= self._max_attempts
+
+    def get_backoff_time_millis(self, current_attempts: int) -> int:
+        return self._backoff(current_attempts)
+
+    def get_retry_predicate(self) -> AsyncRetryPredicate:
+        return self._predicate
+
+
+class AsyncFunction(Function):
+    """Triggers an asynchronous operation per element: ``async def async_invoke(value)``."""
+
+    @abstractmethod
+    async def async_invoke(self, value: Any) -> List[Any]:
+        """The results for ``value`` (raise to fail the task)."""
+
+    def timeout(self, value: Any) -> List[Any]:
+        """Called when ``async_invoke`` timed out; by default raises TimeoutError."""
+        raise TimeoutError(f"Async function call has timed out for input: {value}")
+
+
+class AsyncFunctionDescriptor:
+    """An AsyncFunction with its timeout, capacity, retry strategy and output mode."""
+
+    class OutputMode(enum.Enum):
+        """Whether results keep the input order (ORDERED) or leave as they complete (UNORDERED)."""
+
+        ORDERED = 0
+        UNORDERED = 1
+
+    def __init__(self, async_function: AsyncFunction, timeout: Any, capacity: int,
+                 async_retry_strategy: Optional[AsyncRetryStrategy], output_mode: "AsyncFunctionDescriptor.OutputMode") -> None:
+        self.async_function = async_function
+        self.timeout = timeout
+        self.capacity = capacity
+        self.async_retry_strategy = async_retry_strategy
+        self.output_mode = output_mode

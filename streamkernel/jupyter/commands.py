@@ -1,0 +1,110 @@
+"""The parsed form of ``%flink`` lines and ``%%flink`` options (IPython's magic_arguments).
+
+Parsers are built with IPython's ``MagicArgumentParser``, whose errors are one-line
+``UsageError`` s naming the valid choices instead of tracebacks; subcommands are argparse
+subparsers of the same class. Each subcommand has a Python equivalent; the magic only
+parses and calls it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+from typing import Optional
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import MagicArgumentParser
+
+__all__ = ["GRAPH_KINDS", "SHOW_CHOICES", "cell_parser", "line_parser", "parse_cell_options", "parse_line", "usage"]
+
+GRAPH_KINDS = ("stream", "job", "execution")
+SHOW_CHOICES = (*GRAPH_KINDS, "plan")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def _add_cluster_shape(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--taskmanagers", "-t", type=_positive_int, default=None,
+                        help="TaskManagers of the cluster the ExecutionGraph is placed on (default 1)")
+    parser.add_argument("--slots", "-s", type=_positive_int, default=None,
+                        help="task slots per TaskManager (default: enough for the job)")
+    parser.add_argument("--no-slot-sharing", action="store_true",
+                        help="place every subtask in a slot of its own")
+
+
+def cell_parser() -> MagicArgumentParser:
+    """Options of the ``%%flink`` cell magic."""
+    parser = MagicArgumentParser(prog="%flink", add_help=False,
+                                 description="Run the cell's Python with `env` bound; its operators join the "
+                                             "notebook's dataflow, which is then drawn (new operators highlighted).")
+    parser.add_argument("--show", choices=(*GRAPH_KINDS, "none"), default="stream",
+                        help="which graph to draw after the cell (default: stream)")
+    parser.add_argument("--parallelism", "-p", type=_positive_int, default=None,
+                        help="default parallelism of the operators this cell creates")
+    parser.add_argument("--name", "-n", default=None, help="name of the dataflow (the job name)")
+    parser.add_argument("--reset", action="store_true", help="start a new, empty dataflow before the cell")
+    _add_cluster_shape(parser)
+    return parser
+
+
+def line_parser() -> MagicArgumentParser:
+    """Subcommands of the ``%flink`` line magic."""
+    parser = MagicArgumentParser(prog="flink", add_help=False,
+                                 description="Show and control the notebook's dataflow.")
+    sub = parser.add_subparsers(dest="subcommand", parser_class=MagicArgumentParser, metavar="SUBCOMMAND")
+    show = sub.add_parser("show", add_help=False, help="draw a graph of the current dataflow, or its plan JSON")
+    show.add_argument("what", nargs="?", choices=SHOW_CHOICES, default="stream",
+                      help="stream | job | execution | plan (default: stream)")
+    _add_cluster_shape(show)
+    sub.add_parser("help", add_help=False, help="list every subcommand with its options")
+    reset = sub.add_parser("reset", add_help=False, help="start a new, empty dataflow bound to `env`")
+    reset.add_argument("--name", "-n", default=None, help="name of the new dataflow (the job name)")
+    return parser
+
+
+def _split(line: str) -> list[str]:
+    try:
+        return shlex.split(line)
+    except ValueError as exc:
+        raise UsageError(f"%flink: cannot parse {line!r}: {exc}") from None
+
+
+def _parse(parser: MagicArgumentParser, args: list[str], prefix: str) -> argparse.Namespace:
+    try:
+        return parser.parse_args(args)
+    except UsageError as exc:
+        raise UsageError(f"{prefix}: {exc}") from None
+
+
+def parse_cell_options(line: str) -> argparse.Namespace:
+    """Parse the ``%%flink`` line; a mistake raises a one-line UsageError."""
+    return _parse(cell_parser(), _split(line), "%%flink")
+
+
+def parse_line(line: str) -> argparse.Namespace:
+    """Parse a ``%flink`` line; an unknown subcommand or option raises a one-line UsageError."""
+    args = _split(line)
+    if not args:
+        return argparse.Namespace(subcommand="help")
+    return _parse(line_parser(), args, "%flink")
+
+
+def usage(subcommand: Optional[str] = None) -> str:
+    """The help text of every subcommand and of the cell magic's options."""
+    parts = [line_parser().format_help()]
+    sub_actions = [a for a in line_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    for action in sub_actions:
+        for name, sub in action.choices.items():
+            if subcommand in (None, name):
+                parts.append(sub.format_help())
+    if subcommand is None:
+        parts.append(cell_parser().format_help())
+    return "\n".join(parts)

@@ -1,0 +1,118 @@
+"""The ``%flink`` line magic and ``%%flink`` cell magic.
+
+``%%flink [--show stream|job|execution|none] [--parallelism N] [--name NAME] [--reset]``
+runs the cell's Python with ``env`` bound; every cell adds to the same dataflow, which is
+drawn afterwards with the operators this cell added highlighted.
+``%flink show stream|job|execution|plan`` draws the current dataflow at any time;
+``%flink help`` lists every subcommand. Mistakes in the magic's own line are one-line
+``UsageError`` s; an exception in the cell's code is the user's, shown at the user's line.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Optional
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import display
+
+from streamkernel.errors import StreamKernelError
+from streamkernel.jupyter import commands
+from streamkernel.jupyter.cell_runner import run_cell_code
+from streamkernel.jupyter.display import GraphDisplay, PlanDisplay
+from streamkernel.jupyter.session import NotebookSession
+
+__all__ = ["FlinkMagics"]
+
+
+@magics_class
+class FlinkMagics(Magics):
+    """The ``flink`` magic in both forms; holds the notebook's :class:`NotebookSession`."""
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.session = NotebookSession(shell)
+
+    @line_cell_magic
+    def flink(self, line: str, cell: Optional[str] = None) -> None:
+        """Build and inspect a Flink-style dataflow from the notebook.
+
+        Cell magic: ``%%flink [--show stream|job|execution|none] [--parallelism N]
+        [--name NAME] [--reset] [--taskmanagers T] [--slots S] [--no-slot-sharing]``
+        runs the cell with ``env`` bound and draws the dataflow, new operators highlighted.
+
+        Line magic: ``%flink show [stream|job|execution|plan]``, ``%flink reset``,
+        ``%flink help`` (every subcommand with its options).
+        """
+        __tracebackhide__ = True  # noqa: F841 - hide this frame from the user's tracebacks
+        if cell is None:
+            self._line(line)
+        else:
+            self._cell(line, cell)
+
+    # ---------------------------------------------------------------- cell
+    def _cell(self, line: str, cell: str) -> None:
+        __tracebackhide__ = True  # noqa: F841
+        options = commands.parse_cell_options(line)
+        if options.reset:
+            self.session.reset(options.name)
+        elif options.name:
+            self.session.job_name = options.name
+        before = self.session.node_ids()
+        env = self.session.env
+        saved_parallelism = env.get_config().get_parallelism()
+        if options.parallelism is not None:
+            env.set_parallelism(options.parallelism)
+        try:
+            run_cell_code(self.shell, cell)
+        finally:
+            # --parallelism applies to this cell's operators only: restore the environment.
+            if options.parallelism is not None and env is self.session.env:
+                env.get_config().set_parallelism(saved_parallelism)
+        if options.show != "none":
+            new = self.session.node_ids() - before
+            self._show(options.show, options, highlight=new)
+
+    # ---------------------------------------------------------------- line
+    def _line(self, line: str) -> None:
+        args = commands.parse_line(line)
+        if args.subcommand == "help":
+            print(commands.usage())
+        elif args.subcommand == "reset":
+            self.session.reset(args.name)
+        elif args.subcommand == "show":
+            if args.what == "plan":
+                display(PlanDisplay(self._env_or_usage().get_execution_plan()))
+            else:
+                self._show(args.what, args)
+        else:  # pragma: no cover - argparse restricts the choices
+            raise UsageError(f"%flink: unknown subcommand {args.subcommand!r}")
+
+    # ------------------------------------------------------------- display
+    def _env_or_usage(self) -> Any:
+        env = self.session.env
+        if not env.transformations:
+            raise UsageError("%flink: the dataflow is empty; add a source in a %%flink cell first")
+        return env
+
+    def _show(self, what: str, options: argparse.Namespace, highlight: frozenset[int] = frozenset()) -> None:
+        env = self.session.env
+        if not env.transformations:
+            print("The dataflow is empty: add a source, e.g. env.from_collection([...]).")
+            return
+        try:
+            graph = self._graph(env, what, options)
+        except StreamKernelError as exc:
+            raise UsageError(f"%flink show {what}: {exc}") from None
+        display(GraphDisplay(graph, highlight=highlight))
+
+    def _graph(self, env: Any, what: str, options: argparse.Namespace) -> Any:
+        job_name = self.session.job_name
+        if what == "stream":
+            return env.get_stream_graph(job_name)
+        if what == "job":
+            return env.get_job_graph(job_name)
+        return env.get_execution_graph(taskmanagers=options.taskmanagers or 1,
+                                       slots_per_taskmanager=options.slots,
+                                       slot_sharing=not options.no_slot_sharing, job_name=job_name)

@@ -1,0 +1,117 @@
+"""Key groups: deterministic key hashing, key group -> subtask ranges (Flink's formulas)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from streamkernel.graph.keygroups import (
+    DEFAULT_LOWER_BOUND_MAX_PARALLELISM,
+    UPPER_BOUND_MAX_PARALLELISM,
+    assign_key_to_operator,
+    assign_to_key_group,
+    default_max_parallelism,
+    key_group_range_for_operator,
+    operator_index_for_key_group,
+    stable_hash,
+)
+
+
+def _int32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x >= 1 << 31 else x
+
+
+def _java_murmur(code: int) -> int:
+    """Flink's MathUtils.murmurHash written with Java int semantics, as a cross-check."""
+    def rotl(v: int, n: int) -> int:
+        u = v & 0xFFFFFFFF
+        return _int32((u << n) | (u >> (32 - n)))
+
+    def ushr(v: int, n: int) -> int:
+        return (v & 0xFFFFFFFF) >> n
+
+    code = _int32(_int32(code) * _int32(0xCC9E2D51))
+    code = rotl(code, 15)
+    code = _int32(code * _int32(0x1B873593))
+    code = rotl(code, 13)
+    code = _int32(code * 5 + _int32(0xE6546B64))
+    code ^= 4
+    code = _int32(code ^ ushr(code, 16))
+    code = _int32(code * _int32(0x85EBCA6B))
+    code = _int32(code ^ ushr(code, 13))
+    code = _int32(code * _int32(0xC2B2AE35))
+    code = _int32(code ^ ushr(code, 16))
+    if code >= 0:
+        return code
+    return -code if code != -(1 << 31) else 0
+
+
+@pytest.mark.parametrize("parallelism, expected", [
+    (1, 128), (85, 128), (86, 256), (100, 256), (1000, 2048), (30000, UPPER_BOUND_MAX_PARALLELISM),
+])
+def test_default_max_parallelism(parallelism, expected):
+    # Flink: round_up_pow2(p + p/2) clamped to [128, 32768]
+    assert default_max_parallelism(parallelism) == expected
+    assert DEFAULT_LOWER_BOUND_MAX_PARALLELISM <= default_max_parallelism(parallelism) <= UPPER_BOUND_MAX_PARALLELISM
+
+
+def test_int_hash_is_javas_long_hash_code():
+    # Long.hashCode(v) = (int)(v ^ (v >>> 32)), read as unsigned 32 bits.
+    assert stable_hash(7) == 7
+    assert stable_hash(-1) == 0
+    assert stable_hash(1 << 32) == 1
+    assert stable_hash(-2) == 1
+
+
+def test_equal_python_keys_land_in_the_same_key_group():
+    assert assign_to_key_group(3, 128) == assign_to_key_group(3.0, 128)
+    assert assign_to_key_group(("a", 1), 128) == assign_to_key_group(["a", 1], 128)
+
+
+def test_string_hash_is_stable_across_processes():
+    keys = ["apple", "banana", "ζ", ""]
+    script = (
+        "from streamkernel.graph.keygroups import stable_hash, assign_to_key_group;"
+        f"print([(stable_hash(k), assign_to_key_group(k, 128)) for k in {keys!r}])"
+    )
+    outputs = set()
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        outputs.add(subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                                   check=True).stdout)
+    assert outputs == {str([(stable_hash(k), assign_to_key_group(k, 128)) for k in keys]) + "\n"}
+
+
+@pytest.mark.parametrize("key", [0, 1, 42, -17, 2**31, "word", b"bytes", ("k", 2), None, True, 2.5])
+def test_key_group_is_flinks_murmur_of_the_hash(key):
+    assert assign_to_key_group(key, 128) == _java_murmur(stable_hash(key)) % 128
+    assert 0 <= assign_to_key_group(key, 7) < 7
+
+
+@pytest.mark.parametrize("max_parallelism, parallelism", [(128, 1), (128, 3), (128, 128), (10, 4), (7, 3), (4096, 100)])
+def test_ranges_partition_key_groups_and_agree_with_the_index(max_parallelism, parallelism):
+    ranges = [key_group_range_for_operator(max_parallelism, parallelism, i) for i in range(parallelism)]
+    assert [g for r in ranges for g in r] == list(range(max_parallelism))  # contiguous, disjoint, complete
+    for index, groups in enumerate(ranges):
+        assert len(groups) >= max_parallelism // parallelism
+        assert all(operator_index_for_key_group(max_parallelism, parallelism, g) == index for g in groups)
+
+
+def test_keys_spread_over_subtasks():
+    counts = Counter(assign_key_to_operator(f"user-{i}", 128, 4) for i in range(4000))
+    assert set(counts) == {0, 1, 2, 3}
+    assert min(counts.values()) > 4000 * 0.15
+
+
+def test_key_moves_only_with_its_key_group_when_rescaling():
+    for i in range(200):
+        key = f"k{i}"
+        group = assign_to_key_group(key, 128)
+        for parallelism in (1, 2, 3, 8):
+            index = assign_key_to_operator(key, 128, parallelism)
+            assert group in key_group_range_for_operator(128, parallelism, index)

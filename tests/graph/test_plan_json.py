@@ -1,0 +1,125 @@
+"""Execution-plan JSON: Flink's JSONGenerator format, read by Flink's plan visualizer."""
+
+from __future__ import annotations
+
+import json
+
+from streamkernel.graph.partitioners import KeyGroupStreamPartitioner, RebalancePartitioner
+from streamkernel.graph.plan_json import execution_plan_json
+from streamkernel.graph.stream_graph import StreamGraph, build_stream_graph
+from streamkernel.graph.transformations import (
+    OneInputTransformation,
+    OperatorSpec,
+    PartitionTransformation,
+    SinkTransformation,
+    SourceTransformation,
+    TwoInputTransformation,
+)
+
+
+def _source(name: str = "Collection Source", parallelism: int = 1) -> SourceTransformation:
+    return SourceTransformation(name, OperatorSpec("source"), parallelism)
+
+
+def _op(input, name: str, parallelism: int | None = None, partitioner=None) -> OneInputTransformation:
+    if partitioner is not None:
+        input = PartitionTransformation(input, partitioner)
+    return OneInputTransformation(name, input, OperatorSpec("map"), parallelism or input.parallelism)
+
+
+def _sink(input, name: str = "Print to Std. Out") -> SinkTransformation:
+    return SinkTransformation(name, input, OperatorSpec("sink"), input.parallelism)
+
+
+def _plan(*sinks) -> tuple[StreamGraph, list[dict]]:
+    graph = build_stream_graph(sinks)
+    return graph, json.loads(execution_plan_json(graph))["nodes"]
+
+
+def test_nodes_carry_flink_fields():
+    source = _source()
+    keyed = _op(source, "Reduce", 2, partitioner=KeyGroupStreamPartitioner(key_selector=lambda r: r))
+    graph, nodes = _plan(_sink(keyed))
+    by_id = {n.id: n for n in graph.nodes}
+    assert [n["pact"] for n in nodes] == ["Data Source", "Operator", "Data Sink"]
+    for entry in nodes:
+        node = by_id[entry["id"]]
+        assert entry["type"] == entry["contents"] == node.name
+        assert entry["parallelism"] == node.parallelism
+    assert "predecessors" not in nodes[0]
+    assert nodes[1]["predecessors"] == [{"id": nodes[0]["id"], "ship_strategy": "HASH", "side": "second"}]
+    assert nodes[2]["predecessors"] == [{"id": nodes[1]["id"], "ship_strategy": "FORWARD", "side": "second"}]
+
+
+def test_contents_is_the_description_when_set():
+    source = _source()
+    mapped = _op(source, "Map")
+    mapped.description = "parses lines into words"
+    _, nodes = _plan(_sink(mapped))
+    assert (nodes[1]["type"], nodes[1]["contents"]) == ("Map", "parses lines into words")
+
+
+def test_every_input_is_a_predecessor_with_its_ship_strategy():
+    co = TwoInputTransformation("Co-Map", _source("A"), _op(_source("B"), "B2", partitioner=RebalancePartitioner()),
+                                OperatorSpec("co_map"), 1)
+    graph, nodes = _plan(_sink(co))
+    (entry,) = [n for n in nodes if n["type"] == "Co-Map"]
+    ids = {n.name: n.id for n in graph.nodes}
+    assert entry["predecessors"] == [
+        {"id": ids["Source: A"], "ship_strategy": "FORWARD", "side": "second"},
+        {"id": ids["B2"], "ship_strategy": "FORWARD", "side": "second"},
+    ]
+    (b2,) = [n for n in nodes if n["type"] == "B2"]
+    assert b2["predecessors"][0]["ship_strategy"] == "REBALANCE"
+
+
+def test_nodes_are_topological_with_sinks_last():
+    source = _source()
+    early_sink = _sink(source, "Early")  # created before Map, still listed after it (Flink's order)
+    late_sink = _sink(_op(source, "Map"), "Late")
+    graph, nodes = _plan(early_sink, late_sink)
+    assert [n["type"] for n in nodes] == ["Source: Collection Source", "Map", "Sink: Early", "Sink: Late"]
+    seen: set[int] = set()
+    for entry in nodes:
+        assert all(p["id"] in seen for p in entry.get("predecessors", []))
+        seen.add(entry["id"])
+
+
+def test_text_is_pretty_printed_like_flink():
+    source = _source()
+    graph = build_stream_graph([_op(source, "Map")])
+    s, m = (n.id for n in graph.nodes)
+    expected = (
+        '{\n'
+        '  "nodes" : [ {\n'
+        f'    "id" : {s},\n'
+        '    "type" : "Source: Collection Source",\n'
+        '    "pact" : "Data Source",\n'
+        '    "contents" : "Source: Collection Source",\n'
+        '    "parallelism" : 1\n'
+        '  }, {\n'
+        f'    "id" : {m},\n'
+        '    "type" : "Map",\n'
+        '    "pact" : "Operator",\n'
+        '    "contents" : "Map",\n'
+        '    "parallelism" : 1,\n'
+        '    "predecessors" : [ {\n'
+        f'      "id" : {s},\n'
+        '      "ship_strategy" : "FORWARD",\n'
+        '      "side" : "second"\n'
+        '    } ]\n'
+        '  } ]\n'
+        '}'
+    )
+    assert execution_plan_json(graph) == expected
+
+
+def test_names_with_quotes_and_unicode_stay_valid_json():
+    source = _source('Reader "α"')
+    graph, nodes = _plan(_sink(source))
+    assert nodes[0]["type"] == 'Source: Reader "α"'
+    assert "α" in execution_plan_json(graph)
+
+
+def test_empty_graph():
+    assert json.loads(execution_plan_json(StreamGraph("empty", (), ()))) == {"nodes": []}
