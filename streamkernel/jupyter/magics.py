@@ -58,7 +58,7 @@ class FlinkMagics(Magics):
         if options.reset:
             self.session.reset(options.name)
         elif options.name:
-            self.session.job_name = options.name
+            self.session.set_job_name(options.name)
         before = self.session.node_ids()
         env = self.session.env
         saved_parallelism = env.get_config().get_parallelism()
@@ -108,11 +108,10 @@ class FlinkMagics(Magics):
         display(GraphDisplay(graph, highlight=highlight))
 
     def _graph(self, env: Any, what: str, options: argparse.Namespace) -> Any:
-        job_name = self.session.job_name
         if what == "stream":
-            return env.get_stream_graph(job_name)
+            return env.get_stream_graph()
         if what == "job":
-            return env.get_job_graph(job_name)
+            return env.get_job_graph()
         return env.get_execution_graph(taskmanagers=options.taskmanagers or 1,
                                        slots_per_taskmanager=options.slots,
-                                       slot_sharing=not options.no_slot_sharing, job_name=job_name)
+                                       slot_sharing=not options.no_slot_sharing)

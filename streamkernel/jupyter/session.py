@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from streamkernel.common.configuration import Configuration
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 
 __all__ = ["NotebookSession", "ENV_NAME"]
@@ -23,7 +24,6 @@ class NotebookSession:
     def __init__(self, shell: Any) -> None:
         self.shell = shell
         self._env = StreamExecutionEnvironment.get_execution_environment()
-        self.job_name: Optional[str] = None
 
     @property
     def env(self) -> StreamExecutionEnvironment:
@@ -40,9 +40,14 @@ class NotebookSession:
     def reset(self, job_name: Optional[str] = None) -> StreamExecutionEnvironment:
         """Start a new, empty dataflow and bind it to ``env``."""
         self._env = StreamExecutionEnvironment.get_execution_environment()
-        self.job_name = job_name
         self.bind()
+        if job_name:
+            self.set_job_name(job_name)
         return self._env
+
+    def set_job_name(self, job_name: str) -> None:
+        """Name the dataflow: Flink's ``pipeline.name``, used by every graph and by execute()."""
+        self.env.configure(Configuration.from_dict({"pipeline.name": job_name}))
 
     def node_ids(self) -> frozenset[int]:
         """Ids of the operators (physical transformations) in the current dataflow."""

@@ -174,10 +174,12 @@ def render_execution_graph(eg: ExecutionGraph, highlight: Collection[int] = froz
     Arrows are channels, grouped per (upstream vertex, downstream vertex, partitioner).
     A group is drawn channel by channel when it is pointwise — no more channels than
     subtasks on its wider side (FORWARD, RESCALE, fan-out from or fan-in to a single
-    subtask), which stays readable. Otherwise (HASH, REBALANCE, BROADCAST ... between
-    parallel operators: p x q crossing lines) it collapses into one bold arrow between the
-    first subtasks, labelled e.g. ``HASH`` / ``all-to-all: 4 x 4 channels``; invisible
-    arrows to the other downstream subtasks keep them laid out after their inputs.
+    subtask) — or small enough to stay readable (at most ``FULL_CHANNELS_LIMIT``
+    channels: a 4 x 4 shuffle is drawn in full, as the teaching examples need; only its
+    first arrow carries the label). Larger groups (HASH, REBALANCE, BROADCAST ... between
+    wide operators) collapse into one bold arrow between the first subtasks, labelled e.g.
+    ``HASH`` / ``all-to-all: 8 x 8 channels``; invisible arrows to the other downstream
+    subtasks keep them laid out after their inputs.
     """
     jg = eg.job_graph
     marked = frozenset(highlight)
@@ -232,6 +234,10 @@ def _execution_title(eg: ExecutionGraph) -> str:
     return f"ExecutionGraph: {eg.job_graph.job_name}\n{summary}"
 
 
+#: all-to-all channel groups up to this size are drawn arrow by arrow
+FULL_CHANNELS_LIMIT = 16
+
+
 def _channel_edges(eg: ExecutionGraph) -> tuple[RenderedEdge, ...]:
     """Subtask-to-subtask arrows, pointwise groups in full, all-to-all groups collapsed."""
     known = {(ev.job_vertex_id, ev.subtask_index) for ev in eg.vertices}
@@ -249,6 +255,10 @@ def _channel_edges(eg: ExecutionGraph) -> tuple[RenderedEdge, ...]:
         if len(pairs) <= max(len(sources), len(targets)):
             edges.extend(RenderedEdge(_subtask_id(src_vertex, s), _subtask_id(dst_vertex, t), name)
                          for s, t in pairs)
+            continue
+        if len(pairs) <= FULL_CHANNELS_LIMIT:
+            edges.extend(RenderedEdge(_subtask_id(src_vertex, s), _subtask_id(dst_vertex, t), name if i == 0 else "")
+                         for i, (s, t) in enumerate(pairs))
             continue
         if len(pairs) == len(sources) * len(targets):
             note = f"all-to-all: {len(sources)} x {len(targets)} channels"

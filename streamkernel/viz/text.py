@@ -54,7 +54,8 @@ def to_text(rendered: RenderedGraph) -> str:
         names = _display_names(rendered)
         for e in edges:
             label = ", ".join(line for line in e.label.splitlines() if line)
-            out.append(f"{_INDENT}{names[e.source]} --{label}--> {names[e.target]}")
+            arrow = f"--{label}-->" if label else "-->"
+            out.append(f"{_INDENT}{names[e.source]} {arrow} {names[e.target]}")
     return "\n".join(out).rstrip("\n")
 
 

@@ -147,7 +147,10 @@ def test_edges_are_labelled_with_the_partitioner() -> None:
     assert re.search(rf'"n{r.id}" -> "n{s.id}" \[label="FORWARD"\]', dot)
 
 
-def test_execution_graph_clusters_per_taskmanager_and_slot() -> None:
+def test_execution_graph_clusters_per_taskmanager_and_slot(monkeypatch) -> None:
+    import streamkernel.viz.render_graphs as render_graphs
+
+    monkeypatch.setattr(render_graphs, "FULL_CHANNELS_LIMIT", 1)
     _, jg, eg, _ = _graphs(parallelism=2)
     dot = to_dot(render_execution_graph(eg))
     where = _cluster_of_nodes(dot)

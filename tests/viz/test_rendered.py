@@ -251,7 +251,19 @@ def test_execution_graph_highlight_follows_the_job_vertex() -> None:
     assert sorted(n.name for n in g.highlighted) == ["Reduce -> Sink: print (1/2)", "Reduce -> Sink: print (2/2)"]
 
 
-def test_execution_graph_draws_fan_out_in_full_and_collapses_all_to_all() -> None:
+def test_execution_graph_draws_small_all_to_all_in_full_labelled_once() -> None:
+    sg, ops = _word_count(parallelism=3)
+    g = render_execution_graph(_execution_graph(_job_graph(sg, ops)))
+    red = ops["reduce"].id
+    hash_edges = [e for e in g.edges if e.target.startswith(f"t{red}_")]
+    assert len(hash_edges) == 9 and all(e.visible for e in hash_edges)  # 3 x 3 <= FULL_CHANNELS_LIMIT
+    assert [e.label for e in hash_edges].count("HASH") == 1
+
+
+def test_execution_graph_draws_fan_out_in_full_and_collapses_all_to_all(monkeypatch) -> None:
+    import streamkernel.viz.render_graphs as render_graphs
+
+    monkeypatch.setattr(render_graphs, "FULL_CHANNELS_LIMIT", 4)
     sg, ops = _word_count(parallelism=3)
     g = render_execution_graph(_execution_graph(_job_graph(sg, ops)))
     src, mp, red = ops["src"].id, ops["map"].id, ops["reduce"].id
@@ -314,4 +326,4 @@ def test_renders_graphs_from_the_builders() -> None:
     assert {n.name for n in ex.nodes} == {ev.name for ev in eg.vertices}
     assert len([c for c in ex.clusters if c.parent is None]) == 2
     assert len([c for c in ex.clusters if c.parent is not None]) == len(eg.used_slots)
-    assert {e.label.splitlines()[0] for e in ex.edges if e.visible} == {je.partitioner.name for je in jg.edges}
+    assert {e.label.splitlines()[0] for e in ex.edges if e.visible and e.label} == {je.partitioner.name for je in jg.edges}

@@ -99,7 +99,10 @@ def test_clusters_become_indented_sections() -> None:
     assert all(_indent(line) > slot_indent for line in lines[headers[1][0] + 1:headers[2][0]])
 
 
-def test_only_visible_edges_are_listed_and_labels_fit_one_line() -> None:
+def test_only_visible_edges_are_listed_and_labels_fit_one_line(monkeypatch) -> None:
+    import streamkernel.viz.render_graphs as render_graphs
+
+    monkeypatch.setattr(render_graphs, "FULL_CHANNELS_LIMIT", 4)
     eg = _execution_graph(parallelism=3)
     rendered = render_execution_graph(eg)
     text = to_text(rendered)
@@ -113,7 +116,7 @@ def test_repeated_names_are_told_apart_in_edges() -> None:
                       (RenderedEdge("a", "b", "FORWARD"), RenderedEdge("b", "c", "")))
     text = to_text(g)
     assert "Map [a] --FORWARD--> Map [b]" in text
-    assert "Map [b] ----> Sink" in text
+    assert "Map [b] --> Sink" in text
 
 
 def test_multiline_names_and_titles_stay_readable() -> None:
