@@ -9,6 +9,7 @@ import prefix: ``from streamkernel.datastream import StreamExecutionEnvironment`
 'Map'
 """
 
+from streamkernel.datastream.async_data_stream import AsyncDataStream
 from streamkernel.datastream.checkpoint_config import CheckpointConfig
 from streamkernel.datastream.checkpoint_storage import (
     CheckpointStorage,
@@ -82,7 +83,7 @@ from streamkernel.datastream.window import (
 )
 
 __all__ = [
-    "AggregateFunction", "AllWindowFunction", "AllWindowedStream", "AsyncFunction", "AsyncRetryPredicate",
+    "AggregateFunction", "AllWindowFunction", "AsyncDataStream", "AllWindowedStream", "AsyncFunction", "AsyncRetryPredicate",
     "AsyncRetryStrategy", "BroadcastConnectedStream", "BroadcastProcessFunction", "BroadcastStream",
     "CheckpointConfig", "CheckpointStorage", "CheckpointingMode", "CloseableIterator", "CoFlatMapFunction",
     "CoMapFunction", "CoProcessFunction", "ConnectedStreams", "CountWindow", "CustomCheckpointStorage",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from streamkernel.common.typeinfo import RowTypeInfo, TypeInformation
+from streamkernel.common.typeinfo import RowTypeInfo, TypeInformation, Types  # noqa: F401 - PyFlink's module has them
 from streamkernel.errors import InvalidProgramError
 
 __all__ = ["OutputTag"]

@@ -56,7 +56,7 @@ class OperatorSpec:
     ``kind`` is one of: ``source``, ``map``, ``flat_map``, ``filter``, ``process``,
     ``keyed_process``, ``reduce``, ``aggregation``, ``window``, ``count_window``,
     ``co_map``, ``co_flat_map``, ``co_process``, ``keyed_co_process``,
-    ``broadcast_process``, ``keyed_broadcast_process``, ``timestamps_watermarks``,
+    ``broadcast_process``, ``keyed_broadcast_process``, ``timestamps_watermarks``, ``async_wait``,
     ``sink``. ``function`` is the user's Function object (plain callables are wrapped
     in the matching PyFlink Function class by the API); ``params`` holds the rest (the
     source object, the window assigner and trigger, the output tag of late data, ...).

@@ -39,5 +39,9 @@ class NumberSequenceSource(Source):
         """Always BOUNDED."""
         return Boundedness.BOUNDED
 
+    def get_java_function(self) -> "NumberSequenceSource":
+        """PyFlink compatibility: there is no Java object; the source itself."""
+        return self
+
     def __repr__(self) -> str:
         return f"NumberSequenceSource({self.start}, {self.end})"
