@@ -14,6 +14,8 @@ __all__ = [
     "InvalidFunctionError",
     "IllegalConfigurationError",
     "NotEnoughSlotsError",
+    "UserFunctionError",
+    "JobExecutionError",
 ]
 
 
@@ -39,3 +41,22 @@ class IllegalConfigurationError(StreamKernelError, ValueError):
 
 class NotEnoughSlotsError(StreamKernelError):
     """A job needs more task slots than the cluster offers; the message names the shortfall."""
+
+
+class UserFunctionError(StreamKernelError):
+    """A user function raised while processing a record; names the operator, subtask and record."""
+
+
+class JobExecutionError(StreamKernelError):
+    """A job failed; the message names the failing operator/subtask and the cause is chained.
+
+    Raised by ``env.execute()`` (and by a JobClient's ``get_job_execution_result()``) when
+    the job FAILED or was CANCELED, as Flink's JobExecutionException. ``__cause__`` is the
+    exception the failing subtask raised; ``job_id`` and ``job_status`` say which job and how
+    it ended.
+    """
+
+    def __init__(self, message: str, job_id: object = None, job_status: object = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
+        self.job_status = job_status

@@ -117,6 +117,7 @@ class EnvSettings:
     def to_configuration_dict(self) -> dict[str, str]:
         """Every setting as Flink 2.x configuration keys (what a job is submitted with)."""
         conf = dict(self._configuration.to_dict())
+        conf.update(self._config.to_configuration())  # global job parameters, object reuse ...
         conf["parallelism.default"] = str(self.get_parallelism())
         if self.get_max_parallelism() > 0:
             conf["pipeline.max-parallelism"] = str(self.get_max_parallelism())

@@ -90,6 +90,15 @@ class StreamExecutionEnvironment(EnvSettings):
         source = FileSource.for_record_stream_format(StreamFormat.text_line_format(charset_name), file_path).build()
         return self._add_source_transformation(source, file_path, None)
 
+    def socket_text_stream(self, hostname: str, port: int, delimiter: str = "\n",
+                           max_retry: int = 0) -> "DataStream":
+        """The text read from a TCP socket, split at ``delimiter`` (one subtask, as Flink's
+        socketTextStream); ``max_retry`` reconnects after the server closed (-1: forever)."""
+        from streamkernel.datastream.connectors.socket import SocketTextStreamSource
+
+        source = SocketTextStreamSource(hostname, port, delimiter, max_retry)
+        return self._add_source_transformation(source, "Socket Stream", None, parallelism=1)
+
     def create_input(self, input_format: Any, type_info: Any = None) -> "DataStream":
         """Not supported: Java InputFormats need a JVM; use from_source with a Source."""
         raise InvalidProgramError("create_input() takes a Java InputFormat, which streamkernel cannot run; "

@@ -15,9 +15,10 @@ from typing import Optional
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-__all__ = ["GRAPH_KINDS", "SHOW_CHOICES", "cell_parser", "line_parser", "parse_cell_options", "parse_line", "usage"]
+__all__ = ["BACKENDS", "GRAPH_KINDS", "SHOW_CHOICES", "cell_parser", "line_parser", "parse_cell_options", "parse_line", "usage"]
 
 GRAPH_KINDS = ("stream", "job", "execution")
+BACKENDS = ("local",)
 SHOW_CHOICES = (*GRAPH_KINDS, "plan")
 
 
@@ -51,6 +52,8 @@ def cell_parser() -> MagicArgumentParser:
                         help="default parallelism of the operators this cell creates")
     parser.add_argument("--name", "-n", default=None, help="name of the dataflow (the job name)")
     parser.add_argument("--reset", action="store_true", help="start a new, empty dataflow before the cell")
+    parser.add_argument("--submit", action="store_true",
+                        help="submit the dataflow after the cell (as env.execute_async); the notebook stays usable")
     _add_cluster_shape(parser)
     return parser
 
@@ -67,6 +70,20 @@ def line_parser() -> MagicArgumentParser:
     sub.add_parser("help", add_help=False, help="list every subcommand with its options")
     reset = sub.add_parser("reset", add_help=False, help="start a new, empty dataflow bound to `env`")
     reset.add_argument("--name", "-n", default=None, help="name of the new dataflow (the job name)")
+    start = sub.add_parser("start", add_help=False, help="start a cluster: a JobManager and TaskManagers")
+    start.add_argument("--taskmanagers", "-t", type=_positive_int, default=1, help="number of TaskManagers (default 1)")
+    start.add_argument("--slots", "-s", type=_positive_int, default=2, help="task slots per TaskManager (default 2)")
+    start.add_argument("--backend", "-b", choices=BACKENDS, default="local",
+                       help="where TaskManagers run: local = threads in this kernel (default)")
+    sub.add_parser("stop", add_help=False, help="stop the cluster: cancel its jobs, end every TaskManager")
+    sub.add_parser("cluster", add_help=False, help="the cluster's TaskManagers and what runs in each slot")
+    sub.add_parser("jobs", add_help=False, help="the jobs of the cluster with their status")
+    submit = sub.add_parser("submit", add_help=False, help="submit the current dataflow (env.execute_async)")
+    submit.add_argument("--name", "-n", default=None, help="job name")
+    cancel = sub.add_parser("cancel", add_help=False, help="cancel a job")
+    cancel.add_argument("job", help="job id (or its first characters) or job name")
+    metrics = sub.add_parser("metrics", add_help=False, help="metrics per subtask as a table")
+    metrics.add_argument("job", nargs="?", default=None, help="only this job (id prefix or name)")
     return parser
 
 

@@ -20,6 +20,7 @@ from IPython.display import display
 from streamkernel.errors import StreamKernelError
 from streamkernel.jupyter import commands
 from streamkernel.jupyter.cell_runner import run_cell_code
+from streamkernel.jupyter.cluster_commands import ClusterCommands
 from streamkernel.jupyter.display import GraphDisplay, PlanDisplay
 from streamkernel.jupyter.session import NotebookSession
 
@@ -33,6 +34,7 @@ class FlinkMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.session = NotebookSession(shell)
+        self.cluster_commands = ClusterCommands(self.session, lambda obj: display(obj))
 
     @line_cell_magic
     def flink(self, line: str, cell: Optional[str] = None) -> None:
@@ -43,6 +45,8 @@ class FlinkMagics(Magics):
         runs the cell with ``env`` bound and draws the dataflow, new operators highlighted.
 
         Line magic: ``%flink show [stream|job|execution|plan]``, ``%flink reset``,
+        ``%flink start [--taskmanagers N] [--slots S]``, ``%flink stop``, ``%flink cluster``,
+        ``%flink jobs``, ``%flink submit``, ``%flink cancel JOB``, ``%flink metrics [JOB]``,
         ``%flink help`` (every subcommand with its options).
         """
         __tracebackhide__ = True  # noqa: F841 - hide this frame from the user's tracebacks
@@ -73,6 +77,8 @@ class FlinkMagics(Magics):
         if options.show != "none":
             new = self.session.node_ids() - before
             self._show(options.show, options, highlight=new)
+        if options.submit:
+            self.cluster_commands.submit(self.session.job_name())
 
     # ---------------------------------------------------------------- line
     def _line(self, line: str) -> None:
@@ -86,6 +92,11 @@ class FlinkMagics(Magics):
                 display(PlanDisplay(self._env_or_usage().get_execution_plan()))
             else:
                 self._show(args.what, args)
+        elif args.subcommand == "submit":
+            self._env_or_usage()
+            self.cluster_commands.submit(args.name)
+        elif args.subcommand in ("start", "stop", "cluster", "jobs", "cancel", "metrics"):
+            getattr(self.cluster_commands, args.subcommand)(args)
         else:  # pragma: no cover - argparse restricts the choices
             raise UsageError(f"%flink: unknown subcommand {args.subcommand!r}")
 

@@ -49,6 +49,10 @@ class NotebookSession:
         """Name the dataflow: Flink's ``pipeline.name``, used by every graph and by execute()."""
         self.env.configure(Configuration.from_dict({"pipeline.name": job_name}))
 
+    def job_name(self) -> Optional[str]:
+        """The dataflow's name (``pipeline.name``), or None for Flink's default."""
+        return self.env.to_configuration_dict().get("pipeline.name")
+
     def node_ids(self) -> frozenset[int]:
         """Ids of the operators (physical transformations) in the current dataflow."""
         return frozenset(t.id for t in self.env.transformations if t.is_physical)

@@ -1,4 +1,4 @@
-"""File sources, as PyFlink's ``connectors.file_system``: lines of text files.
+"""File sources (and, re-exported, the file sink), as PyFlink's ``connectors.file_system``.
 
 ``FileSource.for_record_stream_format(StreamFormat.text_line_format(), path).build()``
 reads every line of the given files (or of all files under the given directories) once;
@@ -12,9 +12,17 @@ import os
 from typing import Any, Optional
 
 from streamkernel.datastream.connectors.base import Boundedness, Source
+from streamkernel.datastream.connectors.file_sink import (
+    BucketAssigner,
+    FileSink,
+    OutputFileConfig,
+    RollingPolicy,
+)
 from streamkernel.errors import InvalidProgramError
 
-__all__ = ["StreamFormat", "FileSource", "FileSourceBuilder"]
+# PyFlink keeps the file sink in this module too.
+__all__ = ["StreamFormat", "FileSource", "FileSourceBuilder", "FileSink", "OutputFileConfig", "RollingPolicy",
+           "BucketAssigner"]
 
 
 class StreamFormat:

@@ -2,7 +2,8 @@
 
 Flink prefixes every line with the 1-based index of the subtask that printed it when the
 sink runs with parallelism > 1 (``2> hello``), and with the sink identifier when one is
-given (``wc:2> hello``). The runtime calls :meth:`PrintSink.format` per record.
+given (``wc:2> hello``). The runtime prints a batch as one string of such lines
+(:meth:`PrintSink.prefix` + ``str(record)``); :meth:`PrintSink.format` shows one line.
 """
 
 from __future__ import annotations

@@ -1,0 +1,277 @@
+"""File sinks: PyFlink's ``FileSink`` (row format) and a CSV sink.
+
+``FileSink.for_row_format(base_path, Encoder.simple_string_encoder()).build()`` writes
+each sink subtask's records into *part files* under ``base_path``, named
+``<prefix>-<subtask>-<n><suffix>`` (``part-0-0``, ``part-0-1`` ... by default; set with
+:class:`OutputFileConfig`). A part file is first written *in progress* (a hidden
+``.part-0-0.inprogress`` file), rolled by the :class:`RollingPolicy` (size, age,
+inactivity, or at every checkpoint), and only then *committed*: renamed to its final
+name. Committing happens at the end of a bounded input and when a checkpoint completes,
+so readers of ``base_path`` only ever see complete files (Flink's two-phase commit).
+
+Differences from Flink, on purpose: the default bucket assigner writes straight into
+``base_path`` (Flink's default makes hourly ``yyyy-MM-dd--HH`` sub-directories; ask for
+them with ``BucketAssigner.date_time_bucket_assigner()``); part files are named by
+subtask index instead of a random writer id; without checkpointing a rolled part file is
+committed at once (Flink would leave it pending forever).
+
+:class:`CsvSink` (a streamkernel extra) writes records as CSV rows, as Flink's old
+``writeAsCsv``: one file ``path`` at parallelism 1, else a directory ``path`` holding one
+file per subtask (``1.csv``, ``2.csv`` ...).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Sequence
+
+from streamkernel.common.serialization import Encoder
+from streamkernel.datastream.connectors.base import Sink
+from streamkernel.errors import InvalidProgramError
+
+__all__ = ["FileSink", "RowFormatBuilder", "OutputFileConfig", "OutputFileConfigBuilder", "RollingPolicy",
+           "BucketAssigner", "CsvSink"]
+
+
+class OutputFileConfig:
+    """The prefix and suffix of part file names (Flink's default: ``part`` and none)."""
+
+    def __init__(self, part_prefix: str = "part", part_suffix: str = "") -> None:
+        for arg, value in (("part_prefix", part_prefix), ("part_suffix", part_suffix)):
+            if not isinstance(value, str) or os.sep in value or (os.altsep and os.altsep in value):
+                raise InvalidProgramError(f"OutputFileConfig: {arg} must be a str without path separators, "
+                                          f"got {value!r}")
+        self.part_prefix = part_prefix
+        self.part_suffix = part_suffix
+
+    @staticmethod
+    def builder() -> "OutputFileConfigBuilder":
+        """A builder: ``OutputFileConfig.builder().with_part_prefix("data").build()``."""
+        return OutputFileConfigBuilder()
+
+    def get_part_prefix(self) -> str:
+        """The part file prefix."""
+        return self.part_prefix
+
+    def get_part_suffix(self) -> str:
+        """The part file suffix."""
+        return self.part_suffix
+
+    def __repr__(self) -> str:
+        return f"OutputFileConfig({self.part_prefix!r}, {self.part_suffix!r})"
+
+
+class OutputFileConfigBuilder:
+    """Builds an :class:`OutputFileConfig`."""
+
+    def __init__(self) -> None:
+        self._prefix = "part"
+        self._suffix = ""
+
+    def with_part_prefix(self, prefix: str) -> "OutputFileConfigBuilder":
+        """Part files start with ``prefix``."""
+        self._prefix = prefix
+        return self
+
+    def with_part_suffix(self, suffix: str) -> "OutputFileConfigBuilder":
+        """Part files end with ``suffix`` (e.g. ``".txt"``)."""
+        self._suffix = suffix
+        return self
+
+    def build(self) -> OutputFileConfig:
+        """The configuration."""
+        return OutputFileConfig(self._prefix, self._suffix)
+
+
+class RollingPolicy:
+    """When the in-progress part file is closed and a new one started (PyFlink's RollingPolicy).
+
+    ``default_rolling_policy``: at ``part_size`` bytes, after ``rollover_interval`` ms
+    since the file was opened, or after ``inactivity_interval`` ms without writes;
+    ``on_checkpoint_rolling_policy``: at every checkpoint only.
+    """
+
+    def __init__(self, part_size: Optional[int], rollover_interval: Optional[int],
+                 inactivity_interval: Optional[int], roll_on_checkpoint: bool) -> None:
+        for arg, value in (("part_size", part_size), ("rollover_interval", rollover_interval),
+                           ("inactivity_interval", inactivity_interval)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+                raise InvalidProgramError(f"RollingPolicy: {arg} must be a positive int, got {value!r}")
+        self.part_size = part_size
+        self.rollover_interval = rollover_interval
+        self.inactivity_interval = inactivity_interval
+        self.roll_on_checkpoint = roll_on_checkpoint
+
+    @staticmethod
+    def default_rolling_policy(part_size: int = 1024 * 1024 * 128, rollover_interval: int = 60 * 1000,
+                               inactivity_interval: int = 60 * 1000) -> "RollingPolicy":
+        """Roll by size (bytes), age (ms) and inactivity (ms): Flink's DefaultRollingPolicy."""
+        return RollingPolicy(part_size, rollover_interval, inactivity_interval, False)
+
+    @staticmethod
+    def on_checkpoint_rolling_policy() -> "RollingPolicy":
+        """Roll at every checkpoint (and at the end of input) only."""
+        return RollingPolicy(None, None, None, True)
+
+    def should_roll(self, size: int, opened_ms: int, last_write_ms: int, now_ms: int) -> bool:
+        """True if a part file of ``size`` bytes, opened and last written at those times, rolls now."""
+        return ((self.part_size is not None and size >= self.part_size)
+                or (self.rollover_interval is not None and now_ms - opened_ms >= self.rollover_interval)
+                or (self.inactivity_interval is not None and now_ms - last_write_ms >= self.inactivity_interval))
+
+    def __repr__(self) -> str:
+        if self.roll_on_checkpoint:
+            return "RollingPolicy.on_checkpoint_rolling_policy()"
+        return (f"RollingPolicy.default_rolling_policy({self.part_size}, {self.rollover_interval}, "
+                f"{self.inactivity_interval})")
+
+
+# Java DateTimeFormatter letters -> strftime, longest first
+_JAVA_DATE_PATTERNS = (("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"),
+                       ("mm", "%M"), ("ss", "%S"))
+
+
+class BucketAssigner:
+    """Which sub-directory of the base path a record goes to (PyFlink's BucketAssigner)."""
+
+    def __init__(self, kind: str, format_str: Optional[str] = None, timezone_id: Optional[str] = None) -> None:
+        self.kind = kind
+        self.format_str = format_str
+        self.timezone_id = timezone_id
+        self.strftime_format: Optional[str] = None
+        if format_str is not None:
+            fmt = format_str
+            for java, py in _JAVA_DATE_PATTERNS:
+                fmt = fmt.replace(java, py)
+            self.strftime_format = fmt
+
+    @staticmethod
+    def base_path_bucket_assigner() -> "BucketAssigner":
+        """Everything straight into the base path (streamkernel's default)."""
+        return BucketAssigner("base_path")
+
+    @staticmethod
+    def date_time_bucket_assigner(format_str: str = "yyyy-MM-dd--HH",
+                                  timezone_id: Optional[str] = None) -> "BucketAssigner":
+        """One sub-directory per processing-time period, named by ``format_str`` (Java pattern)."""
+        if not isinstance(format_str, str) or not format_str:
+            raise InvalidProgramError(f"date_time_bucket_assigner: format_str must be a non-empty str, "
+                                      f"got {format_str!r}")
+        return BucketAssigner("date_time", format_str, timezone_id)
+
+    def __repr__(self) -> str:
+        if self.kind == "base_path":
+            return "BucketAssigner.base_path_bucket_assigner()"
+        return f"BucketAssigner.date_time_bucket_assigner({self.format_str!r}, {self.timezone_id!r})"
+
+
+class FileSink(Sink):
+    """Writes records into part files under ``base_path`` with an :class:`Encoder` (row format).
+
+    ::
+
+        sink = (FileSink.for_row_format("/tmp/out", Encoder.simple_string_encoder())
+                .with_output_file_config(OutputFileConfig.builder().with_part_suffix(".txt").build())
+                .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=1 << 20))
+                .build())
+        ds.sink_to(sink)
+    """
+
+    default_name = "FileSink"
+
+    def __init__(self, base_path: str, encoder: Encoder, *, output_file_config: OutputFileConfig,
+                 rolling_policy: RollingPolicy, bucket_assigner: BucketAssigner,
+                 bucket_check_interval: int) -> None:
+        self.base_path = base_path
+        self.encoder = encoder
+        self.output_file_config = output_file_config
+        self.rolling_policy = rolling_policy
+        self.bucket_assigner = bucket_assigner
+        self.bucket_check_interval = bucket_check_interval
+
+    @staticmethod
+    def for_row_format(base_path: str, encoder: Encoder) -> "RowFormatBuilder":
+        """A builder for a sink writing each record with ``encoder`` into files under ``base_path``."""
+        return RowFormatBuilder(base_path, encoder)
+
+    def __repr__(self) -> str:
+        return f"FileSink({self.base_path!r})"
+
+
+class RowFormatBuilder:
+    """Configures a row-format :class:`FileSink` (PyFlink's ``FileSink.RowFormatBuilder``)."""
+
+    def __init__(self, base_path: str, encoder: Encoder) -> None:
+        if not isinstance(base_path, (str, os.PathLike)) or not os.fspath(base_path):
+            raise InvalidProgramError(f"FileSink.for_row_format: base_path must be a path, got {base_path!r}")
+        if not isinstance(encoder, Encoder):
+            raise InvalidProgramError(
+                f"FileSink.for_row_format: encoder must be an Encoder (e.g. Encoder.simple_string_encoder()), "
+                f"got {encoder!r}")
+        self._base_path = os.fspath(base_path)
+        self._encoder = encoder
+        self._output_file_config = OutputFileConfig()
+        self._rolling_policy = RollingPolicy.default_rolling_policy()
+        self._bucket_assigner = BucketAssigner.base_path_bucket_assigner()
+        self._bucket_check_interval = 60 * 1000
+
+    def with_output_file_config(self, output_file_config: OutputFileConfig) -> "RowFormatBuilder":
+        """Part file prefix and suffix."""
+        if not isinstance(output_file_config, OutputFileConfig):
+            raise InvalidProgramError(f"with_output_file_config: expected an OutputFileConfig, "
+                                      f"got {output_file_config!r}")
+        self._output_file_config = output_file_config
+        return self
+
+    def with_rolling_policy(self, rolling_policy: RollingPolicy) -> "RowFormatBuilder":
+        """When part files roll."""
+        if not isinstance(rolling_policy, RollingPolicy):
+            raise InvalidProgramError(f"with_rolling_policy: expected a RollingPolicy, got {rolling_policy!r}")
+        self._rolling_policy = rolling_policy
+        return self
+
+    def with_bucket_assigner(self, bucket_assigner: BucketAssigner) -> "RowFormatBuilder":
+        """Which sub-directory records go to."""
+        if not isinstance(bucket_assigner, BucketAssigner):
+            raise InvalidProgramError(f"with_bucket_assigner: expected a BucketAssigner, got {bucket_assigner!r}")
+        self._bucket_assigner = bucket_assigner
+        return self
+
+    def with_bucket_check_interval(self, interval: int) -> "RowFormatBuilder":
+        """How often (ms) time-based rolling is checked when no records arrive."""
+        if isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0:
+            raise InvalidProgramError(f"with_bucket_check_interval: interval must be a positive int (ms), "
+                                      f"got {interval!r}")
+        self._bucket_check_interval = interval
+        return self
+
+    def build(self) -> FileSink:
+        """The configured sink."""
+        return FileSink(self._base_path, self._encoder, output_file_config=self._output_file_config,
+                        rolling_policy=self._rolling_policy, bucket_assigner=self._bucket_assigner,
+                        bucket_check_interval=self._bucket_check_interval)
+
+
+class CsvSink(Sink):
+    """Writes records as CSV rows (tuples, lists and Rows by position; dicts by ``columns``).
+
+    ``columns`` names the header row (written first) and, for dict records, which keys to
+    write in which order; dict records without ``columns`` use the first record's keys.
+    Other records are written as one field. ``delimiter`` separates the fields.
+    """
+
+    default_name = "CsvSink"
+
+    def __init__(self, path: str, columns: Optional[Sequence[str]] = None, delimiter: str = ",",
+                 charset_name: str = "UTF-8") -> None:
+        if not isinstance(path, (str, os.PathLike)) or not os.fspath(path):
+            raise InvalidProgramError(f"CsvSink: path must be a file path, got {path!r}")
+        if not isinstance(delimiter, str) or len(delimiter) != 1:
+            raise InvalidProgramError(f"CsvSink: delimiter must be one character, got {delimiter!r}")
+        self.path = os.fspath(path)
+        self.columns = tuple(columns) if columns is not None else None
+        self.delimiter = delimiter
+        self.charset_name = charset_name
+
+    def __repr__(self) -> str:
+        return f"CsvSink({self.path!r}, columns={self.columns})"

@@ -1,0 +1,101 @@
+"""The cluster and job subcommands of ``%flink``: start, stop, cluster, jobs, submit, cancel, metrics.
+
+Each is a thin call into the public Python API (``MiniCluster``, ``env.execute_async``,
+``JobClient.cancel``) plus a display: pandas tables in the notebook, text in a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Optional
+
+from IPython.core.error import UsageError
+
+__all__ = ["ClusterCommands"]
+
+
+def _frame(rows: list[dict], columns: Optional[list[str]] = None) -> Any:
+    import pandas as pd  # lazy: pandas only when a table is shown
+
+    return pd.DataFrame(rows, columns=columns)
+
+
+class ClusterCommands:
+    """Runs the cluster/job subcommands for a :class:`NotebookSession`."""
+
+    def __init__(self, session: Any, display: Any) -> None:
+        self.session = session
+        self.display = display
+        self.clients: dict[str, Any] = {}
+
+    # ------------------------------------------------------------- cluster
+    def start(self, args: argparse.Namespace) -> Any:
+        """``%flink start``: a MiniCluster that every environment in this kernel submits to."""
+        from streamkernel.runtime.minicluster import MiniCluster, current_cluster
+
+        running = current_cluster()
+        if running is not None and running.is_running:
+            raise UsageError(f"%flink start: a cluster is already running ({running!r}); %flink stop it first")
+        cluster = MiniCluster(taskmanagers=args.taskmanagers, slots_per_taskmanager=args.slots,
+                              backend=args.backend).start()
+        self.session.shell.push({"cluster": cluster})
+        print(f"Started {cluster!r}; bound to `cluster`. Every env.execute() in this kernel now runs on it.")
+        return self.cluster(args)
+
+    def stop(self, args: argparse.Namespace) -> None:
+        """``%flink stop``: cancel the jobs, stop the TaskManagers, leave no thread behind."""
+        cluster = self._cluster("stop")
+        cluster.stop()
+        print(f"Stopped {cluster!r}.")
+
+    def cluster(self, args: argparse.Namespace) -> Any:
+        """``%flink cluster``: one row per slot: TaskManager, slot, job and subtasks in it."""
+        cluster = self._cluster("cluster")
+        rows = [{"taskmanager": tm.index + 1, "slot": slot.slot_id.slot_index + 1,
+                 "job": slot.job_name or "", "subtasks": ", ".join(slot.tasks)}
+                for tm in cluster.taskmanagers for slot in tm.slots]
+        self.display(_frame(rows, ["taskmanager", "slot", "job", "subtasks"]))
+
+    def _cluster(self, command: str) -> Any:
+        from streamkernel.runtime.minicluster import current_cluster
+
+        cluster = current_cluster()
+        if cluster is None or not cluster.is_running:
+            raise UsageError(f"%flink {command}: no cluster is running; start one with %flink start")
+        return cluster
+
+    # ---------------------------------------------------------------- jobs
+    def jobs(self, args: argparse.Namespace) -> None:
+        """``%flink jobs``: id, name, status and duration of every job of the cluster."""
+        cluster = self._cluster("jobs")
+        rows = [{"job_id": str(j.job_id), "name": j.name, "status": j.status.name, "duration_ms": j.duration_ms}
+                for j in cluster.jobs()]
+        self.display(_frame(rows, ["job_id", "name", "status", "duration_ms"]))
+
+    def submit(self, name: Optional[str]) -> Any:
+        """Submit the notebook's dataflow without waiting (``env.execute_async``); returns the JobClient."""
+        client = self.session.env.execute_async(name)
+        job_id = str(client.get_job_id())
+        self.clients[job_id] = client
+        self.session.shell.push({"job": client})
+        print(f"Submitted job {job_id}; its JobClient is bound to `job` (job.cancel(), "
+              f"job.get_job_status().result(), job.get_job_execution_result().result()).")
+        return client
+
+    def cancel(self, args: argparse.Namespace) -> None:
+        """``%flink cancel JOB``: cancel a job by id prefix or name."""
+        cluster = self._cluster("cancel")
+        matches = [j for j in cluster.jobs() if str(j.job_id).startswith(args.job) or j.name == args.job]
+        if len(matches) != 1:
+            known = ", ".join(f"{j.job_id} ({j.name})" for j in cluster.jobs()) or "none"
+            what = "no job matches" if not matches else "several jobs match"
+            raise UsageError(f"%flink cancel: {what} {args.job!r}; jobs: {known}")
+        cluster.get_job(matches[0].job_id).cancel().result(timeout=10)
+        print(f"Cancelled job {matches[0].job_id} ({matches[0].name}).")
+
+    def metrics(self, args: argparse.Namespace) -> None:
+        """``%flink metrics [JOB]``: records, rates, busy/backpressure ratios, watermarks per subtask."""
+        from streamkernel.runtime.metrics import metric_rows
+
+        cluster = self._cluster("metrics")
+        self.display(_frame(metric_rows(cluster.snapshot(), args.job)))

@@ -1,0 +1,186 @@
+"""What ``env.execute()``, ``env.execute_async()`` and ``execute_and_collect()`` call: the client.
+
+Flink's client prepares a job and hands it to a JobManager; attached, it then waits for
+the result. Here the JobManager is the process's current :class:`MiniCluster` if one was
+started, and otherwise a *transient* local cluster sized for the job (one TaskManager with
+as many slots as the job needs), started for this job and stopped when the job ends, as
+PyFlink's local mode starts a fresh cluster per ``execute()``.
+
+Waiting is interruptible: a KeyboardInterrupt (interrupting a notebook cell) cancels the
+job, waits briefly for it to stop, and is re-raised.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any, Optional, Union
+
+from streamkernel.common.job_execution_result import JobExecutionResult
+from streamkernel.common.job_status import JobStatus
+from streamkernel.graph.execution_graph import build_execution_graph
+from streamkernel.graph.job_graph import build_job_graph
+from streamkernel.graph.stream_graph import StreamGraph
+from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult
+from streamkernel.runtime.minicluster import MiniCluster, current_cluster
+from streamkernel.runtime.minicluster_job_client import (
+    MiniClusterJobClient,
+    job_execution_error,
+    to_job_execution_result,
+)
+
+__all__ = ["execute_stream_graph", "submit_stream_graph", "execute_and_collect", "transient_cluster_for",
+           "CANCEL_WAIT_SECONDS"]
+
+#: How long a KeyboardInterrupt or a closed result iterator waits for the cancelled job to stop.
+CANCEL_WAIT_SECONDS = 5.0
+_POLL_SECONDS = 0.2
+
+
+def transient_cluster_for(stream_graph: StreamGraph) -> MiniCluster:
+    """A (not yet started) local cluster sized for the job.
+
+    One TaskManager (``minicluster.number-of-taskmanagers`` if configured) with the slots
+    the job needs with slot sharing (``taskmanager.numberOfTaskSlots`` if configured).
+    Raises NotEnoughSlotsError at once when configured sizes cannot fit the job: nothing
+    would ever free slots on a cluster made for one job.
+    """
+    conf = {k: str(v) for k, v in stream_graph.configuration.items()}
+    job_graph = build_job_graph(stream_graph)
+    taskmanagers = int(conf.get("minicluster.number-of-taskmanagers", 1))
+    configured_slots = conf.get("taskmanager.numberOfTaskSlots")
+    slots = int(configured_slots) if configured_slots is not None else None
+    graph = build_execution_graph(job_graph, taskmanagers, slots)  # raises NotEnoughSlotsError
+    return MiniCluster(taskmanagers, graph.slots_per_taskmanager, configuration=conf)
+
+
+def submit_stream_graph(env: Any, stream_graph: StreamGraph) -> MiniClusterJobClient:
+    """Submit the job to the current cluster (or a transient one) and return its JobClient at once.
+
+    A transient cluster stops by itself once the job reaches a terminal state.
+    """
+    cluster = current_cluster()
+    if cluster is not None:
+        return cluster.submit(stream_graph)
+    cluster = transient_cluster_for(stream_graph).start(make_current=False)
+    try:
+        client = cluster.submit(stream_graph)
+    except BaseException:
+        cluster.stop()
+        raise
+    _stop_when_terminal(cluster, client)
+    return client
+
+
+def _stop_when_terminal(cluster: MiniCluster, client: MiniClusterJobClient) -> None:
+    """Stop a transient cluster once its job ended (from a short-lived thread: the JobMaster's
+    own thread cannot join itself)."""
+    def stop_later(_: Any) -> None:
+        threading.Thread(target=cluster.stop, name="streamkernel transient cluster stop", daemon=True).start()
+
+    cluster.dispatcher.job_result_future(client.get_job_id()).add_done_callback(stop_later)
+
+
+def _wait_for_result(cluster: MiniCluster, client: MiniClusterJobClient) -> JobResult:
+    """Wait for the job's end; a KeyboardInterrupt cancels the job and is re-raised."""
+    future = cluster.dispatcher.job_result_future(client.get_job_id())
+    try:
+        while True:
+            try:
+                return future.result(_POLL_SECONDS)
+            except TimeoutError:
+                continue
+    except KeyboardInterrupt:
+        client.cancel()
+        try:
+            future.result(CANCEL_WAIT_SECONDS)
+        except BaseException:  # noqa: BLE001 - a second interrupt, or a slow task: give up waiting
+            pass
+        raise
+
+
+def execute_stream_graph(env: Any, stream_graph: StreamGraph) -> JobExecutionResult:
+    """Run the job to its end and return its JobExecutionResult (``env.execute()``).
+
+    Raises :class:`~streamkernel.errors.JobExecutionError` if the job FAILED (message naming
+    the failing subtask and cause; ``raise ... from`` the cause) or was CANCELED.
+    """
+    cluster = current_cluster()
+    transient = cluster is None
+    if cluster is None:
+        cluster = transient_cluster_for(stream_graph).start(make_current=False)
+    try:
+        client = cluster.submit(stream_graph)
+        result = _wait_for_result(cluster, client)
+    finally:
+        if transient:
+            cluster.stop()
+    return to_job_execution_result(result)
+
+
+def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional[str] = None,
+                        limit: Optional[int] = None) -> Union[Any, list]:
+    """Run the job with a collect sink on ``data_stream``; an iterator over its records.
+
+    Returns a :class:`~streamkernel.datastream.closeable_iterator.CloseableIterator` that
+    yields records while the job runs, ends when the job finished and raises
+    JobExecutionError if it failed; closing it cancels a still running job. With ``limit``,
+    returns a list of at most ``limit`` records and cancels the rest of the job (PyFlink).
+    """
+    from streamkernel.datastream.closeable_iterator import CloseableIterator
+    from streamkernel.datastream.connectors.collect import CollectSink
+
+    sink = CollectSink()
+    data_stream.sink_to(sink)
+    stream_graph = env.get_stream_graph(job_execution_name, clear_transformations=True)
+    client = submit_stream_graph(env, stream_graph)
+    buffer = sink.buffer
+    dispatcher = client._dispatcher  # the cluster the job runs on (current or transient)
+
+    def on_status(details: JobDetails) -> None:
+        # From the JobMaster's thread: unblock sink writers so cancellation can finish.
+        if details.status in (JobStatus.FAILING, JobStatus.FAILED, JobStatus.CANCELLING, JobStatus.CANCELED):
+            error = job_execution_error(details)
+            error.__cause__ = details.failure_cause
+            buffer.fail(error)
+        elif details.status is JobStatus.FINISHED:
+            buffer.close()
+
+    dispatcher.add_job_status_listener(client.get_job_id(), on_status)
+    closed = threading.Event()
+
+    def close() -> None:
+        closed.set()
+        buffer.discard()
+        if not client.get_job_status().result().is_globally_terminal_state():
+            try:
+                client.cancel().result(CANCEL_WAIT_SECONDS)
+            except TimeoutError:
+                pass
+
+    result_future = dispatcher.job_result_future(client.get_job_id())
+
+    def records() -> Any:
+        try:
+            yield from buffer
+        except Exception:
+            if not closed.is_set():
+                raise  # the JobExecutionError set by on_status, its cause chained
+            return
+        # Every sink subtask finished: the job ends in a moment (unless another branch of it
+        # runs on); wait briefly so that a failure elsewhere in the job still surfaces here.
+        try:
+            result = result_future.result(CANCEL_WAIT_SECONDS)
+        except TimeoutError:
+            return
+        if result.status is JobStatus.FAILED:
+            to_job_execution_result(result)  # raises JobExecutionError from the cause
+
+    iterator = CloseableIterator(records(), close)
+    if limit is None:
+        return iterator
+    try:
+        return list(itertools.islice(iterator, limit))
+    finally:
+        iterator.close()
+

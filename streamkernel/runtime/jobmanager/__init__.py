@@ -1,0 +1,47 @@
+"""The JobManager: a Dispatcher, a ResourceManager and one JobMaster per job (Flink's architecture).
+
+* :class:`Dispatcher` accepts jobs and starts a :class:`JobMaster` for each (session mode).
+* :class:`ResourceManager` keeps the registry of every TaskManager's task slots and hands
+  them to jobs.
+* :class:`JobMaster` runs one job: ExecutionGraph -> slots -> deployed subtasks -> a
+  terminal state. Its decisions are the pure :class:`JobStateMachine`; :mod:`.scheduler`
+  writes the task deployment descriptors; :mod:`.restart` holds the restart strategies.
+"""
+
+from __future__ import annotations
+
+from streamkernel.runtime.jobmanager.dispatcher import Dispatcher, UnknownJobError
+from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine
+from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult, SubtaskDetails, VertexDetails
+from streamkernel.runtime.jobmanager.jobmaster import DEFAULT_SLOT_REQUEST_TIMEOUT_MS, JobMaster
+from streamkernel.runtime.jobmanager.resource_manager import (
+    ResourceManager,
+    ResourceManagerStoppedError,
+    SlotInfo,
+    SlotRequestCancelledError,
+    TaskManagerLostError,
+)
+from streamkernel.runtime.jobmanager.restart import NoRestartStrategy, RestartStrategy, create_restart_strategy
+from streamkernel.runtime.jobmanager.scheduler import assign_slots, build_deployment_descriptors
+
+__all__ = [
+    "Dispatcher",
+    "UnknownJobError",
+    "ResourceManager",
+    "ResourceManagerStoppedError",
+    "SlotInfo",
+    "SlotRequestCancelledError",
+    "TaskManagerLostError",
+    "JobMaster",
+    "DEFAULT_SLOT_REQUEST_TIMEOUT_MS",
+    "JobStateMachine",
+    "JobDetails",
+    "JobResult",
+    "SubtaskDetails",
+    "VertexDetails",
+    "RestartStrategy",
+    "NoRestartStrategy",
+    "create_restart_strategy",
+    "assign_slots",
+    "build_deployment_descriptors",
+]

@@ -1,0 +1,124 @@
+"""The Dispatcher: accepts jobs and starts one JobMaster per job (Flink's Dispatcher).
+
+A cluster runs in *session mode*: the Dispatcher accepts any number of jobs and each runs
+while slots last (a job that finds none waits, then fails; see the ResourceManager). It
+remembers every job it ran, so the status and result of a finished job can still be asked
+for, as Flink's execution graph store keeps them.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Mapping, Optional, Union
+
+from streamkernel.common.completable_future import CompletableFuture
+from streamkernel.common.job_status import JobID, JobStatus
+from streamkernel.errors import InvalidProgramError
+from streamkernel.graph.stream_graph import StreamGraph
+from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult
+from streamkernel.runtime.jobmanager.jobmaster import JobMaster
+from streamkernel.runtime.taskmanager.gateway import ResourceManagerGateway
+
+__all__ = ["Dispatcher", "UnknownJobError"]
+
+JobIdLike = Union[JobID, str]
+
+
+class UnknownJobError(KeyError):
+    """No job with this id was submitted to this cluster."""
+
+
+class Dispatcher:
+    """Accepts jobs (``submit_job``), runs each with its own JobMaster, keeps their results.
+
+    ``configuration`` is the cluster's configuration; a job's own keys override it.
+    """
+
+    def __init__(self, resource_manager: ResourceManagerGateway,
+                 configuration: Optional[Mapping[str, Any]] = None) -> None:
+        self._resource_manager = resource_manager
+        self.configuration = {k: str(v) for k, v in (configuration or {}).items()}
+        # Guards _jobs and _running; JobMasters are started/cancelled outside of it.
+        self._lock = threading.Lock()
+        self._jobs: dict[str, JobMaster] = {}
+        self._running = True
+
+    def submit_job(self, stream_graph: StreamGraph) -> JobID:
+        """Start a JobMaster for the job and return its id at once (the job runs in the background).
+
+        Raises InvalidProgramError when the dispatcher is shut down, and whatever building
+        the job's graphs raises (a cyclic graph ...).
+        """
+        job_id = JobID()
+        configuration = {**self.configuration, **{k: str(v) for k, v in stream_graph.configuration.items()}}
+        master = JobMaster(str(job_id), stream_graph, self._resource_manager, configuration=configuration)
+        with self._lock:
+            if not self._running:
+                raise InvalidProgramError(
+                    f"cannot submit job {stream_graph.job_name!r}: the cluster is stopped; start it again "
+                    f"(MiniCluster.start() or %flink start) or stop using it as the current cluster")
+            self._jobs[str(job_id)] = master
+        master.start()
+        return job_id
+
+    def _master(self, job_id: JobIdLike) -> JobMaster:
+        with self._lock:
+            master = self._jobs.get(str(job_id))
+        if master is None:
+            raise UnknownJobError(f"no job {job_id} was submitted to this cluster")
+        return master
+
+    def cancel_job(self, job_id: JobIdLike) -> CompletableFuture[JobResult]:
+        """Cancel a job; the returned future completes with its result once it is terminal."""
+        master = self._master(job_id)
+        master.cancel()
+        return master.result_future
+
+    def request_job_status(self, job_id: JobIdLike) -> JobStatus:
+        """The job's current status."""
+        return self._master(job_id).request_job_details().status
+
+    def request_job_details(self, job_id: JobIdLike) -> JobDetails:
+        """The job's latest published status snapshot."""
+        return self._master(job_id).request_job_details()
+
+    def job_result_future(self, job_id: JobIdLike) -> CompletableFuture[JobResult]:
+        """A future that completes with the job's :class:`JobResult` when it is terminal."""
+        return self._master(job_id).result_future
+
+    def request_job_result(self, job_id: JobIdLike, timeout: Optional[float] = None) -> JobResult:
+        """Wait (up to ``timeout`` seconds; None: forever) for the job's result.
+
+        Raises TimeoutError if the job is still running after ``timeout``.
+        """
+        return self._master(job_id).result_future.result(timeout)
+
+    def add_job_status_listener(self, job_id: JobIdLike, listener: Callable[[JobDetails], None]) -> None:
+        """Call ``listener(details)`` now and whenever the job's status changes (see JobMaster)."""
+        self._master(job_id).add_status_listener(listener)
+
+    def list_jobs(self) -> list[JobDetails]:
+        """Every job this dispatcher ran or runs, in submission order."""
+        with self._lock:
+            masters = list(self._jobs.values())
+        return [m.request_job_details() for m in masters]
+
+    def job_master(self, job_id: JobIdLike) -> JobMaster:
+        """The JobMaster of a job (for the cluster's own bookkeeping and tests)."""
+        return self._master(job_id)
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Refuse new jobs, cancel the running ones and wait (up to ``timeout`` s) for them to end."""
+        with self._lock:
+            self._running = False
+            masters = list(self._jobs.values())
+        for master in masters:
+            if not master.result_future.done():
+                master.cancel()
+        for master in masters:
+            master.join(timeout)
+
+    def __repr__(self) -> str:
+        jobs = self.list_jobs()
+        running = sum(1 for j in jobs if not j.status.is_globally_terminal_state())
+        return f"Dispatcher({len(jobs)} jobs, {running} running)"

@@ -1,0 +1,341 @@
+"""MiniCluster: a whole Flink cluster in this process: a JobManager and its TaskManagers.
+
+``MiniCluster(taskmanagers=2, slots_per_taskmanager=2).start()`` creates the JobManager's
+parts (a ResourceManager and a Dispatcher, which starts one JobMaster per job) and the
+TaskManagers, which register their slots with the ResourceManager. ``stop()`` cancels the
+running jobs, stops everything and leaves no thread behind.
+
+A started cluster becomes the process's *current* cluster (unless ``start(make_current=
+False)``): every StreamExecutionEnvironment of the process then submits to it, several
+jobs at once while slots last (session mode). Without one, ``env.execute()`` starts a
+transient cluster sized for the job and stops it afterwards, as PyFlink's local mode does.
+
+Everything a notebook shows comes from :meth:`MiniCluster.snapshot`, a plain dict built
+from published snapshots, safe to call from any thread while jobs run.
+
+>>> with MiniCluster(taskmanagers=1, slots_per_taskmanager=2) as cluster:   # doctest: +SKIP
+...     env.execute("word count")        # runs on `cluster`
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Union
+
+from streamkernel.common.job_status import JobID, JobStatus
+from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
+from streamkernel.graph.execution_graph import SlotId
+from streamkernel.graph.stream_graph import StreamGraph
+from streamkernel.runtime.clock import Clock, SystemClock
+from streamkernel.runtime.deployment import ExecutionAttemptId
+from streamkernel.runtime.jobmanager.dispatcher import Dispatcher
+from streamkernel.runtime.jobmanager.resource_manager import ResourceManager
+from streamkernel.runtime.minicluster_job_client import MiniClusterJobClient
+from streamkernel.runtime.taskmanager.gateway import TaskExecutorHeartbeat
+from streamkernel.runtime.taskmanager.local import start_local_taskmanagers
+from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
+
+__all__ = ["MiniCluster", "JobInfo", "SlotOccupancy", "TaskManagerInfo", "current_cluster", "set_current_cluster",
+           "BACKENDS"]
+
+#: Where TaskManagers can come from. Only ``local`` (threads in this process) exists so far.
+BACKENDS = ("local",)
+
+_current_lock = threading.Lock()
+_current: Optional["MiniCluster"] = None
+
+
+def current_cluster() -> Optional["MiniCluster"]:
+    """The running cluster this process's environments submit to, or None."""
+    cluster = _current
+    return cluster if cluster is not None and cluster.is_running else None
+
+
+def set_current_cluster(cluster: Optional["MiniCluster"]) -> None:
+    """Make ``cluster`` the process's current cluster (None: no current cluster)."""
+    global _current
+    with _current_lock:
+        _current = cluster
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One line of ``MiniCluster.jobs()``: id, name, status, start time (ms since epoch), duration."""
+
+    job_id: JobID
+    name: str
+    status: JobStatus
+    start_time: int
+    duration_ms: int
+    end_time: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class SlotOccupancy:
+    """One task slot: which job holds it and which subtasks run in it."""
+
+    slot_id: SlotId
+    job_id: Optional[str] = None
+    job_name: Optional[str] = None
+    tasks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskManagerInfo:
+    """One TaskManager of the cluster and its slots."""
+
+    taskmanager_id: str
+    index: int
+    slots: tuple[SlotOccupancy, ...]
+
+    @property
+    def number_of_slots(self) -> int:
+        """How many slots it offers."""
+        return len(self.slots)
+
+
+def _positive(name: str, value: Any) -> int:
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidProgramError(f"MiniCluster: {name} must be an int >= 1, got {value!r}")
+    return value
+
+
+class MiniCluster:
+    """A JobManager (Dispatcher + ResourceManager + a JobMaster per job) and its TaskManagers.
+
+    ``taskmanagers`` and ``slots_per_taskmanager`` default to the configuration's
+    ``minicluster.number-of-taskmanagers`` and ``taskmanager.numberOfTaskSlots``, else 1.
+    ``configuration`` holds Flink keys for the cluster (``slot.request.timeout``,
+    ``heartbeat.interval`` ...); a job's own keys override them for that job. ``clock`` is
+    the processing-time clock of every task (a ManualClock makes processing time
+    deterministic in tests). ``task_factory`` and ``shuffle`` replace what runs a deployed
+    subtask and the channel registry (for tests and other backends).
+    """
+
+    def __init__(self, taskmanagers: Optional[int] = None, slots_per_taskmanager: Optional[int] = None,
+                 backend: str = "local", configuration: Optional[Mapping[str, Any]] = None,
+                 clock: Optional[Clock] = None, *, task_factory: Optional[Callable[..., Any]] = None,
+                 shuffle: Any = None) -> None:
+        conf = {k: str(v) for k, v in dict(configuration or {}).items()}
+        if backend not in BACKENDS:
+            raise IllegalConfigurationError(
+                f"MiniCluster: unknown backend {backend!r}; available: {', '.join(BACKENDS)} (TaskManagers as "
+                f"threads in this process). The 'process' and 'spark' backends are not built yet.")
+        self.number_of_taskmanagers = _positive(
+            "taskmanagers", taskmanagers if taskmanagers is not None else conf.get("minicluster.number-of-taskmanagers", 1))
+        self.slots_per_taskmanager = _positive(
+            "slots_per_taskmanager",
+            slots_per_taskmanager if slots_per_taskmanager is not None else conf.get("taskmanager.numberOfTaskSlots", 1))
+        conf["taskmanager.numberOfTaskSlots"] = str(self.slots_per_taskmanager)
+        self.backend = backend
+        self.configuration = conf
+        self.clock = clock or SystemClock()
+        self._task_factory = task_factory
+        self._shuffle_given = shuffle
+        # Guards start/stop; the components guard themselves.
+        self._lifecycle = threading.Lock()
+        self._running = False
+        self._resource_manager: Optional[ResourceManager] = None
+        self._dispatcher: Optional[Dispatcher] = None
+        self._taskmanagers: list[TaskExecutor] = []
+        self._working_dir: Optional[str] = None
+        self.shuffle: Any = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, make_current: bool = True) -> "MiniCluster":
+        """Start the ResourceManager, the Dispatcher and the TaskManagers; returns self.
+
+        With ``make_current`` (the default) the cluster becomes the process's current
+        cluster: every environment's ``execute()`` submits to it. Starting a running
+        cluster does nothing.
+        """
+        with self._lifecycle:
+            if not self._running:
+                self._start_locked()
+        if make_current:
+            set_current_cluster(self)
+        return self
+
+    def _start_locked(self) -> None:
+        self._working_dir = tempfile.mkdtemp(prefix="streamkernel-", dir=self.configuration.get("io.tmp.dirs"))
+        self.shuffle = self._shuffle_given if self._shuffle_given is not None else _local_shuffle()
+        self._resource_manager = ResourceManager(self.configuration)
+        self._dispatcher = Dispatcher(self._resource_manager, self.configuration)
+        try:
+            self._taskmanagers = start_local_taskmanagers(
+                self.number_of_taskmanagers, self.slots_per_taskmanager, self._resource_manager,
+                shuffle=self.shuffle, clock=self.clock, working_dir=self._working_dir,
+                task_factory=self._task_factory)
+        except BaseException:
+            self._resource_manager.stop()
+            shutil.rmtree(self._working_dir, ignore_errors=True)
+            raise
+        self._resource_manager.start_heartbeats()
+        self._running = True
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Cancel running jobs, stop the TaskManagers and the JobManager; no thread is left running.
+
+        Waits up to ``timeout`` seconds for jobs and tasks to end. Stopping a stopped cluster
+        does nothing; a stopped cluster may be started again.
+        """
+        global _current
+        with self._lifecycle:
+            if not self._running:
+                return
+            self._running = False
+            assert self._dispatcher is not None and self._resource_manager is not None
+            self._dispatcher.shutdown(timeout)
+            for taskmanager in self._taskmanagers:
+                taskmanager.shutdown(timeout)
+            self._resource_manager.stop()
+            if self._working_dir is not None:
+                shutil.rmtree(self._working_dir, ignore_errors=True)
+        with _current_lock:
+            if _current is self:
+                _current = None
+
+    @property
+    def is_running(self) -> bool:
+        """True between start() and stop()."""
+        return self._running
+
+    def __enter__(self) -> "MiniCluster":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ----------------------------------------------------------------- components
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The Dispatcher (raises if the cluster is not running)."""
+        self._check_running("dispatcher")
+        assert self._dispatcher is not None
+        return self._dispatcher
+
+    @property
+    def resource_manager(self) -> ResourceManager:
+        """The ResourceManager (raises if the cluster is not running)."""
+        self._check_running("resource_manager")
+        assert self._resource_manager is not None
+        return self._resource_manager
+
+    def _check_running(self, what: str) -> None:
+        if not self._running and self._dispatcher is None:
+            raise InvalidProgramError(f"MiniCluster.{what}: the cluster was never started; call start() first")
+
+    @property
+    def total_slots(self) -> int:
+        """Slots of all TaskManagers."""
+        return self.number_of_taskmanagers * self.slots_per_taskmanager
+
+    # ----------------------------------------------------------------------- jobs
+    def submit(self, stream_graph: StreamGraph) -> MiniClusterJobClient:
+        """Submit a job; returns its JobClient at once (the job runs in the background)."""
+        if not self._running:
+            raise InvalidProgramError(
+                f"cannot submit job {stream_graph.job_name!r}: the MiniCluster is not running; call start() first")
+        job_id = self.dispatcher.submit_job(stream_graph)
+        return MiniClusterJobClient(self.dispatcher, job_id)
+
+    def jobs(self) -> list[JobInfo]:
+        """Every job of this cluster (running and ended), in submission order."""
+        if self._dispatcher is None:
+            return []
+        return [JobInfo(JobID.from_hex_string(d.job_id), d.job_name, d.status, d.start_time, d.duration_ms,
+                        d.end_time) for d in self._dispatcher.list_jobs()]
+
+    def get_job(self, job_id: Union[JobID, str]) -> MiniClusterJobClient:
+        """The JobClient of a job of this cluster (KeyError naming it when unknown)."""
+        if self._dispatcher is None:
+            raise KeyError(f"no job {job_id}: the cluster was never started")
+        job = job_id if isinstance(job_id, JobID) else JobID.from_hex_string(str(job_id))
+        self._dispatcher.job_master(job)  # raises UnknownJobError (a KeyError)
+        return MiniClusterJobClient(self._dispatcher, job)
+
+    # ------------------------------------------------------------------ snapshots
+    def _heartbeats(self) -> dict[str, TaskExecutorHeartbeat]:
+        if self._resource_manager is None or not self._running:
+            return {}
+        beats = {}
+        for taskmanager_id in self._resource_manager.taskmanager_ids:
+            try:
+                beats[taskmanager_id] = self._resource_manager.task_executor_gateway(taskmanager_id).heartbeat()
+            except Exception:  # noqa: BLE001 - a TaskManager stopping right now: skip it
+                continue
+        return beats
+
+    @property
+    def taskmanagers(self) -> tuple[TaskManagerInfo, ...]:
+        """Every TaskManager with its slots: the job holding each and the subtasks in it."""
+        if self._resource_manager is None or not self._running:
+            return ()
+        return self._taskmanager_infos(self._heartbeats())
+
+    def _taskmanager_infos(self, beats: Mapping[str, TaskExecutorHeartbeat]) -> tuple[TaskManagerInfo, ...]:
+        assert self._resource_manager is not None
+        by_tm: dict[str, list[SlotOccupancy]] = {}
+        indexes: dict[str, int] = {}
+        for slot in self._resource_manager.slots():
+            beat = beats.get(slot.taskmanager_id)
+            tasks: tuple[str, ...] = ()
+            if beat is not None and slot.slot_id.slot_index < beat.slot_report.number_of_slots:
+                tasks = beat.slot_report.slots[slot.slot_id.slot_index].tasks
+            by_tm.setdefault(slot.taskmanager_id, []).append(SlotOccupancy(slot.slot_id, slot.job_id, slot.job_name,
+                                                                           tasks))
+            indexes[slot.taskmanager_id] = slot.slot_id.taskmanager_index
+        return tuple(TaskManagerInfo(tm, indexes[tm], tuple(slots)) for tm, slots in by_tm.items())
+
+    def snapshot(self) -> dict:
+        """The cluster's state as plain data: TaskManagers and slots, jobs, per-task metrics.
+
+        Safe from any thread while jobs run (it reads published snapshots and the tasks'
+        counters; it never stops a task). Running subtasks carry live metrics
+        (:meth:`TaskMetrics.snapshot`), ended ones their final metrics.
+        """
+        now = time.time_ns() // 1_000_000
+        if self._resource_manager is None or self._dispatcher is None:
+            return {"running": False, "backend": self.backend, "time": now, "taskmanagers": [],
+                    "slots": {"total": 0, "free": 0}, "pending_slot_requests": {}, "jobs": []}
+        beats = self._heartbeats()
+        live: dict[ExecutionAttemptId, dict] = {t.attempt_id: dict(t.metrics) for b in beats.values() for t in b.tasks}
+        infos = self._taskmanager_infos(beats) if self._running else ()
+        slots = [s for info in infos for s in info.slots]
+        jobs = []
+        for details in self._dispatcher.list_jobs():
+            job = details.to_dict()
+            for vertex in job["vertices"]:
+                for sub in vertex["subtasks"]:
+                    attempt = ExecutionAttemptId(details.job_id, vertex["id"], sub["subtask"], sub["attempt"])
+                    if attempt in live:
+                        sub["metrics"] = live[attempt]
+            jobs.append(job)
+        return {
+            "running": self._running, "backend": self.backend, "time": now,
+            "taskmanagers": [{"id": i.taskmanager_id, "index": i.index,
+                              "slots": [{"slot": str(s.slot_id), "index": s.slot_id.slot_index, "job_id": s.job_id,
+                                         "job_name": s.job_name, "tasks": list(s.tasks)} for s in i.slots]}
+                             for i in infos],
+            "slots": {"total": len(slots), "free": sum(1 for s in slots if s.job_id is None)},
+            "pending_slot_requests": self._resource_manager.pending_requests() if self._running else {},
+            "jobs": jobs,
+        }
+
+    def __repr__(self) -> str:
+        state = "running" if self._running else "stopped"
+        running_jobs = sum(1 for j in self.jobs() if not j.status.is_globally_terminal_state())
+        return (f"MiniCluster({state}, backend={self.backend!r}, {self.number_of_taskmanagers} TaskManagers x "
+                f"{self.slots_per_taskmanager} slots, {running_jobs} running jobs)")
+
+
+def _local_shuffle() -> Any:
+    from streamkernel.runtime.network.shuffle import LocalShuffleEnvironment  # lazy: the network stack
+
+    return LocalShuffleEnvironment()

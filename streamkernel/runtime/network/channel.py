@@ -1,0 +1,166 @@
+"""A channel between two tasks in one process, with Flink's credit-based flow control.
+
+A :class:`LocalChannel` connects one producing subtask (its RecordWriter) to one input of
+a consuming task (its :class:`~streamkernel.runtime.network.input_gate.InputGate`). It is
+Flink's ``LocalInputChannel`` plus the credit protocol of ``RemoteInputChannel``: the
+receiver owns ``credits`` buffer slots for the channel and grants one credit per free slot;
+the sender may only put an item into the channel while it holds a credit, and blocks
+otherwise. A slow receiver therefore stops its senders instead of growing memory, and the
+time a sender spends waiting is its *backpressure*, which :meth:`LocalChannel.send`
+returns so the task can measure it.
+
+Every item takes a credit, events too (watermarks, barriers, END_OF_PARTITION), so a
+channel never holds more than ``credits`` items: memory is bounded in all cases.
+
+Threads and locks: the channel's own lock guards its queue and credits (one sender, one
+receiver). The gate has a separate lock for its list of channels that have data; the lock
+order is always gate -> channel (the sender releases the channel lock before it takes the
+gate's, to tell the gate the channel has data). A channel may exist before its gate (the
+shuffle environment hands it to a sender first): until the gate attaches it, it has no
+credit and the sender simply waits.
+
+Costs are per *buffer* (a batch of records), never per record.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any, Optional
+
+from streamkernel.errors import StreamKernelError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.runtime.network.input_gate import InputGate
+
+__all__ = ["ChannelCancelledError", "LocalChannel"]
+
+
+class ChannelCancelledError(StreamKernelError):
+    """A channel (or its input gate) was cancelled while a sender used it.
+
+    Raised by :meth:`LocalChannel.send` once the receiving gate was cancelled or the job's
+    channels were released (the job ended, failed or restarts). A task that sees it should
+    stop: nobody will read what it sends.
+    """
+
+
+class LocalChannel:
+    """One in-process channel from a sender subtask to an input of a receiver task.
+
+    ``index`` is the channel's position in its gate and ``input_index`` says which input of
+    the receiving operator it feeds (0, or 1 for the second input of a two-input operator);
+    both are -1 / 0 until a gate attaches the channel. ``send`` blocks while the channel
+    has no credit; the gate's ``poll`` takes items out and grants the credits back.
+
+    >>> from streamkernel.runtime.network.input_gate import InputGate
+    >>> gate = InputGate("Map (1/1)")
+    >>> channel = gate.create_channel(0, credits=2)
+    >>> channel.send("an item")  # nanoseconds waited for credit
+    0
+    >>> gate.poll(0)[1]
+    'an item'
+    """
+
+    __slots__ = ("name", "index", "input_index", "_gate", "_lock", "_credit_cond", "_queue",
+                 "_credits", "_blocked", "_listed", "_cancelled", "_sender_waiting")
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+        self.index = -1
+        self.input_index = 0
+        self._gate: Optional["InputGate"] = None
+        self._lock = threading.Lock()
+        # Invariant (under _lock): len(_queue) + _credits == credits granted by the gate
+        # (0 before attach), i.e. the channel never holds more items than its credits.
+        self._credit_cond = threading.Condition(self._lock)
+        self._queue: deque[Any] = deque()
+        self._credits = 0
+        self._blocked = False  # barrier alignment: poll skips this channel (gate-owned flag)
+        self._listed = False  # True while the channel is in its gate's list of channels with data
+        self._cancelled = False
+        self._sender_waiting = False
+
+    # ------------------------------------------------------------------ sender side
+    def send(self, item: Any) -> int:
+        """Append ``item`` (a DataBuffer or an event); block while no credit is available.
+
+        Returns the nanoseconds spent waiting for credit (0 when a credit was free): the
+        sender's backpressured time. Raises :class:`ChannelCancelledError` if the channel
+        or its gate is (or gets) cancelled.
+        """
+        waited = 0
+        with self._lock:
+            if self._credits <= 0 or self._cancelled:
+                waited = self._wait_for_credit()
+            self._credits -= 1
+            self._queue.append(item)
+            if self._listed or self._blocked:
+                return waited
+            self._listed = True
+            gate = self._gate
+        # Outside the channel lock (lock order gate -> channel): tell the gate we have data.
+        gate._channel_has_data(self)  # type: ignore[union-attr]
+        return waited
+
+    def _wait_for_credit(self) -> int:
+        """Wait (holding ``_lock`` via the condition) until a credit is free; return ns waited."""
+        start = time.perf_counter_ns()
+        self._sender_waiting = True
+        try:
+            while self._credits <= 0 and not self._cancelled:
+                self._credit_cond.wait()
+        finally:
+            self._sender_waiting = False
+        if self._cancelled:
+            raise ChannelCancelledError(
+                f"channel {self.name or self.index!r} was cancelled: its receiver is gone "
+                "(the job was cancelled, failed or is restarting)")
+        return time.perf_counter_ns() - start
+
+    # ----------------------------------------------------------------- receiver side
+    def _attach(self, gate: "InputGate", index: int, input_index: int, credits: int) -> None:
+        """Connect the channel to ``gate`` at position ``index`` and grant ``credits``."""
+        with self._lock:
+            if self._cancelled:
+                raise ChannelCancelledError(f"channel {self.name!r} was cancelled before its gate attached it")
+            if self._gate is not None:
+                raise StreamKernelError(
+                    f"channel {self.name!r} is already attached to input gate {self._gate.name!r}; "
+                    f"cannot attach it to {gate.name!r} too")
+            self._gate = gate
+            self.index = index
+            self.input_index = input_index
+            self._credits += credits
+            self._credit_cond.notify_all()
+
+    def cancel(self) -> None:
+        """Cancel the channel: a blocked sender wakes up and raises ChannelCancelledError."""
+        with self._lock:
+            self._cancelled = True
+            self._credit_cond.notify_all()
+
+    # ---------------------------------------------------------------------- status
+    def queued(self) -> int:
+        """How many items (buffers and events) wait in the channel for the receiver."""
+        return len(self._queue)
+
+    @property
+    def available_credits(self) -> int:
+        """Credits the sender holds right now: items it may still send without blocking."""
+        return self._credits
+
+    @property
+    def gate(self) -> Optional["InputGate"]:
+        """The input gate this channel feeds (None until attached)."""
+        return self._gate
+
+    @property
+    def is_cancelled(self) -> bool:
+        """True once the channel or its gate was cancelled."""
+        return self._cancelled
+
+    def __repr__(self) -> str:
+        return (f"LocalChannel({self.name!r}, index={self.index}, input_index={self.input_index}, "
+                f"queued={len(self._queue)}, credits={self._credits})")

@@ -1,0 +1,379 @@
+"""The sending side of one output edge: partition batches to channels, buffer, send.
+
+Flink's ``RecordWriter`` + ``ChannelSelector``: the tail of an operator chain hands every
+batch of one non-chained out edge to a :class:`RecordWriter`, which splits it by the edge's
+partitioner, appends each channel's share to that channel's pending buffer, and sends a
+buffer (:class:`~streamkernel.runtime.records.DataBuffer`) once it holds ``buffer_size``
+records. ``flush`` sends whatever is pending (the task calls it when its buffer timeout
+expires, and before it blocks or ends); events (watermarks, barriers, END_OF_PARTITION)
+are broadcast after a flush, so they stay exactly in order with the records.
+
+Hot path (per batch): the routing is chosen once, at construction; FORWARD/GLOBAL pass the
+batch on whole, REBALANCE/RESCALE slice it (``values[k::n]``, C speed), BROADCAST shares
+the list, HASH does one key call and one cached dict lookup per record and appends
+straight into the pending buffers. No per-record objects, locks or method dispatch.
+
+Ownership: lists handed to ``emit`` are never modified, but they may be sent downstream
+as they are (no copy when a batch fills a buffer on its own; BROADCAST shares one list
+between channels). Lists inside a DataBuffer are therefore read-only for receivers.
+
+A buffer holds at least ``buffer_size`` records when sent for being full, and at most
+``buffer_size - 1`` plus one batch's share (a batch is never split to fit: that would cost
+a copy while the upstream batch size already bounds it). Records with and without
+timestamps never share a buffer.
+"""
+
+from __future__ import annotations
+
+import operator
+import random
+from typing import Any, Callable, Optional, Sequence
+
+from streamkernel.errors import StreamKernelError
+from streamkernel.graph.keygroups import assign_key_to_operator, default_max_parallelism
+from streamkernel.graph.partitioners import (
+    BroadcastPartitioner,
+    CustomPartitionerWrapper,
+    ForwardPartitioner,
+    GlobalPartitioner,
+    KeyGroupStreamPartitioner,
+    RebalancePartitioner,
+    RescalePartitioner,
+    ShufflePartitioner,
+    StreamPartitioner,
+)
+from streamkernel.runtime.records import DataBuffer
+
+__all__ = ["RecordWriter", "PartitioningError"]
+
+#: bound of the key -> channel cache of a HASH writer (cleared when full)
+KEY_CACHE_SIZE = 1 << 16
+
+
+class PartitioningError(StreamKernelError, ValueError):
+    """A partitioner could not route a record: its key selector raised, or a custom
+    Partitioner returned a channel out of range. Names the partitioner and the record."""
+
+
+def _short(record: Any, limit: int = 200) -> str:
+    text = repr(record)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _key_function(selector: Any) -> Callable[[Any], Any]:
+    """The cheapest callable for a key selector: a KeySelector's ``get_key`` (for a
+    wrapped lambda that *is* the lambda), else the callable itself."""
+    get_key = getattr(selector, "get_key", None)
+    return get_key if callable(get_key) else selector
+
+
+class _KeyChannelCache(dict):
+    """key -> channel, computed on a miss (key groups), bounded by clearing when full."""
+
+    __slots__ = ("max_parallelism", "num_channels")
+
+    def __init__(self, max_parallelism: int, num_channels: int) -> None:
+        super().__init__()
+        self.max_parallelism = max_parallelism
+        self.num_channels = num_channels
+
+    def __missing__(self, key: Any) -> int:
+        channel = assign_key_to_operator(key, self.max_parallelism, self.num_channels)
+        if len(self) >= KEY_CACHE_SIZE:
+            self.clear()
+        self[key] = channel
+        return channel
+
+
+class RecordWriter:
+    """Routes the batches of one output edge to its channels (Flink's RecordWriter).
+
+    ``channels`` are the edge's channels of this subtask, ordered by target subtask (for
+    RESCALE and FORWARD: only this subtask's pointwise subset). ``metrics`` (optional, e.g.
+    the task's TaskMetrics) gets every wait for credit added to its ``backpressured_ns``
+    as it happens; ``backpressured_ns`` here accumulates the same waits for this writer.
+    ``records_out`` counts records emitted (once per record, even when broadcast) and
+    ``buffers_out`` the DataBuffers sent. Used by one thread (its task's): no locks.
+
+    >>> from streamkernel.graph.partitioners import RebalancePartitioner
+    >>> from streamkernel.runtime.network.input_gate import InputGate
+    >>> gate = InputGate("Sink (1/1)")
+    >>> writer = RecordWriter(RebalancePartitioner(), [gate.create_channel(0), gate.create_channel(0)], 0)
+    >>> writer.emit([1, 2, 3, 4, 5], None); writer.flush()
+    >>> sorted(tuple(gate.poll(0)[1].values) for _ in range(2))
+    [(1, 3, 5), (2, 4)]
+    """
+
+    def __init__(self, partitioner: StreamPartitioner, channels: Sequence[Any], subtask_index: int, *,
+                 buffer_size: int = 1024, metrics: Any = None) -> None:
+        if not channels:
+            raise ValueError(f"a RecordWriter for a {partitioner} edge needs at least one channel")
+        if buffer_size < 1:
+            raise ValueError(f"buffer_size must be >= 1, got {buffer_size}")
+        self.partitioner = partitioner
+        self.channels = list(channels)
+        self.subtask_index = subtask_index
+        self.buffer_size = buffer_size
+        self.metrics = metrics
+        self.backpressured_ns = 0
+        self.records_out = 0
+        self.buffers_out = 0
+        n = self._n = len(self.channels)
+        # Pending buffer of channel c: _values[c] / _timestamps[c] (owned by the writer).
+        self._values: list[list] = [[] for _ in range(n)]
+        self._timestamps: list[list] = [[] for _ in range(n)]
+        self._with_ts = False  # do the pending buffers carry timestamps?
+        self._next = 0  # round-robin: the channel of the next record
+        self._key_fn: Callable[[Any], Any] = None  # type: ignore[assignment]
+        self.emit = self._select_route(partitioner, n, subtask_index)  # type: ignore[method-assign]
+
+    def _select_route(self, partitioner: StreamPartitioner, n: int, subtask_index: int) -> Callable:
+        if isinstance(partitioner, BroadcastPartitioner):
+            return self._emit_broadcast if n > 1 else self._emit_single
+        if isinstance(partitioner, CustomPartitionerWrapper):
+            self._key_fn = _key_function(partitioner.key_selector)
+            self._partition_fn = getattr(partitioner.partitioner, "partition", partitioner.partitioner)
+            return self._emit_custom
+        if n == 1 or isinstance(partitioner, (ForwardPartitioner, GlobalPartitioner)):
+            return self._emit_single  # channel 0: the whole batch, no per-record work
+        if isinstance(partitioner, KeyGroupStreamPartitioner):
+            self._key_fn = _key_function(partitioner.key_selector)
+            max_par = partitioner.max_parallelism or default_max_parallelism(n)
+            self._cache = _KeyChannelCache(max_par, n)
+            return self._emit_hash
+        if isinstance(partitioner, RebalancePartitioner):
+            self._next = subtask_index % n  # spreads the senders' first records (Flink: random)
+            return self._emit_round_robin
+        if isinstance(partitioner, RescalePartitioner):
+            return self._emit_round_robin
+        if isinstance(partitioner, ShufflePartitioner):
+            self._rng = random.Random()
+            return self._emit_shuffle
+        raise ValueError(f"RecordWriter does not know the partitioner {partitioner!r}")
+
+    # ----------------------------------------------------------------- public API
+    def emit(self, values: list, timestamps: Optional[list]) -> None:
+        """Route a batch (``timestamps`` None when the records have none) to the channels.
+
+        Replaced per instance, at construction, by the partitioner's routing method.
+        """
+        raise NotImplementedError  # pragma: no cover
+
+    def flush(self) -> None:
+        """Send every non-empty pending buffer."""
+        for c, pending in enumerate(self._values):
+            if pending:
+                self._send_pending(c)
+
+    def broadcast_event(self, event: Any) -> None:
+        """Flush, then send ``event`` (Watermark, CheckpointBarrier, END_OF_PARTITION, ...) to every channel."""
+        self.flush()
+        for channel in self.channels:
+            self._account(channel.send(event))
+
+    @property
+    def pending_records(self) -> int:
+        """Records buffered but not yet sent."""
+        return sum(map(len, self._values))
+
+    # ------------------------------------------------------------------- sending
+    def _account(self, waited: int) -> None:
+        if waited:
+            self.backpressured_ns += waited
+            if self.metrics is not None:
+                self.metrics.backpressured_ns += waited
+
+    def _send_pending(self, c: int) -> None:
+        buffer = DataBuffer(self._values[c], self._timestamps[c] if self._with_ts else None)
+        self._values[c] = []
+        self._timestamps[c] = []
+        self.buffers_out += 1
+        self._account(self.channels[c].send(buffer))
+
+    def _switch_timestamps(self, with_ts: bool) -> None:
+        """Records with and without timestamps never share a buffer."""
+        self.flush()
+        self._with_ts = with_ts
+
+    def _add_chunk(self, c: int, values: list, timestamps: Optional[list], owned: bool) -> None:
+        """Append a channel's share; ``owned``: the lists are ours (slices) and may be kept."""
+        pending = self._values[c]
+        if not pending:
+            if len(values) >= self.buffer_size:  # a full buffer on its own: send it, no copy
+                self.buffers_out += 1
+                self._account(self.channels[c].send(DataBuffer(values, timestamps)))
+                return
+            if owned:
+                self._values[c] = values
+                if timestamps is not None:
+                    self._timestamps[c] = timestamps
+                return
+        pending.extend(values)
+        if timestamps is not None:
+            self._timestamps[c].extend(timestamps)
+        if len(pending) >= self.buffer_size:
+            self._send_pending(c)
+
+    def _send_full(self) -> None:
+        size = self.buffer_size
+        for c, pending in enumerate(self._values):
+            if len(pending) >= size:
+                self._send_pending(c)
+
+    # ------------------------------------------------------------------- routings
+    def _emit_single(self, values: list, timestamps: Optional[list]) -> None:
+        """FORWARD, GLOBAL, or a single channel: the whole batch to channel 0."""
+        if not values:
+            return
+        self.records_out += len(values)
+        if (timestamps is not None) != self._with_ts:
+            self._switch_timestamps(timestamps is not None)
+        self._add_chunk(0, values, timestamps, False)
+
+    def _emit_broadcast(self, values: list, timestamps: Optional[list]) -> None:
+        """BROADCAST: the batch to every channel (the same list objects when they fill a buffer)."""
+        if not values:
+            return
+        self.records_out += len(values)
+        if (timestamps is not None) != self._with_ts:
+            self._switch_timestamps(timestamps is not None)
+        add = self._add_chunk
+        for c in range(self._n):
+            add(c, values, timestamps, False)
+
+    def _emit_round_robin(self, values: list, timestamps: Optional[list]) -> None:
+        """REBALANCE / RESCALE: record j goes to channel (next + j) % n; slices, no record loop."""
+        size = len(values)
+        if not size:
+            return
+        self.records_out += size
+        if (timestamps is not None) != self._with_ts:
+            self._switch_timestamps(timestamps is not None)
+        n, start, add = self._n, self._next, self._add_chunk
+        for c in range(n):
+            offset = (c - start) % n
+            if offset < size:
+                add(c, values[offset::n], None if timestamps is None else timestamps[offset::n], True)
+        self._next = (start + size) % n
+
+    def _emit_hash(self, values: list, timestamps: Optional[list]) -> None:
+        """HASH (key_by): key -> key group -> channel, cached per key, straight into the buffers."""
+        if not values:
+            return
+        self.records_out += len(values)
+        if (timestamps is not None) != self._with_ts:
+            self._switch_timestamps(timestamps is not None)
+        buffers = self._values
+        marks = [len(b) for b in buffers]
+        appends = [b.append for b in buffers]
+        channel_of = self._cache.__getitem__
+        key_fn = self._key_fn
+        try:
+            # The hot loop: one user key call, one dict hit, one append per record.
+            if timestamps is None:
+                for v in values:
+                    appends[channel_of(key_fn(v))](v)
+            else:
+                ts_appends = [b.append for b in self._timestamps]
+                for v, t, c in zip(values, timestamps, map(channel_of, map(key_fn, values))):
+                    appends[c](v)
+                    ts_appends[c](t)
+        except Exception:
+            self._rollback(marks)
+            self._group(values, timestamps, self._hash_channels_slowly(values))
+            return
+        self._send_full()
+
+    def _hash_channels_slowly(self, values: list) -> list:
+        """Per record, without the cache (unhashable keys), naming a record whose key fails."""
+        key_fn, n = self._key_fn, self._n
+        max_par = self._cache.max_parallelism
+        channels = []
+        for v in values:
+            try:
+                key = key_fn(v)
+            except Exception as exc:
+                raise PartitioningError(
+                    f"the key selector {self.partitioner.key_selector!r} of a HASH (key_by) edge "  # type: ignore[attr-defined]
+                    f"raised {type(exc).__name__}: {exc} on record {_short(v)}") from exc
+            channels.append(assign_key_to_operator(key, max_par, n))
+        return channels
+
+    def _rollback(self, marks: list[int]) -> None:
+        """Drop what a failed batch appended to the pending buffers."""
+        for c, mark in enumerate(marks):
+            del self._values[c][mark:]
+            if self._with_ts:
+                del self._timestamps[c][mark:]
+
+    def _group(self, values: list, timestamps: Optional[list], channels: list) -> None:
+        """Append each record to the pending buffer of its channel, then send full ones."""
+        appends = [b.append for b in self._values]
+        if timestamps is None:
+            for v, c in zip(values, channels):
+                appends[c](v)
+        else:
+            ts_appends = [b.append for b in self._timestamps]
+            for v, t, c in zip(values, timestamps, channels):
+                appends[c](v)
+                ts_appends[c](t)
+        self._send_full()
+
+    def _emit_shuffle(self, values: list, timestamps: Optional[list]) -> None:
+        """SHUFFLE: a uniformly random channel per record."""
+        if not values:
+            return
+        self.records_out += len(values)
+        if (timestamps is not None) != self._with_ts:
+            self._switch_timestamps(timestamps is not None)
+        self._group(values, timestamps, self._rng.choices(range(self._n), k=len(values)))
+
+    def _emit_custom(self, values: list, timestamps: Optional[list]) -> None:
+        """CUSTOM (partition_custom): ``partitioner.partition(key_selector(record), n)``, checked."""
+        if not values:
+            return
+        self.records_out += len(values)
+        if (timestamps is not None) != self._with_ts:
+            self._switch_timestamps(timestamps is not None)
+        n, key_fn, partition = self._n, self._key_fn, self._partition_fn
+        wrapper: CustomPartitionerWrapper = self.partitioner  # type: ignore[assignment]
+        try:
+            channels = [partition(key_fn(v), n) for v in values]
+        except Exception as exc:
+            record = self._first_failing(values, lambda v: partition(key_fn(v), n))
+            raise PartitioningError(
+                f"the custom partitioner {wrapper.partitioner!r} (key selector {wrapper.key_selector!r}) "
+                f"raised {type(exc).__name__}: {exc} on record {_short(record)}") from exc
+        if set(map(type, channels)) != {int}:  # rare: numpy ints, bools, or a bad result
+            channels = self._as_ints(values, channels)
+        if min(channels) < 0 or max(channels) >= n:
+            i = next(i for i, c in enumerate(channels) if not 0 <= c < n)
+            raise PartitioningError(
+                f"the custom partitioner {wrapper.partitioner!r} returned {channels[i]!r} for record "
+                f"{_short(values[i])}; a partition must be in 0..{n - 1} (num_partitions={n})")
+        self._group(values, timestamps, channels)
+
+    def _as_ints(self, values: list, channels: list) -> list:
+        """Convert partitions to int (numpy ints are fine), naming a record whose result is not one."""
+        result = []
+        for v, c in zip(values, channels):
+            try:
+                result.append(operator.index(c))
+            except TypeError:
+                raise PartitioningError(
+                    f"the custom partitioner {self.partitioner.partitioner!r} returned {c!r} "  # type: ignore[attr-defined]
+                    f"for record {_short(v)}; a partition must be an int") from None
+        return result
+
+    @staticmethod
+    def _first_failing(values: list, fn: Callable[[Any], Any]) -> Any:
+        for v in values:
+            try:
+                fn(v)
+            except Exception:
+                return v
+        return "<not reproducible>"
+
+    def __repr__(self) -> str:
+        return (f"RecordWriter({self.partitioner}, channels={self._n}, subtask={self.subtask_index}, "
+                f"pending={self.pending_records})")

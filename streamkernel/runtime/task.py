@@ -1,0 +1,286 @@
+"""A Task: one thread running one subtask of an operator chain.
+
+The TaskManager starts a Task per deployed subtask. The thread builds the chain (operators,
+their state backends and timer services), connects its input gate and record writers, and
+then loops: take the next buffer or event from the input gate (or read the next batch from
+the source), hand it to the head of the chain, fire due processing-time timers, flush
+output buffers whose timeout elapsed. Everything an operator does happens in this thread
+(Flink's mailbox model), so operators need no locks.
+
+It reports every state change (INITIALIZING, RUNNING, FINISHED, CANCELED, FAILED) through
+``on_state_change``; a cancelled task ends within a poll interval and reports CANCELED.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from streamkernel.graph.keygroups import key_group_range_for_operator
+from streamkernel.graph.stream_graph import StreamEdge, StreamNode
+from streamkernel.runtime.chain import OperatorChain, RecordWriterOutput
+from streamkernel.runtime.clock import Clock, SystemClock
+from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, TaskDeploymentDescriptor
+from streamkernel.runtime.metrics import TaskMetrics
+from streamkernel.runtime.operators.base import OperatorContext, StreamOperator, TaskInfo, TwoInputStreamOperator
+from streamkernel.runtime.operators.factory import create_operator
+from streamkernel.runtime.records import END_OF_PARTITION
+from streamkernel.runtime.task_input import InputProcessor
+
+__all__ = ["TaskServices", "Task", "TaskCancelledError", "DEFAULT_BATCH_SIZE"]
+
+DEFAULT_BATCH_SIZE = 1024
+_IDLE_POLL_S = 0.05  # longest a task blocks without looking at timers and cancellation
+
+
+class TaskCancelledError(Exception):
+    """Raised inside a task's thread to unwind it after cancel()."""
+
+
+@dataclass
+class TaskServices:
+    """What a TaskManager lends its tasks: the shuffle (channels), a clock, its id and directory."""
+
+    shuffle: Any
+    clock: Clock
+    taskmanager_id: str
+    working_dir: str
+
+
+class Task:
+    """One subtask of a job vertex, run in its own thread."""
+
+    def __init__(self, tdd: TaskDeploymentDescriptor, services: TaskServices,
+                 on_state_change: Callable[[ExecutionAttemptId, ExecutionState, Optional[BaseException]], None]) -> None:
+        self.tdd = tdd
+        self.services = services
+        self._on_state_change = on_state_change
+        self.state = ExecutionState.DEPLOYING
+        self.failure_cause: Optional[BaseException] = None
+        self.metrics = TaskMetrics(tdd.job_vertex.name, tdd.subtask_index)
+        self._cancelled = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=tdd.name_with_subtask, daemon=True)
+        self._gate: Any = None
+        self._writers: list[Any] = []
+        self._chain: Optional[OperatorChain] = None
+        self._closed = False
+        self._last_flush = time.monotonic()
+        self.processing_time: Any = None
+        config = tdd.configuration
+        self._buffer_timeout_ms = int(config.get("execution.buffer-timeout.interval", "100"))
+        self._batch_size = int(config.get("taskmanager.network.batch-size", str(DEFAULT_BATCH_SIZE)))
+
+    # ------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Start the task's thread."""
+        self._thread.start()
+
+    def cancel(self) -> None:
+        """Ask the task to stop; it ends promptly and reports CANCELED."""
+        if self.state.is_terminal:
+            return
+        self._cancelled.set()
+        if self._gate is not None:
+            self._gate.cancel()
+        source = self._chain.head if self._chain is not None else None
+        wakeup = getattr(source, "wakeup", None)
+        if wakeup is not None:
+            wakeup.set()
+
+    def join(self, timeout: Optional[float] = None) -> None:
+        """Wait for the thread to end."""
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    @property
+    def is_alive(self) -> bool:
+        """True while the thread runs."""
+        return self._thread.is_alive()
+
+    def _report(self, state: ExecutionState, error: Optional[BaseException] = None) -> None:
+        self.state = state
+        self._on_state_change(self.tdd.attempt_id, state, error)
+
+    def _run(self) -> None:
+        try:
+            self._report(ExecutionState.INITIALIZING)
+            self._build()
+            self._check_cancelled()
+            self._report(ExecutionState.RUNNING)
+            head = self._chain.head  # type: ignore[union-attr]
+            if self.tdd.inputs:
+                self._run_input(head)
+            else:
+                self._run_source(head)
+            self._finish()
+            self._close_operators()
+            self._report(ExecutionState.FINISHED)
+        except BaseException as exc:  # noqa: BLE001 - every failure must be reported
+            self._close_operators(quietly=True)
+            if self._cancelled.is_set():
+                self._report(ExecutionState.CANCELED)
+            else:
+                self.failure_cause = exc
+                self._report(ExecutionState.FAILED, exc)
+
+    def _check_cancelled(self) -> None:
+        if self._cancelled.is_set():
+            raise TaskCancelledError(self.tdd.name_with_subtask)
+
+    # ---------------------------------------------------------------- set-up
+    def _build(self) -> None:
+        from streamkernel.runtime.network.record_writer import RecordWriter
+        from streamkernel.runtime.timers import ProcessingTimeService
+
+        tdd = self.tdd
+        shuffle = self.services.shuffle
+        self.processing_time = ProcessingTimeService(self.services.clock)
+        if tdd.inputs:
+            self._gate = shuffle.create_input_gate(
+                tdd.name_with_subtask, [(d.channel_id, d.input_index) for d in tdd.inputs],
+                int(tdd.configuration.get("taskmanager.network.credits-per-channel", "4")))
+        outputs: dict[int, RecordWriterOutput] = {}
+        network_edges: list[StreamEdge] = []
+        for descriptor in tdd.outputs:
+            channels = [shuffle.output_channel(cid) for cid in descriptor.channel_ids]
+            writer = RecordWriter(descriptor.stream_edge.partitioner, channels, tdd.subtask_index,
+                                  buffer_size=self._batch_size)
+            self._writers.append(writer)
+            outputs[id(descriptor.stream_edge)] = RecordWriterOutput(writer, self._on_output_watermark)
+            network_edges.append(descriptor.stream_edge)
+        self._chain = OperatorChain(tdd.nodes, tdd.chain_edges, network_edges, create_operator,
+                                    lambda edge: outputs[id(edge)])
+        for node, operator in self._chain.in_order():
+            operator.setup(self._operator_context(node, operator), self._chain.outputs[node.id])
+        self._head_metrics = self.metrics.operator(tdd.nodes[0].name)
+        self._sink_metrics = [self.metrics.operator(n.name) for n in tdd.nodes if n.is_sink]
+        for _, operator in self._chain.in_order():
+            operator.initialize_state()
+        for _, operator in reversed(self._chain.in_order()):  # successors first, as Flink opens
+            operator.open()
+
+    def _operator_context(self, node: StreamNode, operator: StreamOperator) -> OperatorContext:
+        from streamkernel.runtime.state.heap import HeapKeyedStateBackend
+        from streamkernel.runtime.state.operator_state import DefaultOperatorStateBackend
+        from streamkernel.runtime.timers import InternalTimerService
+
+        tdd = self.tdd
+        info = TaskInfo(tdd.job_id, tdd.job_name, tdd.job_vertex.name, tdd.subtask_index, tdd.parallelism,
+                        node.max_parallelism, tdd.attempt_number)
+        keyed = None
+        if node.is_keyed:
+            key_groups = key_group_range_for_operator(node.max_parallelism, node.parallelism, tdd.subtask_index)
+            keyed = HeapKeyedStateBackend(node.max_parallelism, key_groups, ttl_clock=self.services.clock)
+        processing_time = self.processing_time
+
+        def timer_service(name: str, triggerable: Any) -> Any:
+            service = InternalTimerService(name, keyed, triggerable, processing_time)
+            operator._timer_services.append(service)
+            return service
+
+        restored = (tdd.restored_state or {}).get(node.uid or f"node-{node.id}")
+        return OperatorContext(
+            task_info=info, node=node, processing_time=processing_time, timer_service=timer_service,
+            operator_state=DefaultOperatorStateBackend(), metrics=self.metrics.operator(node.name),
+            keyed_backend=keyed, configuration=tdd.configuration, job_parameters=tdd.job_parameters,
+            restored_state=restored)
+
+    def _on_output_watermark(self, timestamp: int) -> None:
+        self.metrics.output_watermark = timestamp
+
+    # ----------------------------------------------------------------- loops
+    def _run_source(self, source: Any) -> None:
+        """Read batches from the source until it ends (or the task is cancelled)."""
+        batch = self._batch_size
+        while not self._cancelled.is_set():
+            start = time.perf_counter_ns()
+            more = source.emit_next(batch)
+            self.metrics.busy_ns += time.perf_counter_ns() - start
+            self._between_batches()
+            if not more:
+                return
+            wait = source.idle_wait_seconds()
+            if wait > 0:
+                self._flush_all()
+                idle_start = time.perf_counter_ns()
+                source.wakeup.wait(min(wait, self._timer_wait(_IDLE_POLL_S)))
+                self.metrics.idle_ns += time.perf_counter_ns() - idle_start
+        self._check_cancelled()
+
+    def _run_input(self, head: StreamOperator) -> None:
+        """Take buffers and events from the input gate until every channel ended."""
+        processor = InputProcessor(self._gate, head, isinstance(head, TwoInputStreamOperator), self.metrics)
+        poll = self._gate.poll
+        perf = time.perf_counter_ns
+        metrics = self.metrics
+        while not self._cancelled.is_set():
+            idle_start = perf()
+            polled = poll(self._timer_wait(_IDLE_POLL_S))
+            busy_start = perf()
+            metrics.idle_ns += busy_start - idle_start
+            if polled is None:
+                self._flush_all()
+                self._between_batches()
+                continue
+            if processor.process(*polled):
+                metrics.busy_ns += perf() - busy_start
+                return
+            metrics.busy_ns += perf() - busy_start
+            self._between_batches()
+        self._check_cancelled()
+
+    def _timer_wait(self, longest: float) -> float:
+        deadline = self.processing_time.next_deadline()
+        if deadline is None:
+            return longest
+        return max(0.0, min(longest, (deadline - self.processing_time.current_processing_time()) / 1000))
+
+    def _between_batches(self) -> None:
+        """Mailbox work between batches: due processing-time timers, buffer timeout flushes."""
+        self.processing_time.fire_due()
+        if self._buffer_timeout_ms >= 0:
+            now = time.monotonic()
+            if (now - self._last_flush) * 1000 >= self._buffer_timeout_ms:
+                self._flush_all(now)
+        metrics = self.metrics
+        metrics.backpressured_ns = sum(w.backpressured_ns for w in self._writers)
+        # FLIP-33: a source task's records in are what it read from outside; a chain that
+        # ends in sinks sends what its sinks wrote.
+        if self._writers:
+            metrics.records_out = sum(w.records_out for w in self._writers)
+        else:
+            metrics.records_out = sum(m.records_in for m in self._sink_metrics)
+        if not self.tdd.inputs:
+            metrics.records_in = self._head_metrics.records_out
+
+    def _flush_all(self, now: Optional[float] = None) -> None:
+        for writer in self._writers:
+            writer.flush()
+        self._last_flush = time.monotonic() if now is None else now
+
+    def _finish(self) -> None:
+        """End of input: finish operators head first, then end every output channel."""
+        for _, operator in self._chain.in_order():  # type: ignore[union-attr]
+            operator.finish()
+        self.processing_time.fire_due()
+        for writer in self._writers:
+            writer.broadcast_event(END_OF_PARTITION)
+        self._between_batches()
+
+    def _close_operators(self, quietly: bool = False) -> None:
+        """Close every operator once; after a failure (``quietly``) close errors are ignored."""
+        if self._chain is None or self._closed:
+            return
+        self._closed = True
+        for _, operator in self._chain.in_order():
+            try:
+                operator.close()
+            except BaseException:  # noqa: BLE001
+                if not quietly:
+                    raise
+
+    def __repr__(self) -> str:
+        return f"Task({self.tdd.name_with_subtask}, {self.state.value})"
+

@@ -1,0 +1,222 @@
+"""The gateways: the only way the JobManager's parts and the TaskManagers talk to each other.
+
+Flink's components talk through narrow RPC gateways (``TaskExecutorGateway``,
+``JobMasterGateway``, ``ResourceManagerGateway``). Here each is a :class:`typing.Protocol`
+with a handful of methods whose arguments and answers are plain, picklable messages (the
+dataclasses below, a TaskDeploymentDescriptor, ids). The ``local`` backend passes the
+objects themselves; the ``process`` and ``spark`` backends put a TCP proxy with the same
+methods behind each protocol, so nothing else changes.
+
+A gateway passed *as an argument* (``submit_task(..., job_master)``,
+``register_task_executor(gateway, ...)``) is the one exception to "plain data": an RPC
+backend sends the peer's address instead and builds a proxy on the other side, as Flink's
+RPC layer does with gateway addresses.
+
+Who calls what::
+
+    TaskExecutor  --register_task_executor-->  ResourceManager
+    JobMaster     --request_slots/release_slots--> ResourceManager
+    JobMaster     --submit_task/cancel_task/release_job--> TaskExecutor
+    TaskExecutor  --update_task_execution_state--> JobMaster
+    ResourceManager --heartbeat--> TaskExecutor, --disconnect_taskmanager--> JobMaster
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Optional, Protocol, runtime_checkable
+
+from streamkernel.errors import StreamKernelError
+from streamkernel.graph.execution_graph import SlotId
+from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState
+
+if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.runtime.deployment import TaskDeploymentDescriptor
+    from streamkernel.runtime.jobmanager.job_status import JobDetails
+
+__all__ = [
+    "SlotStatus",
+    "SlotReport",
+    "AllocatedSlot",
+    "TaskExecutorRegistration",
+    "TaskExecutionState",
+    "TaskStatus",
+    "TaskExecutorHeartbeat",
+    "TaskExecutorGateway",
+    "TaskExecutorStoppedError",
+    "JobMasterGateway",
+    "ResourceManagerGateway",
+]
+
+
+# ------------------------------------------------------------------------------- messages
+@dataclass(frozen=True)
+class SlotStatus:
+    """One slot of a TaskManager as the TaskManager sees it: the job and the subtasks in it.
+
+    ``tasks`` are the names (``"Map -> Filter (2/4)"``) of the subtasks running in the slot;
+    with slot sharing one slot holds one subtask of several job vertices.
+    """
+
+    slot_index: int
+    job_id: Optional[str] = None
+    tasks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SlotReport:
+    """Flink's SlotReport: every slot of one TaskManager, sent at registration and heartbeats."""
+
+    taskmanager_id: str
+    slots: tuple[SlotStatus, ...]
+
+    @property
+    def number_of_slots(self) -> int:
+        """How many slots the TaskManager offers."""
+        return len(self.slots)
+
+
+@dataclass(frozen=True, order=True)
+class AllocatedSlot:
+    """A task slot the ResourceManager gave to a job (Flink's AllocatedSlot / SlotOffer).
+
+    ``slot_id`` is the cluster-wide, index-based id (``TM1/slot2``, as ExecutionGraphs are
+    drawn); ``taskmanager_id`` names the TaskManager that owns the slot and
+    ``slot_id.slot_index`` is the slot's number inside it.
+    """
+
+    slot_id: SlotId
+    taskmanager_id: str
+    job_id: str
+    allocation_id: str
+
+    def __str__(self) -> str:
+        return str(self.slot_id)
+
+
+@dataclass(frozen=True)
+class TaskExecutorRegistration:
+    """The ResourceManager's answer to a registration: the TaskManager's index in the cluster."""
+
+    taskmanager_index: int
+
+
+@dataclass(frozen=True)
+class TaskExecutionState:
+    """Flink's TaskExecutionState: a subtask attempt changed state (sent by its TaskManager).
+
+    ``error`` is set for FAILED. ``metrics`` carries the task's final
+    :meth:`~streamkernel.runtime.metrics.TaskMetrics.snapshot` with a terminal state (as
+    Flink ships final IO metrics with the last update), so finished jobs keep their figures.
+    An RPC backend replaces an unpicklable ``error`` by a description of it.
+    """
+
+    attempt_id: ExecutionAttemptId
+    state: ExecutionState
+    error: Optional[BaseException] = None
+    metrics: Optional[Mapping[str, Any]] = None
+
+
+@dataclass(frozen=True)
+class TaskStatus:
+    """One deployed subtask in a heartbeat: where it runs, its state and live metrics."""
+
+    attempt_id: ExecutionAttemptId
+    name: str
+    slot_index: int
+    state: ExecutionState
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskExecutorHeartbeat:
+    """A TaskManager's answer to a heartbeat: its slots and the live state of its tasks."""
+
+    taskmanager_id: str
+    slot_report: SlotReport
+    tasks: tuple[TaskStatus, ...] = ()
+
+
+# ------------------------------------------------------------------------------- gateways
+class TaskExecutorStoppedError(StreamKernelError):
+    """A TaskManager was asked to do something after it stopped: it is gone for good."""
+
+
+@runtime_checkable
+class TaskExecutorGateway(Protocol):
+    """What the JobManager may ask of a TaskManager (Flink's TaskExecutorGateway)."""
+
+    @property
+    def taskmanager_id(self) -> str:
+        """The TaskManager's id (Flink's ResourceID), unique in the cluster."""
+
+    def submit_task(self, tdd: "TaskDeploymentDescriptor", slot: AllocatedSlot,
+                    job_master: "JobMasterGateway") -> None:
+        """Start a subtask in ``slot``; its state changes go to ``job_master``.
+
+        Raises if the slot is not this TaskManager's or the TaskManager is shutting down.
+        """
+
+    def cancel_task(self, attempt_id: ExecutionAttemptId) -> None:
+        """Cancel a subtask (cooperatively); it reports CANCELED when its thread ended.
+
+        Unknown or already finished attempts are ignored.
+        """
+
+    def release_job(self, job_id: str) -> None:
+        """The job ended: free its channels (``shuffle.release(job_id)``) and forget its tasks."""
+
+    def heartbeat(self) -> TaskExecutorHeartbeat:
+        """Answer a heartbeat with the slot report and live task metrics; raises once stopped."""
+
+    def shutdown(self) -> None:
+        """Cancel every task, wait for their threads, stop answering."""
+
+
+@runtime_checkable
+class JobMasterGateway(Protocol):
+    """What TaskManagers, the ResourceManager and the Dispatcher may ask of one job's JobMaster."""
+
+    @property
+    def job_id(self) -> str:
+        """The job this JobMaster runs (32 hex digits)."""
+
+    def update_task_execution_state(self, update: TaskExecutionState) -> None:
+        """A subtask changed state (called from the subtask's thread: must not block)."""
+
+    def disconnect_taskmanager(self, taskmanager_id: str, cause: BaseException) -> None:
+        """A TaskManager is gone (stopped, or missed its heartbeats): its subtasks are lost."""
+
+    def cancel(self) -> None:
+        """Cancel the job (asynchronously; the job's result tells when it is CANCELED)."""
+
+    def request_job_details(self) -> "JobDetails":
+        """The latest published status snapshot of the job."""
+
+
+@runtime_checkable
+class ResourceManagerGateway(Protocol):
+    """What TaskManagers and JobMasters may ask of the ResourceManager."""
+
+    def register_task_executor(self, gateway: TaskExecutorGateway,
+                               slot_report: SlotReport) -> TaskExecutorRegistration:
+        """A TaskManager joins the cluster and offers its slots."""
+
+    def unregister_task_executor(self, taskmanager_id: str, cause: Optional[BaseException] = None) -> None:
+        """A TaskManager leaves; jobs with slots on it are told (``disconnect_taskmanager``)."""
+
+    def request_slots(self, job_id: str, count: int, timeout_ms: int, *, job_name: str = "",
+                      job_master: Optional[JobMasterGateway] = None) -> tuple[AllocatedSlot, ...]:
+        """Allocate ``count`` free slots to a job, waiting up to ``timeout_ms`` for them.
+
+        Raises NotEnoughSlotsError naming need, free and total slots after the timeout.
+        """
+
+    def cancel_slot_request(self, job_id: str) -> None:
+        """Abort the job's pending (or next) slot request: it raises SlotRequestCancelledError."""
+
+    def release_slots(self, job_id: str) -> None:
+        """Return every slot of the job to the free pool (idempotent)."""
+
+    def task_executor_gateway(self, taskmanager_id: str) -> TaskExecutorGateway:
+        """The gateway of a registered TaskManager."""

@@ -1,0 +1,45 @@
+"""The ``local`` backend: TaskManagers as objects in the kernel's own process.
+
+Nothing is started but the TaskExecutor objects: their tasks are threads of this process,
+and all of them share one in-process shuffle environment, so a channel between two
+TaskManagers is a queue like any other. This is the default backend: no JVM, no child
+process, a cluster starts instantly.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional
+
+from streamkernel.runtime.clock import Clock
+from streamkernel.runtime.taskmanager.gateway import ResourceManagerGateway
+from streamkernel.runtime.taskmanager.task_executor import TaskExecutor, TaskFactory
+
+__all__ = ["start_local_taskmanagers", "local_taskmanager_id"]
+
+
+def local_taskmanager_id(index: int) -> str:
+    """The id of the ``index``-th (from 0) local TaskManager: ``"taskmanager-1"`` ..."""
+    return f"taskmanager-{index + 1}"
+
+
+def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_manager: ResourceManagerGateway, *,
+                             shuffle: Any, clock: Clock, working_dir: str, first_index: int = 0,
+                             task_factory: Optional[TaskFactory] = None) -> list[TaskExecutor]:
+    """Create ``count`` TaskExecutors in this process and register each with the ResourceManager.
+
+    Every TaskManager gets its own working directory under ``working_dir`` and shares
+    ``shuffle`` and ``clock`` with the others.
+    """
+    from streamkernel.runtime.task import TaskServices  # lazy: the Task pulls in the operators
+
+    started: list[TaskExecutor] = []
+    for index in range(first_index, first_index + count):
+        taskmanager_id = local_taskmanager_id(index)
+        directory = os.path.join(working_dir, taskmanager_id)
+        os.makedirs(directory, exist_ok=True)
+        services = TaskServices(shuffle=shuffle, clock=clock, taskmanager_id=taskmanager_id, working_dir=directory)
+        taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory)
+        taskmanager.register_at(resource_manager)
+        started.append(taskmanager)
+    return started

@@ -1,0 +1,208 @@
+"""The TaskExecutor: Flink's TaskManager, the worker that runs subtasks in its task slots.
+
+A TaskExecutor offers a fixed number of task slots. After it registered them with the
+ResourceManager, JobMasters deploy subtasks into the slots allocated to their job
+(``submit_task``); each subtask runs as a :class:`~streamkernel.runtime.task.Task`, one
+thread. The TaskExecutor forwards every state change of its tasks to the task's JobMaster
+and answers heartbeats with its slot report and the live metrics of its tasks.
+
+It is the same object for every backend: ``local`` creates it in the kernel's process
+(:mod:`.local`), ``process``/``spark`` in a worker process behind a TCP gateway.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, TaskDeploymentDescriptor
+from streamkernel.runtime.taskmanager.gateway import (
+    AllocatedSlot,
+    JobMasterGateway,
+    ResourceManagerGateway,
+    SlotReport,
+    SlotStatus,
+    TaskExecutionState,
+    TaskExecutorHeartbeat,
+    TaskExecutorStoppedError,
+    TaskStatus,
+)
+
+__all__ = ["TaskExecutor", "TaskFactory"]
+
+_LOG = logging.getLogger(__name__)
+
+#: Builds a runnable task: ``factory(tdd, services, on_state_change)``; the default is
+#: :class:`streamkernel.runtime.task.Task`.
+TaskFactory = Callable[[TaskDeploymentDescriptor, Any, Callable[..., None]], Any]
+
+
+@dataclass
+class _Deployed:
+    """A task this TaskExecutor started: the task object, its slot and its JobMaster."""
+
+    task: Any
+    name: str
+    slot_index: int
+    job_master: JobMasterGateway
+    state: ExecutionState = ExecutionState.DEPLOYING
+
+
+class TaskExecutor:
+    """A TaskManager with ``number_of_slots`` task slots (Flink's TaskExecutor).
+
+    ``services`` is what its tasks share (a :class:`~streamkernel.runtime.task.TaskServices`:
+    shuffle environment, clock, id, working directory); ``task_factory`` builds a task from
+    a deployment descriptor (the runtime's Task unless given, e.g. by tests).
+
+    >>> tm = TaskExecutor("taskmanager-1", 2, services=None)     # doctest: +SKIP
+    >>> tm.register_at(resource_manager)                          # doctest: +SKIP
+    """
+
+    def __init__(self, taskmanager_id: str, number_of_slots: int, services: Any,
+                 task_factory: Optional[TaskFactory] = None) -> None:
+        if isinstance(number_of_slots, bool) or not isinstance(number_of_slots, int) or number_of_slots < 1:
+            raise ValueError(f"TaskManager {taskmanager_id!r}: number_of_slots must be an int >= 1, "
+                             f"got {number_of_slots!r}")
+        self._taskmanager_id = taskmanager_id
+        self.number_of_slots = number_of_slots
+        self.services = services
+        self._task_factory = task_factory
+        self.index: Optional[int] = None
+        # The lock guards _tasks and _running; nothing calls out (to a JobMaster, a task)
+        # while holding it, so task threads reporting states never wait on a busy caller.
+        self._lock = threading.Lock()
+        self._tasks: dict[ExecutionAttemptId, _Deployed] = {}
+        self._running = True
+
+    @property
+    def taskmanager_id(self) -> str:
+        """This TaskManager's id (Flink's ResourceID)."""
+        return self._taskmanager_id
+
+    @property
+    def is_running(self) -> bool:
+        """False once :meth:`shutdown` was called."""
+        return self._running
+
+    # ---------------------------------------------------------------- registration
+    def register_at(self, resource_manager: ResourceManagerGateway) -> int:
+        """Register with the ResourceManager, offering every slot; returns the TaskManager index."""
+        registration = resource_manager.register_task_executor(self, self.slot_report())
+        self.index = registration.taskmanager_index
+        return registration.taskmanager_index
+
+    def slot_report(self) -> SlotReport:
+        """Every slot with the job and the live (non-terminal) subtasks it holds."""
+        with self._lock:
+            deployed = [(d.slot_index, attempt.job_id, d.name) for attempt, d in self._tasks.items()
+                        if not d.state.is_terminal]
+        slots = []
+        for index in range(self.number_of_slots):
+            here = [(job, name) for slot, job, name in deployed if slot == index]
+            slots.append(SlotStatus(index, here[0][0] if here else None, tuple(sorted(name for _, name in here))))
+        return SlotReport(self._taskmanager_id, tuple(slots))
+
+    # ----------------------------------------------------------- TaskExecutorGateway
+    def submit_task(self, tdd: TaskDeploymentDescriptor, slot: AllocatedSlot, job_master: JobMasterGateway) -> None:
+        """Start the subtask ``tdd`` in ``slot``; its state changes go to ``job_master``."""
+        if slot.taskmanager_id != self._taskmanager_id:
+            raise ValueError(f"slot {slot} belongs to TaskManager {slot.taskmanager_id!r}, "
+                             f"not to {self._taskmanager_id!r}")
+        slot_index = slot.slot_id.slot_index
+        if not 0 <= slot_index < self.number_of_slots:
+            raise ValueError(f"TaskManager {self._taskmanager_id!r} has {self.number_of_slots} slots, "
+                             f"no slot {slot_index + 1}")
+        attempt_id = tdd.attempt_id
+        task = self._create_task(tdd)
+        with self._lock:
+            if not self._running:
+                raise TaskExecutorStoppedError(
+                    f"TaskManager {self._taskmanager_id!r} is stopped; cannot deploy {tdd.name_with_subtask}")
+            if attempt_id in self._tasks:
+                raise ValueError(f"{tdd.name_with_subtask} (attempt {attempt_id.attempt_number}) is already "
+                                 f"deployed on TaskManager {self._taskmanager_id!r}")
+            self._tasks[attempt_id] = _Deployed(task, tdd.name_with_subtask, slot_index, job_master)
+        task.start()
+
+    def _create_task(self, tdd: TaskDeploymentDescriptor) -> Any:
+        factory = self._task_factory
+        if factory is None:
+            from streamkernel.runtime.task import Task  # lazy: keeps the gateway layer light
+
+            factory = Task
+        return factory(tdd, self.services, self._on_task_state)
+
+    def _on_task_state(self, attempt_id: ExecutionAttemptId, state: ExecutionState,
+                       error: Optional[BaseException] = None) -> None:
+        """Called by a task's own thread on every state change: forward to its JobMaster."""
+        with self._lock:
+            deployed = self._tasks.get(attempt_id)
+            if deployed is None:
+                return
+            deployed.state = state
+        metrics = _metrics_of(deployed.task) if state.is_terminal else None
+        try:
+            deployed.job_master.update_task_execution_state(TaskExecutionState(attempt_id, state, error, metrics))
+        except Exception:  # noqa: BLE001 - a JobMaster gone must not kill the task's thread
+            _LOG.exception("could not report %s of %s to its JobMaster", state.value, attempt_id)
+
+    def cancel_task(self, attempt_id: ExecutionAttemptId) -> None:
+        """Cancel a subtask; unknown or finished attempts are ignored."""
+        with self._lock:
+            deployed = self._tasks.get(attempt_id)
+        if deployed is not None and not deployed.state.is_terminal:
+            deployed.task.cancel()
+
+    def release_job(self, job_id: str) -> None:
+        """Free the job's channels and forget its (ended) tasks, joining their threads."""
+        with self._lock:
+            ended = [a for a, d in self._tasks.items() if a.job_id == job_id and d.state.is_terminal]
+            tasks = [self._tasks.pop(a).task for a in ended]
+        for task in tasks:
+            task.join(1.0)
+        release = getattr(getattr(self.services, "shuffle", None), "release", None)
+        if release is not None:
+            release(job_id)
+
+    def heartbeat(self) -> TaskExecutorHeartbeat:
+        """The slot report and the live state and metrics of every task still known."""
+        if not self._running:
+            raise TaskExecutorStoppedError(f"TaskManager {self._taskmanager_id!r} is stopped")
+        with self._lock:
+            deployed = list(self._tasks.items())
+        tasks = tuple(TaskStatus(attempt, d.name, d.slot_index, d.state, _metrics_of(d.task))
+                      for attempt, d in deployed)
+        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks)
+
+    def shutdown(self, timeout: float = 5.0) -> None:
+        """Stop accepting tasks, cancel the running ones and wait (up to ``timeout`` s) for their threads."""
+        with self._lock:
+            self._running = False
+            deployed = list(self._tasks.values())
+        for d in deployed:
+            if not d.state.is_terminal:
+                d.task.cancel()
+        for d in deployed:
+            d.task.join(timeout)
+            alive = getattr(d.task, "is_alive", False)
+            if alive:
+                _LOG.warning("task %s did not stop within %.1f s of its cancellation; its thread is left "
+                             "behind (a user function that never returns?)", d.task, timeout)
+        with self._lock:
+            self._tasks.clear()
+
+    def __repr__(self) -> str:
+        with self._lock:
+            busy = sum(1 for d in self._tasks.values() if not d.state.is_terminal)
+        return (f"TaskExecutor({self._taskmanager_id!r}, {self.number_of_slots} slots, {busy} running tasks"
+                f"{'' if self._running else ', stopped'})")
+
+
+def _metrics_of(task: Any) -> dict:
+    """A task's metrics snapshot (an empty dict for tasks without metrics, e.g. test fakes)."""
+    metrics = getattr(task, "metrics", None)
+    snapshot = getattr(metrics, "snapshot", None)
+    return snapshot() if snapshot is not None else {}

@@ -1,0 +1,86 @@
+"""%flink start / stop / jobs / submit / cancel / metrics and %%flink --submit through IPython."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Iterator
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+from streamkernel.jupyter import magics as magics_module
+
+SETUP = ("from streamkernel.common import WatermarkStrategy\n"
+         "from streamkernel.datastream.connectors.number_seq import NumberSequenceSource\n"
+         "from streamkernel.datastream.connectors.datagen import DataGeneratorSource\n")
+
+
+@pytest.fixture
+def shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[InteractiveShell, list[Any]]]:
+    ip = InteractiveShell.instance()
+    shown: list[Any] = []
+    monkeypatch.setattr(magics_module, "display", lambda obj: shown.append(obj))
+    ip.run_line_magic("load_ext", "streamkernel")
+    ip.run_cell(SETUP)
+    ip.run_line_magic("flink", "reset")
+    yield ip, shown
+    from streamkernel.runtime.minicluster import current_cluster
+
+    cluster = current_cluster()
+    if cluster is not None and cluster.is_running:
+        cluster.stop()
+
+
+def _task_threads() -> list[str]:
+    return [t.name for t in threading.enumerate() if "(" in t.name and "/" in t.name]
+
+
+def test_start_shows_every_slot_and_stop_leaves_no_thread(shell) -> None:
+    ip, shown = shell
+    ip.run_line_magic("flink", "start --taskmanagers 2 --slots 3")
+    table = shown[-1]
+    assert list(table["taskmanager"]) == [1, 1, 1, 2, 2, 2]
+    assert ip.user_ns["cluster"].total_slots == 6
+    with pytest.raises(UsageError, match="already running"):
+        ip.run_line_magic("flink", "start")
+    ip.run_line_magic("flink", "stop")
+    assert not ip.user_ns["cluster"].is_running
+    assert _task_threads() == []
+    with pytest.raises(UsageError, match="no cluster is running"):
+        ip.run_line_magic("flink", "jobs")
+
+
+def test_submit_from_a_cell_runs_on_the_started_cluster_and_reports_metrics(shell) -> None:
+    ip, shown = shell
+    ip.run_line_magic("flink", "start --taskmanagers 1 --slots 2")
+    ip.run_cell_magic("flink", "--show none --submit --name numbers --parallelism 2",
+                      "env.from_source(NumberSequenceSource(1, 5000), WatermarkStrategy.no_watermarks(), 'n')"
+                      ".map(lambda x: x + 1).add_sink(lambda v: None)")
+    client = ip.user_ns["job"]
+    result = client.get_job_execution_result().result(timeout=30)
+    assert result.get_job_id() == client.get_job_id()
+    ip.run_line_magic("flink", "jobs")
+    jobs = shown[-1]
+    assert list(jobs["name"]) == ["numbers"] and list(jobs["status"]) == ["FINISHED"]
+    ip.run_line_magic("flink", "metrics numbers")
+    metrics = shown[-1]
+    source_rows = metrics[metrics["vertex"].str.startswith("Source: n")]
+    assert source_rows["records_out"].sum() == 5000
+    assert len(metrics) == 2  # one chained vertex at parallelism 2
+
+
+def test_cancel_stops_an_unbounded_job(shell) -> None:
+    ip, shown = shell
+    ip.run_line_magic("flink", "start --slots 1")
+    ip.run_cell_magic("flink", "--show none --parallelism 1 --name forever",
+                      "env.from_source(DataGeneratorSource(lambda i: i, count=None, rate_limiter_strategy=1000.0),"
+                      " WatermarkStrategy.no_watermarks(), 'gen').add_sink(lambda v: None)")
+    ip.run_line_magic("flink", "submit")
+    time.sleep(0.2)
+    ip.run_line_magic("flink", "cancel forever")
+    status = ip.user_ns["job"].get_job_status().result()
+    assert status.name == "CANCELED"
+    with pytest.raises(UsageError, match="no job matches"):
+        ip.run_line_magic("flink", "cancel nothing-like-this")

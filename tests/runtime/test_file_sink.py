@@ -1,0 +1,205 @@
+"""FileSink (part files, rolling, commit) and CsvSink at runtime."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import os
+import pathlib
+
+import pytest
+
+from streamkernel.common.serialization import Encoder
+from streamkernel.common.types import Row
+from streamkernel.datastream.connectors import (
+    BucketAssigner,
+    CsvSink,
+    FileSink,
+    OutputFileConfig,
+    RollingPolicy,
+)
+from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
+from streamkernel.errors import InvalidProgramError, UserFunctionError
+from streamkernel.graph.transformations import OperatorSpec
+
+_spec = importlib.util.spec_from_file_location(
+    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
+harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(harness)
+
+CHECKPOINTING = {"execution.checkpointing.interval": "10 s"}
+
+
+def sink_harness(sink, **kwargs):
+    return harness.OperatorHarness(OperatorSpec("sink", None, {"sink": sink}), name="Sink: files", **kwargs)
+
+
+def files(path: pathlib.Path) -> dict[str, str]:
+    """name -> content of every file directly under ``path`` (hidden ones included)."""
+    return {p.name: p.read_text() for p in sorted(path.iterdir()) if p.is_file()}
+
+
+def text_sink(path, **builder):
+    b = FileSink.for_row_format(str(path), Encoder.simple_string_encoder())
+    for name, arg in builder.items():
+        getattr(b, name)(arg)
+    return b.build()
+
+
+# ------------------------------------------------------------------- FileSink
+def test_part_files_are_in_progress_until_the_end_of_input(tmp_path: pathlib.Path) -> None:
+    h = sink_harness(text_sink(tmp_path))
+    h.process(["a", "b"]).process([1])
+    assert list(files(tmp_path)) == [".part-0-0.inprogress"]  # hidden while in progress
+    h.finish().close()
+    assert files(tmp_path) == {"part-0-0": "a\nb\n1\n"}
+
+
+def test_each_subtask_writes_its_own_part_files_with_prefix_and_suffix(tmp_path: pathlib.Path) -> None:
+    config = OutputFileConfig.builder().with_part_prefix("data").with_part_suffix(".txt").build()
+    sink = text_sink(tmp_path, with_output_file_config=config)
+    for subtask in (0, 1):
+        sink_harness(sink, subtask_index=subtask, parallelism=2).process([f"s{subtask}"]).finish().close()
+    assert files(tmp_path) == {"data-0-0.txt": "s0\n", "data-1-0.txt": "s1\n"}
+
+
+def test_rolls_by_part_size_and_commits_rolled_files_without_checkpointing(tmp_path: pathlib.Path) -> None:
+    sink = text_sink(tmp_path, with_rolling_policy=RollingPolicy.default_rolling_policy(part_size=6))
+    h = sink_harness(sink)
+    h.process(["aa", "bb"])  # 6 bytes: rolls after this batch
+    h.process(["c"])
+    assert sorted(files(tmp_path)) == [".part-0-1.inprogress", "part-0-0"]
+    assert files(tmp_path)["part-0-0"] == "aa\nbb\n"
+    h.finish()
+    assert files(tmp_path) == {"part-0-0": "aa\nbb\n", "part-0-1": "c\n"}
+
+
+def test_rolls_inactive_and_old_files_on_the_check_timer(tmp_path: pathlib.Path) -> None:
+    policy = RollingPolicy.default_rolling_policy(rollover_interval=10_000, inactivity_interval=3_000)
+    sink = text_sink(tmp_path, with_rolling_policy=policy, with_bucket_check_interval=1_000)
+    h = sink_harness(sink)
+    h.process(["x"])
+    h.advance_time(2_000)
+    assert list(files(tmp_path)) == [".part-0-0.inprogress"]
+    h.advance_time(1_000)  # 3 s without writes
+    assert files(tmp_path) == {"part-0-0": "x\n"}
+    for _ in range(10):  # written every second: only the rollover interval rolls it
+        h.process(["y"])
+        h.advance_time(1_000)
+    assert files(tmp_path)["part-0-1"] == "y\n" * 10
+
+
+def test_with_checkpointing_rolled_files_wait_for_the_checkpoint_to_complete(tmp_path: pathlib.Path) -> None:
+    sink = text_sink(tmp_path, with_rolling_policy=RollingPolicy.on_checkpoint_rolling_policy())
+    h = sink_harness(sink, configuration=CHECKPOINTING)
+    h.process(["a"])
+    h.operator.snapshot_state(1)  # rolls: pending for checkpoint 1
+    h.process(["b"])
+    assert sorted(files(tmp_path)) == [".part-0-0.inprogress", ".part-0-1.inprogress"]
+    h.operator.notify_checkpoint_complete(1)
+    assert sorted(files(tmp_path)) == [".part-0-1.inprogress", "part-0-0"]
+    assert files(tmp_path)["part-0-0"] == "a\n"
+
+
+def test_restore_commits_prepared_files_and_truncates_the_in_progress_file(tmp_path: pathlib.Path) -> None:
+    sink = text_sink(tmp_path, with_rolling_policy=RollingPolicy.default_rolling_policy(part_size=4))
+    h = sink_harness(sink, configuration=CHECKPOINTING)
+    h.process(["a1", "a2"])  # rolled: pending
+    h.process(["b1"])
+    state = h.operator.snapshot_state(7)
+    h.process(["b2-lost"])  # after the checkpoint: the sources replay it
+    h.close()  # the job failed before checkpoint 7 was confirmed
+    restored = sink_harness(sink, configuration=CHECKPOINTING, restored_state=state)
+    restored.process(["b2"]).finish()
+    assert files(tmp_path) == {"part-0-0": "a1\na2\n", "part-0-1": "b1\nb2\n"}
+
+
+def test_part_counter_continues_after_existing_files(tmp_path: pathlib.Path) -> None:
+    sink = text_sink(tmp_path)
+    sink_harness(sink).process(["first"]).finish().close()
+    sink_harness(sink).process(["second"]).finish().close()  # the same cell run again
+    assert files(tmp_path) == {"part-0-0": "first\n", "part-0-1": "second\n"}
+
+
+def test_custom_encoder_and_its_errors(tmp_path: pathlib.Path) -> None:
+    class Pipe(Encoder):
+        def encode(self, element, stream):
+            stream.write(f"{element[0]}|{element[1]}\n".encode())
+
+    h = sink_harness(FileSink.for_row_format(str(tmp_path), Pipe()).build())
+    h.process([("a", 1), ("b", 2)]).finish()
+    assert files(tmp_path) == {"part-0-0": "a|1\nb|2\n"}
+    with pytest.raises(UserFunctionError, match=r"record 7"):
+        sink_harness(FileSink.for_row_format(str(tmp_path / "bad"), Pipe()).build()).process([("ok", 1), 7])
+
+
+def test_date_time_buckets_are_sub_directories(tmp_path: pathlib.Path) -> None:
+    sink = text_sink(tmp_path, with_bucket_assigner=BucketAssigner.date_time_bucket_assigner("yyyy-MM-dd", "UTC"))
+    h = sink_harness(sink, start_ms=86_400_000)  # 1970-01-02 UTC
+    h.process(["x"]).finish()
+    assert files(tmp_path / "1970-01-02") == {"part-0-0": "x\n"}
+
+
+def test_builder_checks_its_arguments(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(InvalidProgramError, match="Encoder"):
+        FileSink.for_row_format(str(tmp_path), "not an encoder")
+    with pytest.raises(InvalidProgramError, match="path separators"):
+        OutputFileConfig("a/b")
+    with pytest.raises(InvalidProgramError, match="part_size"):
+        RollingPolicy.default_rolling_policy(part_size=0)
+
+
+def test_file_sink_through_a_job(tmp_path: pathlib.Path) -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    env.from_collection(range(100)).map(str).sink_to(text_sink(tmp_path))
+    env.execute("files")
+    written = files(tmp_path)
+    assert sorted(written) == ["part-0-0", "part-1-0"]
+    assert sorted(int(line) for text in written.values() for line in text.splitlines()) == list(range(100))
+
+
+# -------------------------------------------------------------------- CsvSink
+def read_csv(path) -> list[list[str]]:
+    with open(path, newline="") as f:
+        return list(csv.reader(f))
+
+
+def test_csv_sink_writes_a_header_and_tuple_and_row_records(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "out.csv"
+    h = sink_harness(CsvSink(str(path), columns=["word", "count"]))
+    h.process([("a, b", 1), ("c", 2)])
+    assert read_csv(path) == [["word", "count"], ["a, b", "1"], ["c", "2"]]  # visible while running
+    h.process([Row("d", 3)]).finish()
+    assert read_csv(path)[-1] == ["d", "3"]
+
+
+def test_csv_sink_dicts_use_the_first_keys_as_header_and_scalars_one_field(tmp_path: pathlib.Path) -> None:
+    sink_harness(CsvSink(str(tmp_path / "d.csv"))).process([{"k": "x", "v": 1}, {"v": 2, "k": "y"}]).finish()
+    assert read_csv(tmp_path / "d.csv") == [["k", "v"], ["x", "1"], ["y", "2"]]
+    sink_harness(CsvSink(str(tmp_path / "s.csv"), delimiter=";")).process([1, "two"]).finish()
+    assert read_csv(tmp_path / "s.csv") == [["1"], ["two"]]
+
+
+def test_csv_sink_at_parallelism_two_is_a_directory_of_files(tmp_path: pathlib.Path) -> None:
+    sink = CsvSink(str(tmp_path / "out"))
+    for subtask in (0, 1):
+        sink_harness(sink, subtask_index=subtask, parallelism=2).process([(subtask,)]).finish()
+    assert sorted(os.listdir(tmp_path / "out")) == ["1.csv", "2.csv"]
+    assert read_csv(tmp_path / "out" / "2.csv") == [["1"]]
+
+
+def test_csv_sink_restore_truncates_to_the_checkpoint(tmp_path: pathlib.Path) -> None:
+    sink = CsvSink(str(tmp_path / "r.csv"), columns=["n"])
+    h = sink_harness(sink)
+    h.process([(1,), (2,)])
+    state = h.operator.snapshot_state(1)
+    h.process([(3,)])
+    h.close()
+    sink_harness(sink, restored_state=state).process([(30,)]).finish()
+    assert read_csv(tmp_path / "r.csv") == [["n"], ["1"], ["2"], ["30"]]
+
+
+def test_csv_sink_names_a_record_that_does_not_fit(tmp_path: pathlib.Path) -> None:
+    with pytest.raises(UserFunctionError, match="CsvSink"):
+        sink_harness(CsvSink(str(tmp_path / "x.csv"))).process([(1, 2), 3])
