@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-__all__ = ["CloseableIterator"]
+__all__ = ["CloseableIterator", "CollectedRecords"]
+
+
+class CollectedRecords(list):
+    """A list of collected results (``execute_and_collect(limit=N)``) with ``to_pandas()``."""
+
+    def to_pandas(self, columns: Optional[Iterable[str]] = None) -> Any:
+        """The records as a pandas DataFrame (tuples and lists -> columns, Rows -> named columns)."""
+        from streamkernel.datastream.connectors.pandas import records_to_dataframe
+
+        return records_to_dataframe(self, columns)
 
 
 class CloseableIterator:
@@ -44,6 +54,13 @@ class CloseableIterator:
             self._closed = True
             if self._close is not None:
                 self._close()
+
+    def to_pandas(self, columns: Optional[Iterable[str]] = None) -> Any:
+        """Every remaining result as a pandas DataFrame (waits for a bounded job to end), then closes."""
+        try:
+            return CollectedRecords(self).to_pandas(columns)
+        finally:
+            self.close()
 
     def __enter__(self) -> "CloseableIterator":
         return self

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
 
-from streamkernel.datastream.closeable_iterator import CloseableIterator
+from streamkernel.datastream.closeable_iterator import CloseableIterator, CollectedRecords
 from streamkernel.datastream.function_base import (
     FilterFunction,
     FlatMapFunction,
@@ -345,10 +345,12 @@ class DataStream(OperatorSettings):
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0):
             raise InvalidProgramError(f"execute_and_collect(limit={limit!r}): limit must be an int > 0")
         result = self._env._execute_and_collect(self, job_execution_name, limit)
-        if limit is None or isinstance(result, list):
+        if limit is None:
             return result
+        if isinstance(result, list):
+            return CollectedRecords(result)
         try:
-            return list(itertools.islice(result, limit))
+            return CollectedRecords(itertools.islice(result, limit))
         finally:
             close = getattr(result, "close", None)
             if close is not None:

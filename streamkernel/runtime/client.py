@@ -131,7 +131,7 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
     from streamkernel.datastream.connectors.collect import CollectSink
 
     sink = CollectSink()
-    data_stream.sink_to(sink)
+    data_stream.sink_to(sink).name("Collect Sink").set_parallelism(1)  # one collector, as Flink's CollectSinkOperator
     stream_graph = env.get_stream_graph(job_execution_name, clear_transformations=True)
     client = submit_stream_graph(env, stream_graph)
     buffer = sink.buffer

@@ -104,6 +104,8 @@ class EventTimeWindowFastPath:
             self._reduce = None
             self._add, self._create, self._result = function.add, function.create_accumulator, function.get_result
         self._windows: dict[int, TimeWindow] = {}  # start -> TimeWindow, for window functions
+        self._batch: dict = {}  # the current batch's panes (see process_batch)
+        self._slow_bound = 0
         _adopt_general_snapshot(contents)
         # derived from the state: start -> {key: None} (ordered), unfired windows, highest fired start
         self.panes: dict[int, dict] = {}
@@ -128,9 +130,12 @@ class EventTimeWindowFastPath:
             slow_bound = self.fired_high + 1
         get = self.contents.get
         key_of = operator.key_of or _zero_key
-        slow = self._slow_record
         reduce, add, create = self._reduce, self._add, self._create
-        batch: dict = {}  # start -> {key: value} of this batch's on-time panes
+        missing = _MISSING  # locals only in the loops below: no global lookup per record
+        batch: dict = {}  # start -> {key: value} of this batch's panes of windows starting >= slow_bound
+        self._slow_bound = slow_bound
+        self._batch = batch
+        slow = self._slow_record
         local: dict = {}
         local_get = local.get
         last = None
@@ -149,10 +154,10 @@ class EventTimeWindowFastPath:
                             local = batch[start] = {}
                         local_get = local.get
                         last = start
-                    acc = local_get(key, _MISSING)
-                    if acc is _MISSING:
-                        acc = get((key, start), _MISSING)
-                    local[key] = value if acc is _MISSING else reduce(acc, value)
+                    acc = local_get(key, missing)
+                    if acc is missing:
+                        acc = get((key, start), missing)
+                    local[key] = value if acc is missing else reduce(acc, value)
             elif slide == size:  # the same loop with an AggregateFunction
                 for value, timestamp in zip(values, timestamps):
                     key = key_of(value)
@@ -166,10 +171,10 @@ class EventTimeWindowFastPath:
                             local = batch[start] = {}
                         local_get = local.get
                         last = start
-                    acc = local_get(key, _MISSING)
-                    if acc is _MISSING:
-                        acc = get((key, start), _MISSING)
-                    local[key] = add(value, create() if acc is _MISSING else acc)
+                    acc = local_get(key, missing)
+                    if acc is missing:
+                        acc = get((key, start), missing)
+                    local[key] = add(value, create() if acc is missing else acc)
             else:  # sliding: every window of the record, latest first
                 for value, timestamp in zip(values, timestamps):
                     key = key_of(value)
@@ -180,13 +185,13 @@ class EventTimeWindowFastPath:
                         local = batch.get(start)
                         if local is None:
                             local = batch[start] = {}
-                        acc = local.get(key, _MISSING)
-                        if acc is _MISSING:
-                            acc = get((key, start), _MISSING)
+                        acc = local.get(key, missing)
+                        if acc is missing:
+                            acc = get((key, start), missing)
                         if reduce is not None:
-                            local[key] = value if acc is _MISSING else reduce(acc, value)
+                            local[key] = value if acc is missing else reduce(acc, value)
                         else:
-                            local[key] = add(value, create() if acc is _MISSING else acc)
+                            local[key] = add(value, create() if acc is missing else acc)
         except UserFunctionError:
             raise
         except Exception as exc:
@@ -208,10 +213,14 @@ class EventTimeWindowFastPath:
         self.pending.update(batch)
 
     def _slow_record(self, key: Any, value: Any, timestamp: int) -> None:
-        """A record with a window that is due or may hold a fired pane: Flink's per-window logic."""
+        """A record with a window that is due or may hold a fired pane: Flink's per-window logic.
+
+        Its windows starting at or above the batch's ``slow_bound`` (sliding windows only)
+        are the batch's: they are accumulated there, never in the state directly.
+        """
         operator = self.operator
         watermark, size, lateness = operator.current_watermark, self.size, self.lateness
-        contents = self.contents
+        contents, batch, slow_bound = self.contents, self._batch, self._slow_bound
         skipped = True
         for start in range(timestamp - (timestamp - self.offset) % self.slide, timestamp - size, -self.slide):
             max_timestamp = start + size - 1
@@ -219,11 +228,21 @@ class EventTimeWindowFastPath:
                 continue  # the window is late
             skipped = False
             pane = (key, start)
-            acc = contents.get(pane, _MISSING)
+            local = None
+            if start >= slow_bound:  # an on-time window of this batch (sliding windows only)
+                local = batch.get(start)
+                if local is None:
+                    local = batch[start] = {}
+            acc = _MISSING if local is None else local.get(key, _MISSING)
+            if acc is _MISSING:
+                acc = contents.get(pane, _MISSING)
             if self._reduce is not None:
                 acc = value if acc is _MISSING else self._reduce(acc, value)
             else:
                 acc = self._add(value, self._create() if acc is _MISSING else acc)
+            if local is not None:
+                local[key] = acc
+                continue
             contents[pane] = acc
             self.panes.setdefault(start, {})[key] = None
             if max_timestamp <= watermark:  # EventTimeTrigger: a late record fires its window at once
