@@ -140,13 +140,18 @@ def test_reduce_with_process_window_function_sees_window_and_key():
     assert h.output.records == [(("a", TimeWindow(0, 10), 3, 9), 9)]
 
 
-def test_apply_window_function_gets_all_elements():
+@pytest.mark.parametrize("trigger", [None, GeneralEventTimeTrigger()], ids=["fast", "general"])
+def test_apply_window_function_gets_all_elements(trigger):
     class Collect(WindowFunction):
         def apply(self, key, window, inputs):
             return [(key, window.start, sorted(v for _, v in inputs))]
 
-    h = window_harness(lambda ds: ds.key_by(first).window(TumblingEventTimeWindows.of(10)).apply(Collect()))
-    assert h.operator._fast is None
+    def build(ds):
+        windowed = ds.key_by(first).window(TumblingEventTimeWindows.of(10))
+        return (windowed if trigger is None else windowed.trigger(trigger)).apply(Collect())
+
+    h = window_harness(build)
+    assert (h.operator._fast is None) == (trigger is not None)
     h.process([("a", 3), ("a", 1), ("b", 2), ("a", 7)], [5, 1, 2, 11])
     h.watermark(MAX_WATERMARK)
     assert sorted(h.output.values) == [("a", 0, [1, 3]), ("a", 10, [7]), ("b", 0, [2])]
@@ -296,19 +301,33 @@ def _random_stream(seed, n=400, keys="abc", bound=30):
     return events
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+class Elements(ProcessWindowFunction):
+    def process(self, key, context, elements):
+        yield key, context.window().start, sorted(v for _, v in elements)
+
+
+FINISH = {
+    "reduce": lambda windowed: windowed.reduce(add_counts),
+    "aggregate": lambda windowed: windowed.aggregate(Average()),
+    "process": lambda windowed: windowed.process(Elements()),
+}
+
+
+@pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("assigner", [TumblingEventTimeWindows.of(50), SlidingEventTimeWindows.of(60, 20)])
 @pytest.mark.parametrize("lateness", [0, 40])
-def test_fast_path_matches_general_path(seed, assigner, lateness):
+@pytest.mark.parametrize("finish", sorted(FINISH))
+def test_fast_path_matches_general_path(seed, assigner, lateness, finish):
     late = OutputTag("late")
     events = _random_stream(seed)
     outputs = []
     for trigger in (None, GeneralEventTimeTrigger()):
         def build(ds):
             windowed = ds.key_by(first).window(assigner).allowed_lateness(lateness).side_output_late_data(late)
-            return (windowed if trigger is None else windowed.trigger(trigger)).reduce(add_counts)
+            return FINISH[finish](windowed if trigger is None else windowed.trigger(trigger))
 
         h = window_harness(build)
+        assert (h.operator._fast is not None) == (trigger is None)
         max_seen = 0
         for start in range(0, len(events), 16):  # watermarks lag 10 ms behind: some records are late
             chunk = events[start:start + 16]

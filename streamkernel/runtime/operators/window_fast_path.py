@@ -1,8 +1,8 @@
-"""The window operator's fast path: tumbling/sliding event-time windows with incremental aggregation.
+"""The window operator's fast path: tumbling/sliding event-time windows with their default trigger.
 
 Used when the assigner is ``TumblingEventTimeWindows`` or ``SlidingEventTimeWindows``, the
-trigger is their default ``EventTimeTrigger``, the window state is ``reducing`` or
-``aggregating``, and the keyed backend exposes its raw namespaced dict
+trigger is their default ``EventTimeTrigger`` (any window state: ``reducing``,
+``aggregating`` or ``list``), and the keyed backend exposes its raw namespaced dict
 (``HeapKeyedStateBackend.namespaced_dict``). It implements exactly the general path's
 semantics (firing at ``max_timestamp``, allowed lateness with re-firing, late data) with
 far less work per record.
@@ -74,7 +74,7 @@ class EventTimeWindowFastPath:
             return None
         if type(operator.trigger) is not EventTimeTrigger:
             return None
-        if operator.window_state_kind not in ("reducing", "aggregating"):
+        if operator.window_state_kind not in ("reducing", "aggregating", "list"):
             return None
         raw = getattr(operator.backend, "namespaced_dict", None)
         if raw is None:
@@ -94,15 +94,7 @@ class EventTimeWindowFastPath:
         self.lateness: int = operator.allowed_lateness
         self.contents = contents
         self.fired = fired
-        self.reducing = operator.window_state_kind == "reducing"
-        function = operator.function
-        if self.reducing:
-            reduce = getattr(function, "reduce", None)
-            self._reduce = reduce if callable(reduce) else function
-            self._add = self._create = self._result = None
-        else:
-            self._reduce = None
-            self._add, self._create, self._result = function.add, function.create_accumulator, function.get_result
+        self._reduce, self._fold, self._result = _pane_functions(operator.window_state_kind, operator.function)
         self._windows: dict[int, TimeWindow] = {}  # start -> TimeWindow, for window functions
         self._batch: dict = {}  # the current batch's panes (see process_batch)
         self._slow_bound = 0
@@ -130,7 +122,7 @@ class EventTimeWindowFastPath:
             slow_bound = self.fired_high + 1
         get = self.contents.get
         key_of = operator.key_of or _zero_key
-        reduce, add, create = self._reduce, self._add, self._create
+        reduce, fold = self._reduce, self._fold
         missing = _MISSING  # locals only in the loops below: no global lookup per record
         batch: dict = {}  # start -> {key: value} of this batch's panes of windows starting >= slow_bound
         self._slow_bound = slow_bound
@@ -158,7 +150,7 @@ class EventTimeWindowFastPath:
                     if acc is missing:
                         acc = get((key, start), missing)
                     local[key] = value if acc is missing else reduce(acc, value)
-            elif slide == size:  # the same loop with an AggregateFunction
+            elif slide == size:  # the same with an AggregateFunction or a list of elements
                 for value, timestamp in zip(values, timestamps):
                     key = key_of(value)
                     start = timestamp - (timestamp - offset) % size
@@ -174,7 +166,7 @@ class EventTimeWindowFastPath:
                     acc = local_get(key, missing)
                     if acc is missing:
                         acc = get((key, start), missing)
-                    local[key] = add(value, create() if acc is missing else acc)
+                    local[key] = fold(value, acc)
             else:  # sliding: every window of the record, latest first
                 for value, timestamp in zip(values, timestamps):
                     key = key_of(value)
@@ -188,10 +180,7 @@ class EventTimeWindowFastPath:
                         acc = local.get(key, missing)
                         if acc is missing:
                             acc = get((key, start), missing)
-                        if reduce is not None:
-                            local[key] = value if acc is missing else reduce(acc, value)
-                        else:
-                            local[key] = add(value, create() if acc is missing else acc)
+                        local[key] = fold(value, acc)
         except UserFunctionError:
             raise
         except Exception as exc:
@@ -236,10 +225,7 @@ class EventTimeWindowFastPath:
             acc = _MISSING if local is None else local.get(key, _MISSING)
             if acc is _MISSING:
                 acc = contents.get(pane, _MISSING)
-            if self._reduce is not None:
-                acc = value if acc is _MISSING else self._reduce(acc, value)
-            else:
-                acc = self._add(value, self._create() if acc is _MISSING else acc)
+            acc = self._fold(value, acc)
             if local is not None:
                 local[key] = acc
                 continue
@@ -337,6 +323,35 @@ class EventTimeWindowFastPath:
         for key in keys:
             backend.current_key = key
             function.clear(window, context)
+
+
+def _pane_functions(window_state: str, function: Any) -> tuple:
+    """(reduce or None, fold(value, acc_or_MISSING) -> acc, result(acc) or None) for a window state kind.
+
+    The pane values are what the heap State objects store: the reduced value, the
+    accumulator, or the list of elements.
+    """
+    missing = _MISSING
+    if window_state == "reducing":
+        reduce = getattr(function, "reduce", None)
+        reduce = reduce if callable(reduce) else function
+
+        def fold_reduce(value: Any, acc: Any) -> Any:
+            return value if acc is missing else reduce(acc, value)
+        return reduce, fold_reduce, None
+    if window_state == "aggregating":
+        add, create = function.add, function.create_accumulator
+
+        def fold_aggregate(value: Any, acc: Any) -> Any:
+            return add(value, create() if acc is missing else acc)
+        return None, fold_aggregate, function.get_result
+
+    def fold_list(value: Any, acc: Any) -> list:
+        if acc is missing:
+            return [value]
+        acc.append(value)
+        return acc
+    return None, fold_list, None
 
 
 def _zero_key(value: Any) -> int:
