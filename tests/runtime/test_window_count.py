@@ -27,6 +27,13 @@ def add_counts(a, b):
     return a[0], a[1] + b[1]
 
 
+def entries(h, state="window-contents"):
+    """(key, namespace) of every entry of the keyed state ``state``, read from a snapshot."""
+    states = h.backend.snapshot()["states"]
+    groups = states[state]["key_groups"] if state in states else {}
+    return sorted(((k, ns) for group in groups.values() for k, ns, _ in group), key=repr)
+
+
 def window_harness(build, **kwargs) -> OperatorHarness:
     env = StreamExecutionEnvironment.get_execution_environment()
     stream = build(env.from_collection([("x", 0)]))
@@ -42,7 +49,7 @@ class Contents(ProcessWindowFunction):
 
 
 def no_window_state_left(h):
-    return not h.backend._tables["window-contents"].spaced and not h.backend._tables["count"].spaced
+    return entries(h) == [] and entries(h, "count") == []
 
 
 def test_tumbling_count_window_fires_every_size_elements_per_key():
@@ -68,8 +75,7 @@ def test_sliding_count_window_follows_pyflink():
     h = window_harness(lambda ds: ds.key_by(first).count_window(4, 2).process(Contents()))
     h.process([("a", v) for v in range(1, 10)])
     assert h.output.values == [("a", 0, [1, 2, 3, 4]), ("a", 1, [3, 4, 5, 6]), ("a", 2, [5, 6, 7, 8])]
-    assert [cid for cid, _ in h.backend._tables["window-contents"].spaced] == ["a", "a"]  # windows 3 and 4 open
-    assert sorted(ns.id for _, ns in h.backend._tables["window-contents"].spaced) == [3, 4]
+    assert entries(h) == [("a", CountWindow(3)), ("a", CountWindow(4))]  # the open windows
 
 
 def test_sliding_count_window_with_a_slide_larger_than_the_size_skips_elements():

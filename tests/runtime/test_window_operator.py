@@ -45,6 +45,13 @@ def add_counts(a, b):
     return a[0], a[1] + b[1]
 
 
+def entries(h, state="window-contents"):
+    """(key, namespace) of every entry of the keyed state ``state``, read from a snapshot."""
+    states = h.backend.snapshot()["states"]
+    groups = states[state]["key_groups"] if state in states else {}
+    return sorted(((k, ns) for group in groups.values() for k, ns, _ in group), key=repr)
+
+
 def window_harness(build, **kwargs) -> OperatorHarness:
     """A harness running the window operator that ``build(data_stream)`` creates through the API."""
     env = StreamExecutionEnvironment.get_execution_environment()
@@ -188,8 +195,7 @@ def test_process_window_function_context_state_and_side_output():
     assert h.output.side(StatefulProcess.tag) == [(("a", 0), 9), (("a", 0), 9), (("a", 10), 19)]
     h.watermark(MAX_WATERMARK)  # cleanup of both windows calls clear(context) with the window
     assert function.cleared == [TimeWindow(0, 10), TimeWindow(10, 20)]
-    window_fires = h.backend.keys("fires", TimeWindow(0, 10)) + h.backend.keys("fires", TimeWindow(10, 20))
-    assert window_fires == [] and h.backend.keys("fires") == ["a"]  # global state stays
+    assert entries(h, "fires") == [("a", None)]  # per-window state cleared, global state stays
 
 
 def test_yielded_tag_value_pairs_go_to_side_outputs():
@@ -217,7 +223,7 @@ def test_window_all_uses_key_zero():
     h.process([("a", 1), ("b", 2), ("c", 3)], [1, 2, 13])
     h.watermark(MAX_WATERMARK)
     assert h.output.values == [(0, [("a", 1), ("b", 2)]), (10, [("c", 3)])]
-    assert h.backend.keys("window-contents", TimeWindow(0, 10)) == []
+    assert entries(h) == []
 
 
 def test_window_all_reduce_on_the_fast_path():
@@ -236,7 +242,7 @@ def test_count_trigger_on_time_windows_fires_every_n_and_never_on_time():
     assert h.output.values == [("a", 2), ("a", 4)]  # FIRE keeps the contents: the sum keeps growing
     h.watermark(MAX_WATERMARK)  # the 5th element never fires; cleanup drops it
     assert h.output.values == [("a", 2), ("a", 4)]
-    assert h.backend.keys("window-contents", TimeWindow(0, 100)) == []
+    assert entries(h) == []
 
 
 def test_purging_trigger_clears_the_pane_on_each_firing():
@@ -336,7 +342,7 @@ def test_fast_path_matches_general_path(seed, assigner, lateness, finish):
             h.watermark(max_seen - 10)
         h.watermark(MAX_WATERMARK)
         outputs.append((sorted(h.output.records), sorted(h.output.side(late))))
-        assert h.backend.keys("window-contents", None) == []
+        assert entries(h) == [] and entries(h, "window-fired") == []
     assert outputs[0] == outputs[1]
     if lateness == 0 and assigner.get_size() == 50:
         assert outputs[0][1], "the stream should have produced late records"

@@ -20,6 +20,7 @@ from streamkernel.datastream.window import (
     ProcessingTimeSessionWindows,
     TimeWindow,
 )
+from streamkernel.errors import UserFunctionError
 from streamkernel.runtime.operators.merging_window_set import MergingWindowSet
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 
@@ -36,6 +37,13 @@ def first(record):
 
 def add_counts(a, b):
     return a[0], a[1] + b[1]
+
+
+def entries(h, state="window-contents"):
+    """(key, namespace) of every entry of the keyed state ``state``, read from a snapshot."""
+    states = h.backend.snapshot()["states"]
+    groups = states[state]["key_groups"] if state in states else {}
+    return sorted(((k, ns) for group in groups.values() for k, ns, _ in group), key=repr)
 
 
 def window_harness(build, **kwargs) -> OperatorHarness:
@@ -57,9 +65,8 @@ def sessions(gap=10, **kwargs):
 
 
 def assert_no_state_left(h):
-    assert h.backend.keys("window-contents", None) == []
-    assert [k for k, _ in h.backend._tables["window-contents"].spaced] == []
-    assert h.backend.keys("merging-window-set") == []
+    assert entries(h) == []
+    assert entries(h, "merging-window-set") == []
     assert h.operator.timers.num_event_time_timers() == 0
 
 
@@ -144,22 +151,27 @@ def test_count_trigger_counts_across_merged_sessions():
     assert h.output.values == [("a", TimeWindow(0, 30), [1, 2, 3])]
 
 
-def test_process_window_state_follows_the_session_it_merges_into():
-    class Fires(ProcessWindowFunction):
+def test_sessions_allow_global_state_but_not_per_window_state():
+    class PerKey(ProcessWindowFunction):
         def process(self, key, context, elements):
-            state = context.window_state().get_state(ValueStateDescriptor("n"))
-            state.update((state.value() or 0) + 1)
-            yield context.window(), state.value()
+            sessions = context.global_state().get_state(ValueStateDescriptor("sessions"))
+            sessions.update((sessions.value() or 0) + 1)
+            yield context.window(), sessions.value()
 
-        def clear(self, context):
-            context.window_state().get_state(ValueStateDescriptor("n")).clear()
-
-    h = window_harness(lambda ds: ds.key_by(first).window(EventTimeSessionWindows.with_gap(10))
-                       .trigger(CountTrigger.of(1)).process(Fires()))
-    h.process([("a", 1), ("a", 2)], [0, 5])
-    assert h.output.values == [(TimeWindow(0, 10), 1), (TimeWindow(0, 15), 1)]
+    h = window_harness(lambda ds: ds.key_by(first).window(EventTimeSessionWindows.with_gap(10)).process(PerKey()))
+    h.process([("a", 1), ("a", 2), ("a", 3)], [0, 5, 40])
     h.watermark(MAX_WATERMARK)
-    assert h.backend.keys("n", TimeWindow(0, 15)) == []
+    assert h.output.values == [(TimeWindow(0, 15), 1), (TimeWindow(40, 50), 2)]
+
+    class PerWindow(ProcessWindowFunction):
+        def process(self, key, context, elements):
+            context.window_state().get_state(ValueStateDescriptor("n"))
+            return []
+
+    h = window_harness(lambda ds: ds.key_by(first).window(EventTimeSessionWindows.with_gap(10)).process(PerWindow()))
+    h.process([("a", 1)], [0])
+    with pytest.raises(UserFunctionError, match="Per-window state is not allowed when using merging windows"):
+        h.watermark(MAX_WATERMARK)
 
 
 def test_late_session_element_goes_to_side_output_and_lateness_keeps_sessions():

@@ -23,9 +23,11 @@ when the clock reaches it while the task runs); count windows that are not full 
 fired either.
 
 **Fast path.** Tumbling and sliding event-time windows with their default EventTimeTrigger
-and an incremental (reducing/aggregating) window state run in
+(the W3 benchmark's shape; any window function) run in
 :mod:`~streamkernel.runtime.operators.window_fast_path`, which implements the same
-semantics without per-record timers (see there).
+semantics batched, without per-record timers or State calls (see there). Everything
+else (sessions, count and processing-time windows, other triggers) takes the general,
+per-record path below.
 
 **Count windows** (PyFlink's count assigners with a CountTrigger): once a window has
 received all its elements no element can ever join it again, so with a count trigger its
@@ -158,7 +160,7 @@ class WindowOperator(StreamOperator):
         self.timers = context.timer_service(WINDOW_TIMERS, self)  # the task advances it on watermarks
         self._assigner_context = WindowAssignerContextImpl(context.processing_time, runtime_context)
         self.trigger_context = WindowTriggerContext(self.trigger, self, backend, self.timers)
-        self.process_context = WindowProcessContext(self, backend)
+        self.process_context = WindowProcessContext(self, backend, merging=self._merging)
         self.late_records_dropped = context.metrics.user.counter("numLateRecordsDropped")
         if self._merging:
             self.merging_sets = backend.get_partitioned_state(MERGING_WINDOW_SET_DESCRIPTOR, VOID_NAMESPACE)
@@ -333,6 +335,7 @@ class WindowOperator(StreamOperator):
         return window.max_timestamp()
 
     def register_cleanup_timer(self, window: Any) -> None:
+        """Register the timer that clears ``window`` at its cleanup time (none for Long.MAX_VALUE)."""
         cleanup = self.cleanup_time(window)
         if cleanup == MAX_LONG_VALUE:  # no cleanup timer for "end of time" (count and global windows)
             return
@@ -342,6 +345,7 @@ class WindowOperator(StreamOperator):
             self.timers.register_processing_time_timer(window, cleanup)
 
     def delete_cleanup_timer(self, window: Any) -> None:
+        """Delete ``window``'s cleanup timer (it was merged into another window)."""
         cleanup = self.cleanup_time(window)
         if cleanup == MAX_LONG_VALUE:
             return

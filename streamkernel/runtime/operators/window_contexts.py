@@ -11,7 +11,8 @@ moved to the current key and window before each call (no per-record allocation):
   ``InternalWindowFunction.InternalWindowContext``: time, per-window and global state,
   side outputs (stamped with the window's max timestamp);
 * :class:`PerWindowStateStore` and :class:`GlobalStateStore`: the KeyedStateStores behind
-  ``window_state()`` and ``global_state()``.
+  ``window_state()`` and ``global_state()``; :class:`MergingWindowStateStore` refuses
+  per-window state under a merging (session) assigner, as Flink does.
 
 A window operator's state lives under namespaces: the window for window-scoped state,
 ``VOID_NAMESPACE`` (None) for per-key state. Every store here binds its namespace
@@ -27,6 +28,7 @@ from streamkernel.datastream.function_base import KeyedStateStore
 from streamkernel.datastream.function_window import InternalWindowFunction
 from streamkernel.datastream.window_assigners import WindowAssigner
 from streamkernel.datastream.window_triggers import Trigger, TriggerResult
+from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.state.api import VOID_NAMESPACE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,6 +39,7 @@ __all__ = [
     "WindowTriggerContext",
     "WindowProcessContext",
     "PerWindowStateStore",
+    "MergingWindowStateStore",
     "GlobalStateStore",
 ]
 
@@ -100,6 +103,21 @@ class PerWindowStateStore(_NamespacedStateStore):
     """
 
     __slots__ = ()
+
+
+class MergingWindowStateStore(PerWindowStateStore):
+    """Flink's ``MergingWindowStateStore``: ``window_state()`` of merging (session) windows.
+
+    Per-window state cannot follow windows that merge, so every access raises, with
+    Flink's message; ``global_state()`` works as usual.
+    """
+
+    __slots__ = ()
+
+    def _state(self, state_descriptor: Any) -> Any:
+        raise InvalidProgramError(
+            f"Per-window state is not allowed when using merging windows (requested {state_descriptor!r} "
+            f"from context.window_state() of a session window); use context.global_state() instead")
 
 
 class GlobalStateStore(_NamespacedStateStore):
@@ -208,11 +226,11 @@ class WindowProcessContext(InternalWindowFunction.InternalWindowContext):
 
     __slots__ = ("window", "_operator", "_backend", "_window_store", "_global_store")
 
-    def __init__(self, operator: "WindowOperator", backend: Any) -> None:
+    def __init__(self, operator: "WindowOperator", backend: Any, merging: bool = False) -> None:
         self.window: Any = None
         self._operator = operator
         self._backend = backend
-        self._window_store = PerWindowStateStore(backend, None)
+        self._window_store = (MergingWindowStateStore if merging else PerWindowStateStore)(backend, None)
         self._global_store = GlobalStateStore(backend)
 
     def current_processing_time(self) -> int:

@@ -61,7 +61,7 @@ _MISSING = object()
 
 
 class EventTimeWindowFastPath:
-    """Tumbling/sliding event-time windows, EventTimeTrigger, reduce/aggregate: the batched loop.
+    """Tumbling/sliding event-time windows with EventTimeTrigger (reduce, aggregate or all elements), batched.
 
     ``create(operator)`` returns None when the operator's configuration is not eligible.
     """
@@ -363,6 +363,8 @@ def _adopt_general_snapshot(contents: dict) -> None:
     """Panes restored from the general path (TimeWindow namespaces) become ``(key, start)`` panes.
 
     Their restored timers stay in the (unused) timer service and are ignored when they fire.
+    Which of them already fired is not known here (the general path keeps that in its
+    timers): with allowed lateness, such a pane fires once more when the watermark passes.
     """
     for pane in [pane for pane in contents if isinstance(pane[1], TimeWindow)]:
         contents[(pane[0], pane[1].start)] = contents.pop(pane)

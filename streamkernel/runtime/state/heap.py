@@ -218,16 +218,6 @@ class HeapKeyedStateBackend:
         state = self.get_state(descriptor)
         return None if self._tables[descriptor.name].ttl else state._spaced
 
-    def namespaced_dict(self, descriptor: Any) -> Optional[dict]:
-        """The dict ((key, namespace) -> value) behind a state's non-VOID namespaces, or None with TTL.
-
-        The window operator's fast path (tumbling/sliding event-time windows) reads and
-        writes window contents here directly; values are what the State object stores
-        (reduced value, accumulator). Same rules and caveats as :meth:`value_dict`.
-        """
-        state = self.get_state(descriptor)
-        return None if self._tables[descriptor.name].ttl else state._spaced
-
     def merge_namespaces(self, descriptor: Any, target: Any, sources: Iterable[Any]) -> None:
         """Merge list / reducing / aggregating state of ``sources`` into ``target`` (current key)."""
         self.get_state(descriptor).merge_namespaces(target, list(sources))
