@@ -26,7 +26,7 @@ from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, 
 from streamkernel.runtime.metrics import TaskMetrics
 from streamkernel.runtime.operators.base import OperatorContext, StreamOperator, TaskInfo, TwoInputStreamOperator
 from streamkernel.runtime.operators.factory import create_operator
-from streamkernel.runtime.records import END_OF_PARTITION
+from streamkernel.runtime.records import END_OF_PARTITION, LatencyMarker
 from streamkernel.runtime.task_input import InputProcessor
 
 __all__ = ["TaskServices", "Task", "TaskCancelledError", "DEFAULT_BATCH_SIZE"]
@@ -70,6 +70,10 @@ class Task:
         self.processing_time: Any = None
         config = tdd.configuration
         self._buffer_timeout_ms = int(config.get("execution.buffer-timeout.interval", "100"))
+        # Flink's metrics.latency.interval (0 disables; Flink's default is 0, ours 1 s so the
+        # cockpit has latency samples): sources emit a LatencyMarker this often.
+        self._latency_interval_ms = int(config.get("metrics.latency.interval", "1000"))
+        self._last_marker = time.monotonic()
         self._batch_size = int(config.get("taskmanager.network.batch-size", str(DEFAULT_BATCH_SIZE)))
 
     # ------------------------------------------------------------- lifecycle
@@ -156,6 +160,7 @@ class Task:
             operator.setup(self._operator_context(node, operator), self._chain.outputs[node.id])
         self._head_metrics = self.metrics.operator(tdd.nodes[0].name)
         self._sink_metrics = [self.metrics.operator(n.name) for n in tdd.nodes if n.is_sink]
+        self._has_sink = bool(self._sink_metrics)
         for _, operator in self._chain.in_order():
             operator.initialize_state()
         for _, operator in reversed(self._chain.in_order()):  # successors first, as Flink opens
@@ -199,6 +204,7 @@ class Task:
             more = source.emit_next(batch)
             self.metrics.busy_ns += time.perf_counter_ns() - start
             self._between_batches()
+            self._emit_latency_marker()
             if not more:
                 return
             wait = source.idle_wait_seconds()
@@ -211,7 +217,8 @@ class Task:
 
     def _run_input(self, head: StreamOperator) -> None:
         """Take buffers and events from the input gate until every channel ended."""
-        processor = InputProcessor(self._gate, head, isinstance(head, TwoInputStreamOperator), self.metrics)
+        processor = InputProcessor(self._gate, head, isinstance(head, TwoInputStreamOperator), self.metrics,
+                                   self._on_latency_marker)
         poll = self._gate.poll
         perf = time.perf_counter_ns
         metrics = self.metrics
@@ -230,6 +237,23 @@ class Task:
             metrics.busy_ns += perf() - busy_start
             self._between_batches()
         self._check_cancelled()
+
+    def _emit_latency_marker(self) -> None:
+        """Sources: every latency interval, a marker stamped now travels to the sinks."""
+        now = time.monotonic()
+        if self._latency_interval_ms <= 0 or (now - self._last_marker) * 1000 < self._latency_interval_ms:
+            return
+        self._last_marker = now
+        self._on_latency_marker(LatencyMarker(self.services.clock.now_ms(), self.tdd.job_vertex.id,
+                                              self.tdd.subtask_index))
+
+    def _on_latency_marker(self, marker: LatencyMarker) -> None:
+        """A marker reached this task: sinks here record its age; writers pass it on (after
+        the records before it, so it measures how long records take to get through)."""
+        if self._has_sink:
+            self.metrics.latency_ms.append(max(0, self.services.clock.now_ms() - marker.marked_time))
+        for writer in self._writers:
+            writer.broadcast_event(marker)
 
     def _timer_wait(self, longest: float) -> float:
         deadline = self.processing_time.next_deadline()

@@ -7,10 +7,17 @@ channel of an input ends that input; a two-input head receives each input separa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from streamkernel.runtime.metrics import TaskMetrics
-from streamkernel.runtime.records import END_OF_PARTITION, CheckpointBarrier, DataBuffer, Watermark, WatermarkStatus
+from streamkernel.runtime.records import (
+    END_OF_PARTITION,
+    CheckpointBarrier,
+    DataBuffer,
+    LatencyMarker,
+    Watermark,
+    WatermarkStatus,
+)
 
 __all__ = ["InputProcessor"]
 
@@ -18,12 +25,14 @@ __all__ = ["InputProcessor"]
 class InputProcessor:
     """Dispatches what the gate delivers to the head operator; tracks when all input ended."""
 
-    def __init__(self, gate: Any, head: Any, two_input: bool, metrics: TaskMetrics) -> None:
+    def __init__(self, gate: Any, head: Any, two_input: bool, metrics: TaskMetrics,
+                 on_latency_marker: Callable[[LatencyMarker], None]) -> None:
         from streamkernel.runtime.network.watermark_valve import StatusWatermarkValve
 
         self.head = head
         self.two_input = two_input
         self.metrics = metrics
+        self._on_latency_marker = on_latency_marker
         inputs = 2 if two_input else 1
         # channel index in the gate -> (input index, index among that input's channels)
         self._local: dict[int, tuple[int, int]] = {}
@@ -66,6 +75,8 @@ class InputProcessor:
             self._advance(i, watermark)
             if status is not None and not self.two_input:
                 self.head.process_watermark_status(status)
+        elif type(item) is LatencyMarker:
+            self._on_latency_marker(item)
         elif type(item) is CheckpointBarrier:
             pass  # aligned by the checkpointing part of the runtime (fault-tolerance issue)
         return False

@@ -200,3 +200,23 @@ def test_collected_results_become_a_dataframe() -> None:
     env = _env(1)
     frame = env.from_collection([Row(word="a", n=1), Row(word="b", n=2)]).execute_and_collect().to_pandas()
     assert list(frame.columns) == ["word", "n"] and list(frame["n"]) == [1, 2]
+
+
+def test_latency_markers_reach_the_sinks_and_become_samples() -> None:
+    from streamkernel.common import Configuration
+
+    with MiniCluster(taskmanagers=1, slots_per_taskmanager=2) as cluster:
+        env = StreamExecutionEnvironment.get_execution_environment(
+            Configuration.from_dict({"metrics.latency.interval": "20"}))
+        env.set_parallelism(2)
+        env.from_source(DataGeneratorSource(lambda i: i, count=None, rate_limiter_strategy=2000.0),
+                        WatermarkStrategy.no_watermarks(), "gen").key_by(lambda x: x % 5).map(lambda x: x) \
+            .add_sink(lambda v: None)
+        client = env.execute_async("latency")
+        time.sleep(0.6)
+        snapshot = cluster.snapshot()
+        client.cancel().result(timeout=5)
+    samples = {s["name"]: (s.get("metrics") or {}).get("latency_ms") for j in snapshot["jobs"]
+               for v in j["vertices"] for s in v["subtasks"]}
+    assert all(samples[name] for name in samples if "Sink" in name)  # every sink subtask has samples
+    assert not any(samples[name] for name in samples if name.startswith("Source"))  # no sink there
