@@ -148,12 +148,17 @@ class StreamExecutionEnvironment(EnvSettings):
             raise InvalidProgramError(
                 "No operators defined in streaming topology. Cannot execute. Add a source "
                 "(from_collection, from_source ...) and operators first.")
+        configuration = self.to_configuration_dict()
+        if configuration.get("execution.runtime-mode") == "AUTOMATIC":
+            # Flink: BATCH when every source is bounded, else STREAMING.
+            bounded = all(t.bounded for t in self._transformations if isinstance(t, SourceTransformation))
+            configuration["execution.runtime-mode"] = "BATCH" if bounded else "STREAMING"
         graph = build_stream_graph(
             self._transformations,
             job_name=job_name or self._configuration.get_string("pipeline.name", DEFAULT_JOB_NAME),
             default_max_parallelism_setting=self.get_max_parallelism() if self.get_max_parallelism() > 0 else None,
             chaining_enabled=self.is_chaining_enabled(),
-            configuration=self.to_configuration_dict(),
+            configuration=configuration,
         )
         if clear_transformations:
             self._clear_transformations()

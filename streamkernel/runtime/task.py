@@ -286,7 +286,9 @@ class Task:
 
     def _finish(self) -> None:
         """End of input: finish operators head first, then end every output channel."""
-        for _, operator in self._chain.in_order():  # type: ignore[union-attr]
+        for index, (_, operator) in enumerate(self._chain.in_order()):  # type: ignore[union-attr]
+            if index > 0:  # the head's input ended already; chained operators' input ends now (Flink)
+                operator.end_input()
             operator.finish()
         self.processing_time.fire_due()
         for writer in self._writers:

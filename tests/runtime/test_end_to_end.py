@@ -220,3 +220,25 @@ def test_latency_markers_reach_the_sinks_and_become_samples() -> None:
                for v in j["vertices"] for s in v["subtasks"]}
     assert all(samples[name] for name in samples if "Sink" in name)  # every sink subtask has samples
     assert not any(samples[name] for name in samples if name.startswith("Source"))  # no sink there
+
+
+@pytest.mark.parametrize("mode", ["BATCH", "AUTOMATIC"])
+def test_batch_execution_emits_one_final_value_per_key(mode: str) -> None:
+    from streamkernel.datastream import RuntimeExecutionMode
+
+    env = _env(2)
+    env.set_runtime_mode(RuntimeExecutionMode[mode])
+    counts = (env.from_collection(WORDS).flat_map(lambda line: line.split()).map(lambda w: (w, 1))
+              .key_by(lambda p: p[0]).reduce(lambda a, b: (a[0], a[1] + b[1])))
+    rows = list(counts.execute_and_collect())
+    assert sorted(rows) == sorted(collections.Counter(w for line in WORDS for w in line.split()).items())
+
+
+def test_automatic_mode_streams_when_a_source_is_unbounded() -> None:
+    from streamkernel.datastream import RuntimeExecutionMode
+
+    env = _env(1)
+    env.set_runtime_mode(RuntimeExecutionMode.AUTOMATIC)
+    env.from_source(DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "g") \
+        .key_by(lambda x: x % 2).reduce(lambda a, b: a + b)
+    assert env.get_stream_graph().configuration["execution.runtime-mode"] == "STREAMING"

@@ -190,10 +190,30 @@ class ReduceOperator(StreamOperator):
         self._state = self._backend.get_state(descriptor)
         value_dict = getattr(self._backend, "value_dict", None)  # HeapKeyedStateBackend's fast path
         self._table = value_dict(descriptor) if value_dict is not None else None
+        # BATCH execution (RuntimeExecutionMode.BATCH): one final value per key at the end of input.
+        self._batch_mode = self.context.configuration.get("execution.runtime-mode", "STREAMING") == "BATCH"
         super().open()
 
+    def end_input(self) -> None:
+        """In BATCH mode, emit each key's final value now (Flink's batch reduce)."""
+        if not self._batch_mode:
+            return
+        if self._table is not None:
+            out = list(self._table.values())
+        else:
+            out = []
+            for key in list(self._backend.keys(REDUCE_STATE)):
+                self._backend.current_key = key
+                out.append(self._state.value())
+        if out:
+            self.context.metrics.records_out += len(out)
+            self.output.emit(out, None)
+
     def process_batch(self, values: list, timestamps: Optional[list]) -> None:
-        """Reduce each record into its key's running value; emit the running values (one batch)."""
+        """Reduce each record into its key's running value; emit the running values (one batch).
+
+        In BATCH mode the running values are kept, not emitted: ``end_input`` emits the finals.
+        """
         out: list = []
         append, reduce, key_of = out.append, self._reduce, self._key_selector
         it = iter(values)
@@ -223,6 +243,6 @@ class ReduceOperator(StreamOperator):
             raise wrap_user_error(self, values[failed_index(values, it)], exc) from exc
         metrics = self.context.metrics
         metrics.records_in += len(values)
-        if out:
+        if out and not self._batch_mode:
             metrics.records_out += len(out)
             self.output.emit(out, timestamps)
