@@ -13,6 +13,7 @@ It reports every state change (INITIALIZING, RUNNING, FINISHED, CANCELED, FAILED
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
 from dataclasses import dataclass
@@ -26,7 +27,9 @@ from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, 
 from streamkernel.runtime.metrics import TaskMetrics
 from streamkernel.runtime.operators.base import OperatorContext, StreamOperator, TaskInfo, TwoInputStreamOperator
 from streamkernel.runtime.operators.factory import create_operator
-from streamkernel.runtime.records import END_OF_PARTITION, LatencyMarker
+from streamkernel.runtime.barriers import BarrierHandler
+from streamkernel.runtime.records import END_OF_PARTITION, CheckpointBarrier, LatencyMarker
+from streamkernel.runtime.task_checkpoint import TaskCheckpointer
 from streamkernel.runtime.task_input import InputProcessor
 
 __all__ = ["TaskServices", "Task", "TaskCancelledError", "DEFAULT_BATCH_SIZE"]
@@ -47,6 +50,10 @@ class TaskServices:
     clock: Clock
     taskmanager_id: str
     working_dir: str
+    #: ``acknowledge(attempt_id, checkpoint_id, handle)`` / ``decline(attempt_id, checkpoint_id, reason)``
+    checkpoint_responder: Any = None
+    #: ``(job_id, configuration) -> CheckpointStorage`` (None: snapshots are handed over in memory)
+    checkpoint_storage: Any = None
 
 
 class Task:
@@ -68,6 +75,9 @@ class Task:
         self._closed = False
         self._last_flush = time.monotonic()
         self.processing_time: Any = None
+        # Actions other threads ask the task thread to run between batches (Flink's mailbox).
+        self._mailbox: collections.deque = collections.deque()
+        self.checkpointer = TaskCheckpointer(self)
         config = tdd.configuration
         self._buffer_timeout_ms = int(config.get("execution.buffer-timeout.interval", "100"))
         # Flink's metrics.latency.interval (0 disables; Flink's default is 0, ours 1 s so the
@@ -92,6 +102,28 @@ class Task:
         wakeup = getattr(source, "wakeup", None)
         if wakeup is not None:
             wakeup.set()
+
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, is_savepoint: bool = False) -> None:
+        """(Source tasks) take checkpoint ``checkpoint_id`` between two batches and emit its barrier."""
+        barrier = CheckpointBarrier(checkpoint_id, timestamp, is_savepoint)
+        self._post(lambda: self.checkpointer.perform(barrier))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed: operators may commit (in the task thread)."""
+        self._post(lambda: self.checkpointer.notify_complete(checkpoint_id))
+
+    def _post(self, action: Callable[[], None]) -> None:
+        self._mailbox.append(action)
+        if self._gate is not None:
+            self._gate.wakeup()
+        wakeup = getattr(self._chain.head if self._chain is not None else None, "wakeup", None)
+        if wakeup is not None:
+            wakeup.set()
+
+    def _run_mailbox(self) -> None:
+        mailbox = self._mailbox
+        while mailbox:
+            mailbox.popleft()()
 
     def join(self, timeout: Optional[float] = None) -> None:
         """Wait for the thread to end."""
@@ -157,7 +189,10 @@ class Task:
         self._chain = OperatorChain(tdd.nodes, tdd.chain_edges, network_edges, create_operator,
                                     lambda edge: outputs[id(edge)])
         for node, operator in self._chain.in_order():
-            operator.setup(self._operator_context(node, operator), self._chain.outputs[node.id])
+            context = self._operator_context(node, operator)
+            self.checkpointer.contexts[node.id] = context
+            operator.setup(context, self._chain.outputs[node.id])
+            self.checkpointer.restore_before_open(node, context)
         self._head_metrics = self.metrics.operator(tdd.nodes[0].name)
         self._sink_metrics = [self.metrics.operator(n.name) for n in tdd.nodes if n.is_sink]
         self._has_sink = bool(self._sink_metrics)
@@ -165,6 +200,8 @@ class Task:
             operator.initialize_state()
         for _, operator in reversed(self._chain.in_order()):  # successors first, as Flink opens
             operator.open()
+        for node, operator in self._chain.in_order():
+            self.checkpointer.restore_after_open(node, operator)
 
     def _operator_context(self, node: StreamNode, operator: StreamOperator) -> OperatorContext:
         from streamkernel.runtime.state.heap import HeapKeyedStateBackend
@@ -185,12 +222,15 @@ class Task:
             operator._timer_services.append(service)
             return service
 
-        restored = (tdd.restored_state or {}).get(node.uid or f"node-{node.id}")
+        restored = self.checkpointer.restored_for(node) or {}
+        raw = restored.get("raw")
+        if raw is None and restored.get("raw_all") is not None:
+            raw = {"raw_all": restored["raw_all"]}  # parallelism changed: every old subtask's raw state
         return OperatorContext(
             task_info=info, node=node, processing_time=processing_time, timer_service=timer_service,
             operator_state=DefaultOperatorStateBackend(), metrics=self.metrics.operator(node.name),
             keyed_backend=keyed, configuration=tdd.configuration, job_parameters=tdd.job_parameters,
-            restored_state=restored)
+            restored_state=raw)
 
     def _on_output_watermark(self, timestamp: int) -> None:
         self.metrics.output_watermark = timestamp
@@ -217,8 +257,11 @@ class Task:
 
     def _run_input(self, head: StreamOperator) -> None:
         """Take buffers and events from the input gate until every channel ended."""
+        exactly_once = self.tdd.configuration.get("execution.checkpointing.mode", "EXACTLY_ONCE") != "AT_LEAST_ONCE"
+        barriers = BarrierHandler(self._gate, self._gate.channels, exactly_once, self.checkpointer.perform,
+                                  self._decline_aborted)
         processor = InputProcessor(self._gate, head, isinstance(head, TwoInputStreamOperator), self.metrics,
-                                   self._on_latency_marker)
+                                   self._on_latency_marker, barriers)
         poll = self._gate.poll
         perf = time.perf_counter_ns
         metrics = self.metrics
@@ -237,6 +280,11 @@ class Task:
             metrics.busy_ns += perf() - busy_start
             self._between_batches()
         self._check_cancelled()
+
+    def _decline_aborted(self, checkpoint_id: int) -> None:
+        responder = self.services.checkpoint_responder
+        if responder is not None:
+            responder.decline(self.tdd.attempt_id, checkpoint_id, "a newer checkpoint's barrier overtook it")
 
     def _emit_latency_marker(self) -> None:
         """Sources: every latency interval, a marker stamped now travels to the sinks."""
@@ -262,7 +310,9 @@ class Task:
         return max(0.0, min(longest, (deadline - self.processing_time.current_processing_time()) / 1000))
 
     def _between_batches(self) -> None:
-        """Mailbox work between batches: due processing-time timers, buffer timeout flushes."""
+        """Mailbox work between batches: posted actions, due timers, buffer timeout flushes."""
+        if self._mailbox:
+            self._run_mailbox()
         self.processing_time.fire_due()
         if self._buffer_timeout_ms >= 0:
             now = time.monotonic()

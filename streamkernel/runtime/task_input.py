@@ -26,13 +26,14 @@ class InputProcessor:
     """Dispatches what the gate delivers to the head operator; tracks when all input ended."""
 
     def __init__(self, gate: Any, head: Any, two_input: bool, metrics: TaskMetrics,
-                 on_latency_marker: Callable[[LatencyMarker], None]) -> None:
+                 on_latency_marker: Callable[[LatencyMarker], None], barriers: Any = None) -> None:
         from streamkernel.runtime.network.watermark_valve import StatusWatermarkValve
 
         self.head = head
         self.two_input = two_input
         self.metrics = metrics
         self._on_latency_marker = on_latency_marker
+        self._barriers = barriers
         inputs = 2 if two_input else 1
         # channel index in the gate -> (input index, index among that input's channels)
         self._local: dict[int, tuple[int, int]] = {}
@@ -65,6 +66,8 @@ class InputProcessor:
         if type(item) is Watermark:
             self._advance(i, self._valves[i].input_watermark(local, item.timestamp))
         elif item is END_OF_PARTITION:
+            if self._barriers is not None:
+                self._barriers.on_channel_finished(channel)
             self._advance(i, self._valves[i].channel_finished(local))
             self._open_channels[i] -= 1
             if self._open_channels[i] == 0:
@@ -78,7 +81,8 @@ class InputProcessor:
         elif type(item) is LatencyMarker:
             self._on_latency_marker(item)
         elif type(item) is CheckpointBarrier:
-            pass  # aligned by the checkpointing part of the runtime (fault-tolerance issue)
+            if self._barriers is not None:
+                self._barriers.on_barrier(channel, item)
         return False
 
     def _advance(self, input_index: int, watermark: Any) -> None:
