@@ -2,6 +2,9 @@
 
 Run: ``.venv/bin/python bench/workloads.py [--records N] [--repeat R]``
 
+Every implementation runs once on 1,000 records first (imports and first-use costs are not
+part of a workload), then ``R`` times on ``N`` records; the median is printed.
+
 Each workload runs at parallelism 1 on streamkernel's local cluster and as a hand-written
 plain-Python loop that calls the same user functions per record with no framework around
 them, measured in the same run; the ratio streamkernel / plain loop is printed. Where
@@ -226,21 +229,52 @@ def _timed(fn: Callable[[int], Any], n: int, repeat: int) -> tuple[float, Any]:
 
 
 def main() -> None:
-    """Run W1-W3 on streamkernel and the plain loop; print seconds, records/s and ratios."""
+    """Run W1-W3 on the plain loop, streamkernel and, where installed, streamz and bytewax.
+
+    Prints seconds, streamkernel's records/s and ratio to the plain loop against the issue's
+    target, a column per other engine (seconds and ratio to the plain loop, or "not
+    installed"), and whether every engine's result equals the plain loop's.
+    """
+    import os
+    import sys
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     n = args.records
+    # bench/other_engines.py imports the user functions from ``workloads``: when this file
+    # runs as a script, let that name be this module so every engine calls the same objects.
+    sys.modules.setdefault("workloads", sys.modules[__name__])
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import other_engines
+
+    others = ["streamz", "bytewax"]
+    installed = {name: other_engines.available(name) for name in others}
     rows = [("W1", plain_w1, streamkernel_w1, 1.5), ("W2", plain_w2, streamkernel_w2, 3.0),
             ("W3", plain_w3, streamkernel_w3, 3.0)]
-    print(f"{'workload':<9}{'plain loop':>12}{'streamkernel':>14}{'records/s':>14}{'ratio':>8}{'target':>8}  result check")
+    print(f"{'workload':<9}{'plain loop':>12}{'streamkernel':>14}{'records/s':>14}{'ratio':>8}{'target':>8}"
+          + "".join(f"{name:>18}" for name in others) + "  result check")
+    for _, plain, engine, _ in rows:  # warm-up: imports and first-use costs are not the workload's
+        plain(1000)
+        engine(1000)
     for name, plain, engine, target in rows:
         plain_s, plain_result = _timed(plain, n, args.repeat)
         engine_s, engine_result = _timed(engine, n, args.repeat)
-        ok = "same" if plain_result == engine_result else f"DIFFERENT: {plain_result} vs {engine_result}"
+        results = {"streamkernel": engine_result}
+        columns = ""
+        for other in others:
+            if not installed[other]:
+                columns += f"{'not installed':>18}"
+                continue
+            other_s, results[other] = _timed(getattr(other_engines, f"{other}_{name.lower()}"), n, args.repeat)
+            columns += f"{other_s:>9.3f}s{other_s / plain_s:>8.2f}x"
+        different = [f"{who} {result} vs {plain_result}" for who, result in results.items() if result != plain_result]
+        ok = "same" if not different else "DIFFERENT: " + "; ".join(different)
         print(f"{name:<9}{plain_s:>11.3f}s{engine_s:>13.3f}s{n / engine_s:>14,.0f}{engine_s / plain_s:>7.2f}x"
-              f"{'<=' + str(target) + 'x':>8}  {ok}")
+              f"{'<=' + str(target) + 'x':>8}{columns}  {ok}")
 
 
 if __name__ == "__main__":
