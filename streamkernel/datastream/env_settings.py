@@ -125,8 +125,8 @@ class EnvSettings:
         conf["pipeline.operator-chaining.enabled"] = str(self._chaining_enabled).lower()
         conf["execution.runtime-mode"] = self._runtime_mode.name
         conf["pipeline.auto-watermark-interval"] = str(self._config.get_auto_watermark_interval())
-        if self._state_backend is not None:
-            conf["state.backend.type"] = self._state_backend.config_value
+        if self._state_backend is not None:  # its own keys (RocksDB: localdir, options); 1.x storage keys aside
+            conf.update((k, v) for k, v in self._state_backend.to_configuration().items() if k.startswith("state.backend"))
         if self._config.get_restart_strategy() is not None:
             conf.update(self._config.get_restart_strategy().to_configuration())
         if self._default_savepoint_directory is not None:

@@ -49,6 +49,7 @@ _INCREMENTAL_KEYS = ("execution.checkpointing.incremental", "state.backend.incre
 _LOCALDIR_KEY = "state.backend.rocksdb.localdir"
 _PREDEFINED_KEY = "state.backend.rocksdb.predefined-options"
 _THREADS_KEY = "state.backend.rocksdb.checkpoint.transfer.thread.num"
+_OPTIONS_FACTORY_KEY = "state.backend.rocksdb.options-factory"
 
 
 class PredefinedOptions(Enum):
@@ -207,6 +208,8 @@ class EmbeddedRocksDBStateBackend(StateBackend):
             conf[_PREDEFINED_KEY] = self._predefined_options.name
         if self._transfer_threads is not None:
             conf[_THREADS_KEY] = str(self._transfer_threads)
+        if self._options_factory is not None:
+            conf[_OPTIONS_FACTORY_KEY] = self._options_factory
         return conf
 
     def __repr__(self) -> str:
@@ -409,6 +412,8 @@ def state_backend_from_configuration(conf: Mapping[str, str]) -> Optional[StateB
                     f"configuration {_PREDEFINED_KEY!r}: expected one of "
                     f"{', '.join(m.name for m in PredefinedOptions)}, got {conf[_PREDEFINED_KEY]!r}"
                 ) from None
+        if conf.get(_OPTIONS_FACTORY_KEY):
+            backend.set_options(conf[_OPTIONS_FACTORY_KEY])
         if _THREADS_KEY in conf:
             try:
                 backend.set_number_of_transfer_threads(int(conf[_THREADS_KEY]))

@@ -14,6 +14,7 @@ It reports every state change (INITIALIZING, RUNNING, FINISHED, CANCELED, FAILED
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -112,6 +113,14 @@ class Task:
         """Checkpoint ``checkpoint_id`` completed: operators may commit (in the task thread)."""
         self._post(lambda: self.checkpointer.notify_complete(checkpoint_id))
 
+    def inject_failure(self, error: BaseException) -> None:
+        """Fail this task with ``error``, raised in its own thread between two batches, as if
+        its operators had raised it (failure injection: ``MiniCluster.fail_operator``)."""
+        def fail() -> None:
+            raise error
+
+        self._post(fail)
+
     def _post(self, action: Callable[[], None]) -> None:
         self._mailbox.append(action)
         if self._gate is not None:
@@ -204,7 +213,7 @@ class Task:
             self.checkpointer.restore_after_open(node, operator)
 
     def _operator_context(self, node: StreamNode, operator: StreamOperator) -> OperatorContext:
-        from streamkernel.runtime.state.heap import HeapKeyedStateBackend
+        from streamkernel.runtime.state.factory import create_keyed_backend
         from streamkernel.runtime.state.operator_state import DefaultOperatorStateBackend
         from streamkernel.runtime.timers import InternalTimerService
 
@@ -214,7 +223,10 @@ class Task:
         keyed = None
         if node.is_keyed:
             key_groups = key_group_range_for_operator(node.max_parallelism, node.parallelism, tdd.subtask_index)
-            keyed = HeapKeyedStateBackend(node.max_parallelism, key_groups, ttl_clock=self.services.clock)
+            keyed = create_keyed_backend(
+                tdd.configuration, node.max_parallelism, key_groups, clock=self.services.clock,
+                working_dir=os.path.join(self.services.working_dir, str(tdd.job_id),
+                                         f"{tdd.job_vertex.id}-{tdd.subtask_index}-{node.id}"))
         processing_time = self.processing_time
 
         def timer_service(name: str, triggerable: Any) -> Any:
@@ -350,12 +362,24 @@ class Task:
         if self._chain is None or self._closed:
             return
         self._closed = True
-        for _, operator in self._chain.in_order():
-            try:
-                operator.close()
-            except BaseException:  # noqa: BLE001
-                if not quietly:
-                    raise
+        try:
+            for _, operator in self._chain.in_order():
+                try:
+                    operator.close()
+                except BaseException:  # noqa: BLE001
+                    if not quietly:
+                        raise
+        finally:
+            self._dispose_keyed_backends()
+
+    def _dispose_keyed_backends(self) -> None:
+        """Release every operator's keyed state backend (RocksDB closes and deletes its files)."""
+        for context in self.checkpointer.contexts.values():
+            if context.keyed_backend is not None:
+                try:
+                    context.keyed_backend.dispose()
+                except Exception:  # noqa: BLE001 - the task is ending; a leftover directory is harmless
+                    pass
 
     def __repr__(self) -> str:
         return f"Task({self.tdd.name_with_subtask}, {self.state.value})"

@@ -374,11 +374,14 @@ def adopt_fast_snapshot(operator: "WindowOperator") -> None:
     """For the general path: panes restored from a fast-path snapshot get TimeWindow namespaces
     and the timers the general path would hold (end of window unless fired, cleanup)."""
     assigner = operator.assigner
-    raw = getattr(operator.backend, "namespaced_dict", None)
-    if raw is None or type(assigner) not in (TumblingEventTimeWindows, SlidingEventTimeWindows):
+    if type(assigner) not in (TumblingEventTimeWindows, SlidingEventTimeWindows):
         return
-    contents = raw(operator.window_descriptor)
-    panes = [pane for pane in contents or () if type(pane[1]) is int]
+    raw = getattr(operator.backend, "namespaced_dict", None)
+    contents = raw(operator.window_descriptor) if raw is not None else None
+    if contents is None:  # no raw dicts (RocksDB): the same through the State API
+        _adopt_fast_snapshot_through_state(operator)
+        return
+    panes = [pane for pane in contents if type(pane[1]) is int]
     if not panes:
         return
     fired = raw(ValueStateDescriptor(WINDOW_FIRED)) or {}
@@ -388,6 +391,30 @@ def adopt_fast_snapshot(operator: "WindowOperator") -> None:
         contents[(key, window)] = contents.pop((key, start))
         backend.current_key = key
         if fired.pop((key, start), None) is None:
+            timers.register_event_time_timer(window, window.max_timestamp())
+        cleanup = operator.cleanup_time(window)
+        if cleanup != window.max_timestamp():
+            timers.register_event_time_timer(window, cleanup)
+
+
+def _adopt_fast_snapshot_through_state(operator: "WindowOperator") -> None:
+    """:func:`adopt_fast_snapshot` for a backend without raw dicts that lists its entries
+    (``keys_and_namespaces``, Flink's ``getKeysAndNamespaces``): each pane moves to its
+    TimeWindow namespace with ``merge_namespaces`` (a move, the target being empty)."""
+    backend = operator.backend
+    listing = getattr(backend, "keys_and_namespaces", None)
+    if listing is None:
+        return
+    panes = [pane for pane in listing(operator.window_descriptor.name) if type(pane[1]) is int]
+    fired = {pane for pane in listing(WINDOW_FIRED) if type(pane[1]) is int} if panes else set()
+    size, timers = operator.assigner.get_size(), operator.timers
+    for key, start in panes:
+        window = TimeWindow(start, start + size)
+        backend.current_key = key
+        backend.merge_namespaces(operator.window_descriptor, window, [start])
+        if (key, start) in fired:
+            backend.get_partitioned_state(ValueStateDescriptor(WINDOW_FIRED), start).clear()
+        else:
             timers.register_event_time_timer(window, window.max_timestamp())
         cleanup = operator.cleanup_time(window)
         if cleanup != window.max_timestamp():

@@ -1,0 +1,71 @@
+"""Choosing a keyed state backend from the job's configuration (Flink's ``StateBackendLoader``).
+
+``state.backend.type`` (1.x: ``state.backend``) names it: ``hashmap`` (the default; also
+the 1.x values ``jobmanager`` and ``filesystem``) gives a
+:class:`~streamkernel.runtime.state.heap.HeapKeyedStateBackend`, ``rocksdb`` a
+:class:`~streamkernel.runtime.state.rocksdb.RocksDBKeyedStateBackend` (imported only then,
+so ``rocksdict`` is needed only by jobs that use it). The RocksDB settings of
+:class:`~streamkernel.datastream.state_backend.EmbeddedRocksDBStateBackend` map as follows:
+
+* ``state.backend.rocksdb.localdir`` (``set_db_storage_paths``): the database goes under one
+  of these directories (chosen by a stable hash of the subtask's working directory, so
+  subtasks spread across them), in ``<localdir>/<job id>/<vertex-subtask-node>/``;
+  without it, under the subtask's working directory inside the TaskManager's.
+* ``state.backend.rocksdb.predefined-options`` and ``state.backend.rocksdb.options-factory``:
+  see :mod:`~streamkernel.runtime.state.rocksdb_options`.
+* incremental checkpoints and transfer threads are accepted and have no effect: snapshots
+  are full (the same format as the heap backend's) and written by the task.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+from typing import Mapping
+
+from streamkernel.datastream.state_backend import EmbeddedRocksDBStateBackend, state_backend_from_configuration
+from streamkernel.errors import IllegalConfigurationError
+from streamkernel.runtime.clock import Clock
+from streamkernel.runtime.state.api import KeyedStateBackend
+
+__all__ = ["create_keyed_backend"]
+
+
+def create_keyed_backend(configuration: Mapping[str, str], max_parallelism: int, key_group_range: range, *,
+                         working_dir: str, clock: Clock) -> KeyedStateBackend:
+    """The keyed state backend of one operator subtask, as ``configuration`` chooses.
+
+    ``working_dir`` is the subtask's own directory (an on-disk backend keeps its files
+    there); ``clock`` is the processing-time clock of state TTL. Raises
+    :class:`~streamkernel.errors.IllegalConfigurationError` for an unknown backend name,
+    naming ``hashmap`` and ``rocksdb``.
+
+    >>> from streamkernel.runtime.clock import SystemClock
+    >>> create_keyed_backend({}, 128, range(128), working_dir="/tmp/unused", clock=SystemClock())
+    HeapKeyedStateBackend(max_parallelism=128, key_groups=0..127, states=[])
+    """
+    chosen = state_backend_from_configuration(configuration)
+    if not isinstance(chosen, EmbeddedRocksDBStateBackend):
+        from streamkernel.runtime.state.heap import HeapKeyedStateBackend
+
+        return HeapKeyedStateBackend(max_parallelism, key_group_range, ttl_clock=clock)
+    try:
+        from streamkernel.runtime.state.rocksdb import RocksDBKeyedStateBackend
+        from streamkernel.runtime.state.rocksdb_options import rocksdb_options
+    except ImportError as exc:
+        raise IllegalConfigurationError(
+            f"configuration 'state.backend.type': 'rocksdb' needs the rocksdict package ({exc}); "
+            "install it with: pip install 'streamkernel[rocksdb]' (or use 'hashmap')"
+        ) from None
+    options = rocksdb_options(chosen.get_predefined_options().name, chosen.get_options())
+    return RocksDBKeyedStateBackend(max_parallelism, key_group_range, ttl_clock=clock, options=options,
+                                    working_dir=_database_parent(working_dir, chosen.get_db_storage_paths()))
+
+
+def _database_parent(working_dir: str, storage_paths: list) -> str:
+    """Where the subtask's database directory goes: its working dir, or one of the local dirs."""
+    if not storage_paths:
+        return working_dir
+    base = storage_paths[zlib.crc32(os.fspath(working_dir).encode("utf-8", "surrogatepass")) % len(storage_paths)]
+    parts = os.path.normpath(os.path.abspath(working_dir)).split(os.sep)
+    return os.path.join(os.path.abspath(base), *parts[-2:])
