@@ -12,15 +12,20 @@ __all__ = ["JobExecutionResult"]
 class JobExecutionResult:
     """The result of a job execution: its JobID, its net runtime and its accumulators.
 
+    streamkernel extra: :meth:`get_num_restarts`, how often the job restarted after
+    failures before it finished (Flink reports it as the job metric ``numRestarts``).
+
         >>> result = JobExecutionResult(JobID(), 1234, {"records": 10})
         >>> result.get_net_runtime(), result.get_accumulator_result("records")
         (1234, 10)
     """
 
-    def __init__(self, job_id: JobID, net_runtime: int, accumulators: Optional[Mapping[str, Any]] = None) -> None:
+    def __init__(self, job_id: JobID, net_runtime: int, accumulators: Optional[Mapping[str, Any]] = None,
+                 num_restarts: int = 0) -> None:
         self._job_id = job_id
         self._net_runtime = int(net_runtime)
         self._accumulators: Dict[str, Any] = dict(accumulators or {})
+        self._num_restarts = int(num_restarts)
 
     def get_job_id(self) -> JobID:
         """The JobID of the executed job."""
@@ -46,6 +51,10 @@ class JobExecutionResult:
         """A dict of every accumulator's name to its final value."""
         return dict(self._accumulators)
 
+    def get_num_restarts(self) -> int:
+        """How often the job was restarted by its restart strategy (Flink's ``numRestarts``)."""
+        return self._num_restarts
+
     def to_string(self) -> str:
         """A readable summary of the result."""
         return str(self)
@@ -62,7 +71,8 @@ class JobExecutionResult:
     def __str__(self) -> str:
         return (
             f"JobExecutionResult(job_id={self._job_id}, net_runtime={self._net_runtime} ms, "
-            f"accumulators={self._accumulators})"
+            f"accumulators={self._accumulators}"
+            + (f", num_restarts={self._num_restarts})" if self._num_restarts else ")")
         )
 
     __repr__ = __str__

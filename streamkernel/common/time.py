@@ -120,6 +120,8 @@ class Duration:
         return Duration, (self._nanos,)
 
     def _highest_unit(self) -> tuple[int, str, Any]:
+        if self._nanos == 0:  # zero divides by every unit: say it in milliseconds, as Flink prints 0 ms
+            return next(unit for unit in _UNITS if unit[1] == "ms")
         for size, label, factory in _UNITS:
             if self._nanos % size == 0:
                 return size, label, factory

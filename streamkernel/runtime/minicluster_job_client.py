@@ -38,13 +38,16 @@ def job_execution_error(result: Union[JobResult, JobDetails]) -> JobExecutionErr
     # The runtime's task errors already name the subtask; say where only when they do not.
     named = result.failing_task is None or (cause is not None and result.failing_task.split(" (")[0] in str(cause))
     where = "" if named else f" in {result.failing_task}"
-    return JobExecutionError(f"{job} failed{where}: {what}", result.job_id, JobStatus.FAILED)
+    restarts = result.num_restarts
+    after = f" after {restarts} restart{'s' if restarts != 1 else ''}" if restarts else ""
+    return JobExecutionError(f"{job} failed{where}{after}: {what}", result.job_id, JobStatus.FAILED)
 
 
 def to_job_execution_result(result: JobResult) -> JobExecutionResult:
     """A FINISHED job's JobExecutionResult; raises :class:`JobExecutionError` (from the cause) otherwise."""
     if result.status is JobStatus.FINISHED:
-        return JobExecutionResult(JobID.from_hex_string(result.job_id), result.net_runtime_ms, result.accumulators)
+        return JobExecutionResult(JobID.from_hex_string(result.job_id), result.net_runtime_ms, result.accumulators,
+                                  result.num_restarts)
     raise job_execution_error(result) from result.failure_cause
 
 

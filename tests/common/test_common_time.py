@@ -83,3 +83,10 @@ def test_factories_reject_non_integers():
         Duration.of_seconds(1.5)  # type: ignore[arg-type]
     with pytest.raises(InvalidProgramError):
         Time.seconds("3")  # type: ignore[arg-type]
+
+
+def test_zero_duration_prints_in_milliseconds() -> None:
+    from streamkernel.common import Duration
+
+    assert str(Duration.of_millis(0)) == "0 ms"
+    assert repr(Duration.of_seconds(0)) == "Duration.of_millis(0)"

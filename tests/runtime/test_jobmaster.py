@@ -304,7 +304,6 @@ def test_no_restart_strategy_never_restarts() -> None:
 def test_create_restart_strategy_reads_the_configuration() -> None:
     assert isinstance(create_restart_strategy({}), NoRestartStrategy)
     assert isinstance(create_restart_strategy({"restart-strategy.type": "none"}), NoRestartStrategy)
-    with pytest.warns(RuntimeWarning, match="not supported yet"):
-        strategy = create_restart_strategy({"restart-strategy.type": "fixed-delay",
-                                            "restart-strategy.fixed-delay.attempts": "3"})
-    assert isinstance(strategy, NoRestartStrategy)
+    strategy = create_restart_strategy({"restart-strategy.type": "fixed-delay",
+                                        "restart-strategy.fixed-delay.attempts": "3"})
+    assert strategy.describe() == "Restart with fixed delay (1 s). #3 restart attempts."

@@ -5,14 +5,23 @@
   them to jobs.
 * :class:`JobMaster` runs one job: ExecutionGraph -> slots -> deployed subtasks -> a
   terminal state. Its decisions are the pure :class:`JobStateMachine`; :mod:`.scheduler`
-  writes the task deployment descriptors; :mod:`.restart` holds the restart strategies.
+  writes the task deployment descriptors; :mod:`.restart` holds the restart strategies
+  (none, fixed delay, failure rate, exponential delay) that decide whether a failed job
+  restarts; :mod:`.failure_injection` resolves ``MiniCluster.fail_operator`` targets.
 """
 
 from __future__ import annotations
 
 from streamkernel.runtime.jobmanager.dispatcher import Dispatcher, UnknownJobError
 from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine
-from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult, SubtaskDetails, VertexDetails
+from streamkernel.runtime.jobmanager.failure_injection import FailureInjectionError
+from streamkernel.runtime.jobmanager.job_status import (
+    ExceptionHistoryEntry,
+    JobDetails,
+    JobResult,
+    SubtaskDetails,
+    VertexDetails,
+)
 from streamkernel.runtime.jobmanager.jobmaster import DEFAULT_SLOT_REQUEST_TIMEOUT_MS, JobMaster
 from streamkernel.runtime.jobmanager.resource_manager import (
     ResourceManager,
@@ -21,7 +30,14 @@ from streamkernel.runtime.jobmanager.resource_manager import (
     SlotRequestCancelledError,
     TaskManagerLostError,
 )
-from streamkernel.runtime.jobmanager.restart import NoRestartStrategy, RestartStrategy, create_restart_strategy
+from streamkernel.runtime.jobmanager.restart import (
+    ExponentialDelayRestartStrategy,
+    FailureRateRestartStrategy,
+    FixedDelayRestartStrategy,
+    NoRestartStrategy,
+    RestartStrategy,
+    create_restart_strategy,
+)
 from streamkernel.runtime.jobmanager.scheduler import assign_slots, build_deployment_descriptors
 
 __all__ = [
@@ -39,9 +55,14 @@ __all__ = [
     "JobResult",
     "SubtaskDetails",
     "VertexDetails",
+    "ExceptionHistoryEntry",
     "RestartStrategy",
     "NoRestartStrategy",
+    "FixedDelayRestartStrategy",
+    "FailureRateRestartStrategy",
+    "ExponentialDelayRestartStrategy",
     "create_restart_strategy",
+    "FailureInjectionError",
     "assign_slots",
     "build_deployment_descriptors",
 ]

@@ -8,33 +8,51 @@ cancel a task, release resources, schedule a restart, report the end). It never 
 never starts a thread, never calls a TaskManager: :class:`~.jobmaster.JobMaster` is the thin
 driver that does, which is why every rule below is tested without threads.
 
-The rules (Flink's, for a job without checkpoints)::
+The rules (Flink's, restarting all tasks of the job on a failure: Flink's "full" failover)::
 
     CREATED   --start-->            request slots
     CREATED   --slots allocated-->  deploy every subtask (consumers first)
     CREATED   --every subtask reached RUNNING--> RUNNING
     CREATED/RUNNING --every subtask FINISHED--> FINISHED       (release, report)
     CREATED/RUNNING --a subtask FAILED (or a slot request failed, a TaskManager was lost,
-                      a subtask was CANCELED nobody asked for)--> FAILING: cancel the others
-                                                                  and release the channels
-    FAILING   --all subtasks terminal--> ask the RestartStrategy:
-                      restart -> RESTARTING (after its backoff: redeploy, attempt + 1)
-                      give up -> FAILED                        (release, report)
+                      a subtask was CANCELED nobody asked for)--> ask the RestartStrategy
+                      at once (the failure's time is what it counts with), then cancel the
+                      others and release the channels:
+                      restart -> RESTARTING
+                      give up -> FAILING
+    RESTARTING --all subtasks terminal--> wait what is left of the backoff (counted from the
+                      failure), then RUNNING: redeploy every subtask as attempt + 1 on fresh
+                      channels (into the same slots, or new ones if a TaskManager was lost)
+    FAILING   --all subtasks terminal--> FAILED                (release, report)
     any non-terminal --cancel--> CANCELLING: cancel every subtask, then release the channels
     CANCELLING --all subtasks terminal--> CANCELED             (release, report)
 
-Deviation from Flink: the job becomes RUNNING when every subtask has reached RUNNING (as
+Only the failure that starts a failover is shown to the strategy: failures while the job
+is RESTARTING, FAILING or CANCELLING belong to the same failover (Flink 1.19+ merges them
+too). Each such root failure is kept in the job's exception history.
+
+Deviations from Flink: the job becomes RUNNING when every subtask has reached RUNNING (as
 the issue asks), not as soon as scheduling starts; a job waiting for slots stays CREATED.
+After a restart it is RUNNING again as soon as the new attempt is being scheduled, as in
+Flink. A job that will restart is RESTARTING while its old tasks are being cancelled
+(Flink's adaptive scheduler does the same), so FAILING always means "this job will fail".
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Sequence, Union
 
 from streamkernel.common.job_status import JobStatus
 from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState
-from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult, SubtaskDetails, VertexDetails
+from streamkernel.runtime.jobmanager.job_status import (
+    ExceptionHistoryEntry,
+    JobDetails,
+    JobResult,
+    SubtaskDetails,
+    VertexDetails,
+)
 from streamkernel.runtime.jobmanager.restart import RestartStrategy
 from streamkernel.runtime.jobmanager.scheduler import SubtaskKey
 from streamkernel.runtime.taskmanager.gateway import AllocatedSlot
@@ -148,11 +166,12 @@ class JobStateMachine:
 
     ``vertices`` are the job vertices in topological order (anything with ``id``, ``name``
     and ``parallelism``, e.g. :class:`~streamkernel.graph.job_graph.JobVertex`);
-    ``slots_needed`` is what the job asks the ResourceManager for.
+    ``slots_needed`` is what the job asks the ResourceManager for. The exception history
+    keeps the last ``exception_history_size`` failures (Flink's ``web.exception-history-size``).
     """
 
     def __init__(self, job_id: str, job_name: str, vertices: Sequence[Any], slots_needed: int,
-                 restart_strategy: RestartStrategy, now_ms: int) -> None:
+                 restart_strategy: RestartStrategy, now_ms: int, exception_history_size: int = 16) -> None:
         self.job_id = job_id
         self.job_name = job_name
         self.slots_needed = slots_needed
@@ -164,6 +183,11 @@ class JobStateMachine:
         self.failure_cause: Optional[BaseException] = None
         self.failing_task: Optional[str] = None
         self.attempt = 0
+        #: The latest failures that started a failover, oldest first (Flink's exception history).
+        self.exception_history: deque[ExceptionHistoryEntry] = deque(maxlen=max(1, exception_history_size))
+        self._failed_at_ms = 0  # the root failure of the pending restart, and its backoff
+        self._backoff_ms = 0
+        self._restart_scheduled = False
         self._vertices = tuple((v.id, v.name, v.parallelism) for v in vertices)
         self.executions: dict[SubtaskKey, Execution] = {}
         for vid, name, parallelism in self._vertices:
@@ -229,13 +253,15 @@ class JobStateMachine:
         if state is ExecutionState.FAILED:
             execution.failure = error
             if self.status in (JobStatus.CREATED, JobStatus.RUNNING):
-                return self._fail(error or RuntimeError(f"{execution.name} failed"), execution.name, now_ms)
+                return self._fail(error or RuntimeError(f"{execution.name} failed"), execution.name, now_ms,
+                                  execution.slot.taskmanager_id if execution.slot else None)
         elif state is ExecutionState.CANCELED and not execution.cancel_requested:
             if self.status in (JobStatus.CREATED, JobStatus.RUNNING):
                 cause = error or TaskCanceledUnexpectedlyError(
                     f"{execution.name} was cancelled, but neither the job nor a failure asked for it")
                 execution.failure = cause
-                return self._fail(cause, execution.name, now_ms)
+                return self._fail(cause, execution.name, now_ms,
+                                  execution.slot.taskmanager_id if execution.slot else None)
         return self._progress(now_ms)
 
     def cancel(self, now_ms: int) -> list[Action]:
@@ -256,13 +282,14 @@ class JobStateMachine:
             execution.set_state(ExecutionState.FAILED, now_ms)
             execution.failure = cause
         if lost and self.status in (JobStatus.CREATED, JobStatus.RUNNING):
-            return self._fail(cause, lost[0].name, now_ms)
+            return self._fail(cause, lost[0].name, now_ms, taskmanager_id)
         return self._progress(now_ms)
 
     def restart_due(self, now_ms: int) -> list[Action]:
         """The restart backoff elapsed: redeploy every subtask as a new attempt."""
-        if self.status is not JobStatus.RESTARTING:
+        if self.status is not JobStatus.RESTARTING or not self._restart_scheduled:
             return []
+        self._restart_scheduled = False
         self.attempt += 1
         for execution in self.executions.values():
             execution.state = ExecutionState.CREATED
@@ -296,10 +323,19 @@ class JobStateMachine:
             actions.append(DeployTask(key, execution.attempt_number, execution.slot))
         return actions
 
-    def _fail(self, cause: BaseException, failing_task: Optional[str], now_ms: int) -> list[Action]:
+    def _fail(self, cause: BaseException, failing_task: Optional[str], now_ms: int,
+              taskmanager_id: Optional[str] = None) -> list[Action]:
+        """The root failure of a failover: ask the strategy now, then cancel every subtask."""
         self.failure_cause = cause
         self.failing_task = failing_task
-        self._set_status(JobStatus.FAILING, now_ms)
+        strategy = self.restart_strategy
+        strategy.notify_failure(cause, now_ms)
+        restart = strategy.can_restart()
+        self._failed_at_ms = now_ms
+        self._backoff_ms = max(0, int(strategy.get_backoff_time_ms())) if restart else 0
+        self.exception_history.append(ExceptionHistoryEntry.of(cause, now_ms, failing_task, taskmanager_id,
+                                                               self.attempt, restart))
+        self._set_status(JobStatus.RESTARTING if restart else JobStatus.FAILING, now_ms)
         return self._cancel_all(now_ms) + self._progress(now_ms)
 
     def _cancel_all(self, now_ms: int) -> list[Action]:
@@ -333,12 +369,13 @@ class JobStateMachine:
         if self.status is JobStatus.CANCELLING:
             return self._terminate(JobStatus.CANCELED, now_ms)
         if self.status is JobStatus.FAILING:
-            assert self.failure_cause is not None
-            self.restart_strategy.notify_failure(self.failure_cause, now_ms)
-            if self.restart_strategy.can_restart():
-                self._set_status(JobStatus.RESTARTING, now_ms)
-                return [ScheduleRestart(max(0, int(self.restart_strategy.get_backoff_time_ms())))]
             return self._terminate(JobStatus.FAILED, now_ms)
+        if self.status is JobStatus.RESTARTING and not self._restart_scheduled:
+            self._restart_scheduled = True
+            # What is left of the backoff: it counts from the failure (if the wall clock
+            # went back meanwhile, wait the whole backoff, never longer).
+            elapsed = max(0, now_ms - self._failed_at_ms)
+            return [ScheduleRestart(max(0, self._backoff_ms - elapsed))]
         return []
 
     def _terminate(self, status: JobStatus, now_ms: int) -> list[Action]:
@@ -347,7 +384,8 @@ class JobStateMachine:
         self._set_status(status, now_ms)
         cause = self.failure_cause if status is JobStatus.FAILED else None
         result = JobResult(self.job_id, self.job_name, status, now_ms - self.start_time, {}, cause,
-                           self.failing_task if status is JobStatus.FAILED else None)
+                           self.failing_task if status is JobStatus.FAILED else None, self.attempt,
+                           tuple(self.exception_history))
         return [ReleaseResources(), JobTerminated(result)]
 
     # ----------------------------------------------------------------------- snapshot
@@ -368,4 +406,5 @@ class JobStateMachine:
         return JobDetails(self.job_id, self.job_name, self.status, self.start_time, end,
                           (end if end is not None else now_ms) - self.start_time, tuple(vertices),
                           dict(self.status_timestamps), self.failure_cause, self.failing_task, self.attempt,
-                          self.slots_needed)
+                          self.slots_needed, self.attempt, tuple(self.exception_history),
+                          self.restart_strategy.describe())

@@ -9,6 +9,7 @@ remains of a job once it reached a globally terminal state (Flink's JobResult).
 
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
@@ -16,7 +17,45 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.graph.execution_graph import SlotId
 from streamkernel.runtime.deployment import ExecutionState
 
-__all__ = ["SubtaskDetails", "VertexDetails", "JobDetails", "JobResult"]
+__all__ = ["ExceptionHistoryEntry", "SubtaskDetails", "VertexDetails", "JobDetails", "JobResult"]
+
+
+@dataclass(frozen=True)
+class ExceptionHistoryEntry:
+    """One failure that started a failover of a job (Flink's exception history entry).
+
+    ``timestamp`` is when the JobMaster learnt of it (ms since the epoch); ``task_name`` the
+    subtask that failed (``"Map (2/4)"``, None when no subtask did, e.g. no slots);
+    ``taskmanager_id`` where it ran; ``attempt`` the job attempt that failed (0 first);
+    ``restarted`` whether the restart strategy restarted the job after it.
+    """
+
+    timestamp: int
+    exception_name: str
+    message: str
+    stacktrace: str
+    task_name: Optional[str] = None
+    taskmanager_id: Optional[str] = None
+    attempt: int = 0
+    restarted: bool = False
+
+    @classmethod
+    def of(cls, error: BaseException, timestamp: int, task_name: Optional[str], taskmanager_id: Optional[str],
+           attempt: int, restarted: bool) -> "ExceptionHistoryEntry":
+        """The entry for ``error`` (its text and stack trace are copied now)."""
+        stack = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        return cls(timestamp, type(error).__name__, str(error), stack, task_name, taskmanager_id, attempt, restarted)
+
+    @property
+    def exception(self) -> str:
+        """``"Type: message"``."""
+        return f"{self.exception_name}: {self.message}"
+
+    def to_dict(self) -> dict:
+        """Plain data for widgets and JSON."""
+        return {"timestamp": self.timestamp, "exception": self.exception, "task": self.task_name,
+                "taskmanager": self.taskmanager_id, "attempt": self.attempt, "restarted": self.restarted,
+                "stacktrace": self.stacktrace}
 
 
 @dataclass(frozen=True)
@@ -74,6 +113,9 @@ class JobDetails:
 
     Times are wall-clock milliseconds since the epoch; ``end_time`` is None while the job
     is not terminal, and ``duration_ms`` runs from the submission to now (or to the end).
+    ``num_restarts`` is Flink's ``numRestarts`` (restarts so far; the current attempt's
+    number), ``exception_history`` every failure that started a failover, oldest first,
+    and ``restart_strategy`` the description of the job's restart strategy.
     """
 
     job_id: str
@@ -88,6 +130,9 @@ class JobDetails:
     failing_task: Optional[str] = None
     attempt: int = 0
     slots_needed: int = 0
+    num_restarts: int = 0
+    exception_history: tuple[ExceptionHistoryEntry, ...] = ()
+    restart_strategy: str = ""
 
     @property
     def subtasks(self) -> tuple[SubtaskDetails, ...]:
@@ -102,13 +147,16 @@ class JobDetails:
             "timestamps": dict(self.status_timestamps), "attempt": self.attempt,
             "slots_needed": self.slots_needed,
             "failure": _describe(self.failure_cause), "failing_task": self.failing_task,
+            "num_restarts": self.num_restarts, "restart_strategy": self.restart_strategy,
+            "exception_history": [e.to_dict() for e in self.exception_history],
             "vertices": [v.to_dict() for v in self.vertices],
         }
 
 
 @dataclass(frozen=True)
 class JobResult:
-    """What remains of a job in a globally terminal state: status, runtime, accumulators, cause."""
+    """What remains of a job in a globally terminal state: status, runtime, accumulators, cause,
+    and how often it restarted (``num_restarts``) after which failures (``exception_history``)."""
 
     job_id: str
     job_name: str
@@ -117,6 +165,8 @@ class JobResult:
     accumulators: Mapping[str, Any] = field(default_factory=dict)
     failure_cause: Optional[BaseException] = None
     failing_task: Optional[str] = None
+    num_restarts: int = 0
+    exception_history: tuple[ExceptionHistoryEntry, ...] = ()
 
     @property
     def is_success(self) -> bool:

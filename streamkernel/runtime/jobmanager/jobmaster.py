@@ -4,7 +4,11 @@ Each submitted job gets its own JobMaster. It builds the JobGraph and ExecutionG
 asks the ResourceManager for the slots the job needs, deploys a
 :class:`~streamkernel.runtime.deployment.TaskDeploymentDescriptor` per subtask to the
 TaskManager owning its slot, follows the subtasks' state changes, and ends the job:
-FINISHED, FAILED (a subtask failed: the others are cancelled) or CANCELED.
+FINISHED, FAILED (a subtask failed: the others are cancelled) or CANCELED. When the job's
+restart strategy allows it, a failure (a subtask fails, its TaskManager is lost) restarts
+the job instead: every subtask is cancelled, and after the strategy's backoff every subtask
+is deployed again as attempt + 1, on fresh channels. The state each attempt starts from
+comes from one place, :meth:`JobMaster.restored_state_for` (the checkpoint integration point).
 
 Every decision is made by :class:`~.job_state_machine.JobStateMachine` (pure). This class
 is the thin driver around it, Flink's "main thread" of a JobMaster: one thread takes
@@ -16,6 +20,7 @@ After every event the driver publishes an immutable :class:`~.job_status.JobDeta
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import threading
@@ -94,7 +99,8 @@ class JobMaster:
         self._descriptor_attempt = -1
         self._machine = JobStateMachine(job_id, self.job_name, self.job_graph.vertices,
                                         self.execution_graph.slots_needed,
-                                        restart_strategy or create_restart_strategy(self.configuration), _now_ms())
+                                        restart_strategy or create_restart_strategy(self.configuration), _now_ms(),
+                                        int(self.configuration.get("web.exception-history-size", 16)))
         self._details = self._machine.details(_now_ms())
         self._events: "queue.SimpleQueue[tuple]" = queue.SimpleQueue()
         self._restart_at: Optional[float] = None
@@ -222,7 +228,10 @@ class JobMaster:
             elif isinstance(action, ReleaseResources):
                 self._release_resources()
             elif isinstance(action, ScheduleRestart):
+                # No sleeping: the event loop waits for this deadline or the next event.
                 self._restart_at = time.monotonic() + action.delay_ms / 1000
+                _LOG.info("job %r restarts in %d ms (%s)", self.job_name, action.delay_ms,
+                          self._machine.restart_strategy.describe())
             elif isinstance(action, JobTerminated):
                 self._publish()
                 if self._on_terminated is not None:
@@ -245,10 +254,28 @@ class JobMaster:
         placement = assign_slots(self.execution_graph, slots)
         return self._machine.slots_allocated(placement, _now_ms())
 
+    def restored_state_for(self, attempt: int) -> Optional[Mapping[SubtaskKey, Mapping[str, Any]]]:
+        """The state attempt ``attempt`` of the job starts from: subtask -> its restored state.
+
+        THE integration point for checkpoints: called once per attempt (0 for the first
+        deployment, then once per restart) before the subtasks are deployed; each subtask's
+        entry goes into its ``TaskDeploymentDescriptor.restored_state`` (the shape
+        :mod:`streamkernel.runtime.task_checkpoint` restores). None, or a subtask missing,
+        means "start from scratch": without checkpoints a restarted job reprocesses its
+        sources from the beginning, as Flink does. For now it always returns None; the
+        checkpoint coordinator will answer with the latest completed checkpoint (or, for
+        attempt 0, the savepoint of ``execution.state-recovery.path``). Runs in the
+        JobMaster's thread.
+        """
+        return None
+
     def _descriptor(self, key: SubtaskKey, attempt: int) -> TaskDeploymentDescriptor:
         if attempt != self._descriptor_attempt:
-            self._descriptors = build_deployment_descriptors(self._job_id, self.job_graph, attempt_number=attempt,
-                                                             configuration=self.configuration)
+            descriptors = build_deployment_descriptors(self._job_id, self.job_graph, attempt_number=attempt,
+                                                       configuration=self.configuration)
+            restored = self.restored_state_for(attempt) or {}
+            self._descriptors = {k: dataclasses.replace(tdd, restored_state=restored[k]) if restored.get(k) else tdd
+                                 for k, tdd in descriptors.items()}
             self._descriptor_attempt = attempt
         return self._descriptors[key]
 

@@ -10,7 +10,9 @@ distributes the slots of those that registered.
 
 It also runs the heartbeats: every ``heartbeat.interval`` it asks each TaskManager for a
 heartbeat; one that is stopped, or silent for ``heartbeat.timeout``, is unregistered and
-the jobs with slots on it are told (``disconnect_taskmanager``).
+the jobs with slots on it are told (``disconnect_taskmanager``): their JobMasters fail the
+subtasks it ran and restart the job by its restart strategy. A TaskManager registering
+later (a replacement) simply adds its slots; jobs waiting for slots are woken.
 
 Free requests are served greedily (any request that fits is served), not first-come
 first-served: a small job may overtake a large one that waits.
@@ -26,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from streamkernel.common.config_options import parse_duration_ms
-from streamkernel.errors import NotEnoughSlotsError, StreamKernelError
+from streamkernel.errors import IllegalConfigurationError, NotEnoughSlotsError, StreamKernelError
 from streamkernel.graph.execution_graph import SlotId
 from streamkernel.runtime.taskmanager.gateway import (
     AllocatedSlot,
@@ -84,13 +86,18 @@ class ResourceManager:
     """The slot registry of a cluster (a ResourceManagerGateway).
 
     ``configuration`` may set ``heartbeat.interval`` (default 10 s) and
-    ``heartbeat.timeout`` (default 50 s), Flink's keys and defaults.
+    ``heartbeat.timeout`` (default 50 s), Flink's keys and defaults (the MiniCluster's
+    local backend passes much shorter ones, see ``LOCAL_HEARTBEAT_DEFAULTS`` there).
     """
 
     def __init__(self, configuration: Optional[Mapping[str, Any]] = None) -> None:
         conf = dict(configuration or {})
         self.heartbeat_interval_ms = parse_duration_ms(conf.get("heartbeat.interval", 10_000), "heartbeat.interval")
         self.heartbeat_timeout_ms = parse_duration_ms(conf.get("heartbeat.timeout", 50_000), "heartbeat.timeout")
+        if self.heartbeat_interval_ms < 1 or self.heartbeat_timeout_ms < self.heartbeat_interval_ms:
+            raise IllegalConfigurationError(
+                f"heartbeat.interval must be at least 1 ms and heartbeat.timeout at least as long, got "
+                f"{self.heartbeat_interval_ms} ms and {self.heartbeat_timeout_ms} ms")
         # The condition guards every dict and set below; waiters in request_slots are woken
         # whenever slots are freed, TaskManagers come or go, a request is cancelled or we stop.
         self._cond = threading.Condition()
@@ -258,10 +265,16 @@ class ResourceManager:
                 r.last_heartbeat = now
             except Exception as error:  # noqa: BLE001 - any failure to answer counts as silence
                 silent_ms = (now - r.last_heartbeat) * 1000
-                if isinstance(error, TaskExecutorStoppedError) or silent_ms > self.heartbeat_timeout_ms:
-                    _LOG.warning("TaskManager %s is lost: %s", taskmanager_id, error)
-                    self.unregister_task_executor(taskmanager_id, TaskManagerLostError(
-                        f"TaskManager {taskmanager_id!r} is lost (no heartbeat: {error})"))
+                if isinstance(error, TaskExecutorStoppedError):
+                    lost = TaskManagerLostError(f"TaskManager {taskmanager_id!r} is lost (it stopped: {error})")
+                elif silent_ms > self.heartbeat_timeout_ms:
+                    lost = TaskManagerLostError(
+                        f"Heartbeat of TaskManager {taskmanager_id!r} timed out: no answer for {silent_ms:.0f} ms "
+                        f"(heartbeat.timeout {self.heartbeat_timeout_ms} ms; last error: {error})")
+                else:
+                    continue
+                _LOG.warning("%s", lost)
+                self.unregister_task_executor(taskmanager_id, lost)
 
     def stop(self) -> None:
         """Stop handing out slots (waiting requests fail) and stop the heartbeats."""

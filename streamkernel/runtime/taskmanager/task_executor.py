@@ -8,6 +8,10 @@ and answers heartbeats with its slot report and the live metrics of its tasks.
 
 It is the same object for every backend: ``local`` creates it in the kernel's process
 (:mod:`.local`), ``process``/``spark`` in a worker process behind a TCP gateway.
+
+:meth:`TaskExecutor.kill` plays the death of a TaskManager's process for failure
+injection: its tasks stop without a word to their JobMasters and it answers nothing any
+more, so the ResourceManager only notices through missed heartbeats, as in Flink.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, TaskDeploymentDescriptor
 from streamkernel.runtime.taskmanager.gateway import (
     AllocatedSlot,
@@ -30,13 +35,17 @@ from streamkernel.runtime.taskmanager.gateway import (
     TaskStatus,
 )
 
-__all__ = ["TaskExecutor", "TaskFactory"]
+__all__ = ["TaskExecutor", "TaskFactory", "TaskExecutorUnreachableError"]
 
 _LOG = logging.getLogger(__name__)
 
 #: Builds a runnable task: ``factory(tdd, services, on_state_change)``; the default is
 #: :class:`streamkernel.runtime.task.Task`.
 TaskFactory = Callable[[TaskDeploymentDescriptor, Any, Callable[..., None]], Any]
+
+
+class TaskExecutorUnreachableError(StreamKernelError):
+    """A TaskManager does not answer: its process died (or, locally, it was killed)."""
 
 
 @dataclass
@@ -76,6 +85,7 @@ class TaskExecutor:
         self._lock = threading.Lock()
         self._tasks: dict[ExecutionAttemptId, _Deployed] = {}
         self._running = True
+        self._killed = False
 
     @property
     def taskmanager_id(self) -> str:
@@ -84,8 +94,18 @@ class TaskExecutor:
 
     @property
     def is_running(self) -> bool:
-        """False once :meth:`shutdown` was called."""
+        """False once :meth:`shutdown` (or :meth:`kill`) was called."""
         return self._running
+
+    @property
+    def is_killed(self) -> bool:
+        """True once :meth:`kill` was called: the TaskManager plays dead."""
+        return self._killed
+
+    def _check_reachable(self) -> None:
+        if self._killed:
+            raise TaskExecutorUnreachableError(
+                f"TaskManager {self._taskmanager_id!r} does not answer: its process is dead (killed)")
 
     # ---------------------------------------------------------------- registration
     def register_at(self, resource_manager: ResourceManagerGateway) -> int:
@@ -108,6 +128,7 @@ class TaskExecutor:
     # ----------------------------------------------------------- TaskExecutorGateway
     def submit_task(self, tdd: TaskDeploymentDescriptor, slot: AllocatedSlot, job_master: JobMasterGateway) -> None:
         """Start the subtask ``tdd`` in ``slot``; its state changes go to ``job_master``."""
+        self._check_reachable()
         if slot.taskmanager_id != self._taskmanager_id:
             raise ValueError(f"slot {slot} belongs to TaskManager {slot.taskmanager_id!r}, "
                              f"not to {self._taskmanager_id!r}")
@@ -143,6 +164,8 @@ class TaskExecutor:
             if deployed is None:
                 return
             deployed.state = state
+            if self._killed:
+                return  # a dead process reports nothing
         metrics = _metrics_of(deployed.task) if state.is_terminal else None
         try:
             deployed.job_master.update_task_execution_state(TaskExecutionState(attempt_id, state, error, metrics))
@@ -151,6 +174,7 @@ class TaskExecutor:
 
     def cancel_task(self, attempt_id: ExecutionAttemptId) -> None:
         """Cancel a subtask; unknown or finished attempts are ignored."""
+        self._check_reachable()
         with self._lock:
             deployed = self._tasks.get(attempt_id)
         if deployed is not None and not deployed.state.is_terminal:
@@ -158,6 +182,7 @@ class TaskExecutor:
 
     def release_job(self, job_id: str) -> None:
         """Free the job's channels and forget its (ended) tasks, joining their threads."""
+        self._check_reachable()
         with self._lock:
             ended = [a for a, d in self._tasks.items() if a.job_id == job_id and d.state.is_terminal]
             tasks = [self._tasks.pop(a).task for a in ended]
@@ -169,6 +194,7 @@ class TaskExecutor:
 
     def heartbeat(self) -> TaskExecutorHeartbeat:
         """The slot report and the live state and metrics of every task still known."""
+        self._check_reachable()
         if not self._running:
             raise TaskExecutorStoppedError(f"TaskManager {self._taskmanager_id!r} is stopped")
         with self._lock:
@@ -176,6 +202,45 @@ class TaskExecutor:
         tasks = tuple(TaskStatus(attempt, d.name, d.slot_index, d.state, _metrics_of(d.task))
                       for attempt, d in deployed)
         return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks)
+
+    def inject_failure(self, attempt_id: ExecutionAttemptId, error: BaseException) -> bool:
+        """Make a running subtask fail with ``error``, raised in its own thread between two
+        batches (failure injection). False if the attempt is unknown here or has ended."""
+        self._check_reachable()
+        with self._lock:
+            deployed = self._tasks.get(attempt_id)
+        if deployed is None or deployed.state.is_terminal:
+            return False
+        inject = getattr(deployed.task, "inject_failure", None)
+        if inject is None:
+            raise TypeError(f"task {deployed.name} ({type(deployed.task).__name__}) cannot take injected failures")
+        inject(error)
+        return True
+
+    def kill(self) -> None:
+        """Die as if the TaskManager's process was killed (failure injection).
+
+        Every task gets a :class:`TaskExecutorUnreachableError` raised in its thread between
+        two batches (Python threads cannot be killed) and ends without a word to its
+        JobMaster; from now on every call, heartbeats included, raises that error, so the
+        ResourceManager notices once ``heartbeat.timeout`` passed without an answer. The
+        channels of the dead tasks are left as they are, like the connections of a dead
+        process: their peers on other TaskManagers simply get no more data (or no more
+        credit) until the JobMaster cancels them. :meth:`shutdown` still joins the threads.
+        """
+        with self._lock:
+            self._killed = True
+            self._running = False
+            deployed = list(self._tasks.values())
+        death = TaskExecutorUnreachableError(f"TaskManager {self._taskmanager_id!r} was killed")
+        for d in deployed:
+            if d.state.is_terminal:
+                continue
+            inject = getattr(d.task, "inject_failure", None)
+            if inject is not None:
+                inject(death)
+            else:
+                d.task.cancel()
 
     def shutdown(self, timeout: float = 5.0) -> None:
         """Stop accepting tasks, cancel the running ones and wait (up to ``timeout`` s) for their threads."""
@@ -197,8 +262,8 @@ class TaskExecutor:
     def __repr__(self) -> str:
         with self._lock:
             busy = sum(1 for d in self._tasks.values() if not d.state.is_terminal)
-        return (f"TaskExecutor({self._taskmanager_id!r}, {self.number_of_slots} slots, {busy} running tasks"
-                f"{'' if self._running else ', stopped'})")
+        state = ", killed" if self._killed else "" if self._running else ", stopped"
+        return f"TaskExecutor({self._taskmanager_id!r}, {self.number_of_slots} slots, {busy} running tasks{state})"
 
 
 def _metrics_of(task: Any) -> dict:

@@ -1,0 +1,79 @@
+"""Failure injection, the pure part: which running subtasks "fail operator X" means.
+
+``MiniCluster.fail_operator(job, "Map")`` makes the running subtasks of an operator raise
+an :class:`~streamkernel.testing.InjectedFailure` in their own threads, so the job fails
+and recovers exactly as after a real failure (the issue's ``%flink fail OPERATOR``). An
+operator is named by its uid, its name (``"Map"``, ``"Source: Numbers"``) or the name of
+its chain (``"Source: Numbers -> Map"``); an operator chained with others fails the whole
+task, as a real exception would. This module resolves the name against the job's graph
+and its published status (no I/O); the MiniCluster delivers the failure.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from streamkernel.errors import StreamKernelError
+from streamkernel.graph.job_graph import JobGraph
+from streamkernel.runtime.deployment import ExecutionState
+from streamkernel.runtime.jobmanager.job_status import JobDetails, SubtaskDetails
+
+__all__ = ["FailureInjectionError", "subtasks_to_fail", "injected_failure_message"]
+
+_LIVE = (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING)
+
+
+class FailureInjectionError(StreamKernelError, ValueError):
+    """A failure could not be injected: unknown operator or subtask, or nothing is running."""
+
+
+def _vertex_ids(job_graph: JobGraph, operator: str) -> list[int]:
+    wanted = operator.strip()
+    by_uid = [job_graph.vertex_of_operator(n.id).id for v in job_graph.vertices for n in job_graph.operators(v.id)
+              if n.uid == wanted]
+    if by_uid:
+        return sorted(set(by_uid))
+    by_name = {job_graph.vertex_of_operator(n.id).id for v in job_graph.vertices for n in job_graph.operators(v.id)
+               if n.name == wanted}
+    by_name |= {v.id for v in job_graph.vertices if v.name == wanted}
+    if len(by_name) > 1:
+        candidates = [f"{n.name!r} (uid {n.uid!r})" if n.uid else repr(n.name) for v in job_graph.vertices
+                      for n in job_graph.operators(v.id) if n.name == wanted]
+        raise FailureInjectionError(
+            f"operator name {operator!r} is ambiguous in job {job_graph.job_name!r}: {len(by_name)} tasks run an "
+            f"operator of that name ({', '.join(candidates)}); give the operator a uid (.uid('...')) and name it")
+    return sorted(by_name)
+
+
+def subtasks_to_fail(job_graph: JobGraph, details: JobDetails, operator: str,
+                     subtask: Optional[int] = None) -> list[SubtaskDetails]:
+    """The live subtasks (deploying, initializing or running) of the task running ``operator``.
+
+    ``subtask`` (0-based) picks one of them; None means every live one. Raises
+    :class:`FailureInjectionError` naming what exists when nothing matches.
+    """
+    job = f"job {details.job_name!r} ({details.job_id})"
+    if details.status.is_globally_terminal_state():
+        raise FailureInjectionError(f"{job} is {details.status.name}: there is nothing left to fail")
+    vertex_ids = _vertex_ids(job_graph, operator)
+    if not vertex_ids:
+        names = sorted({n.uid or n.name for v in job_graph.vertices for n in job_graph.operators(v.id)})
+        raise FailureInjectionError(f"{job} has no operator named {operator!r} (by uid or name); "
+                                    f"its operators are: {', '.join(repr(n) for n in names)}")
+    vertex = next(v for v in details.vertices if v.vertex_id == vertex_ids[0])
+    if subtask is not None and not 0 <= subtask < vertex.parallelism:
+        raise FailureInjectionError(f"operator {operator!r} of {job} runs {vertex.parallelism} subtask(s) "
+                                    f"(0..{vertex.parallelism - 1}); there is no subtask {subtask}")
+    chosen = [s for s in vertex.subtasks if subtask is None or s.subtask_index == subtask]
+    live = [s for s in chosen if s.state in _LIVE and s.taskmanager_id is not None]
+    if not live:
+        states = ", ".join(f"{s.name}: {s.state.value}" for s in chosen)
+        raise FailureInjectionError(f"no subtask of operator {operator!r} of {job} is running ({states}; "
+                                    f"the job is {details.status.name}); try again once it runs")
+    return live
+
+
+def injected_failure_message(operator: str, target: SubtaskDetails) -> str:
+    """The message of the injected exception: says it was injected, into what, by whom."""
+    return (f"failure injected into operator {operator!r}, subtask {target.name} attempt {target.attempt_number} "
+            f"on {target.taskmanager_id}, by MiniCluster.fail_operator (failure injection, not a bug)")
