@@ -93,6 +93,45 @@ class ClusterCommands:
         cluster.get_job(matches[0].job_id).cancel().result(timeout=10)
         print(f"Cancelled job {matches[0].job_id} ({matches[0].name}).")
 
+    def kill_taskmanager(self, args: argparse.Namespace) -> None:
+        """``%flink kill-taskmanager TM``: the TaskManager dies; its jobs recover by their restart strategy."""
+        cluster = self._cluster("kill-taskmanager")
+        target: Any = args.taskmanager
+        if target.isdigit():
+            target = int(target) - 1  # the notebook counts TaskManagers from 1, as the slot table does
+        try:
+            killed = cluster.kill_taskmanager(target)
+        except KeyError as exc:
+            raise UsageError(f"%flink kill-taskmanager: {exc.args[0] if exc.args else exc}") from None
+        print(f"Killed {killed}: its tasks stopped without a word; the ResourceManager notices the missed "
+              f"heartbeats and the JobMaster restarts the affected jobs by their restart strategy.")
+        if args.replace:
+            print(f"Started {cluster.add_taskmanager()} as a replacement.")
+
+    def fail(self, args: argparse.Namespace) -> None:
+        """``%flink fail OPERATOR``: inject an exception into an operator's running subtasks."""
+        from streamkernel.runtime.jobmanager.failure_injection import FailureInjectionError
+
+        cluster = self._cluster("fail")
+        job = self._running_job(cluster, args.job, "fail")
+        subtask = None if args.subtask is None else args.subtask - 1
+        try:
+            failed = cluster.fail_operator(job.job_id, args.operator, subtask)
+        except FailureInjectionError as exc:
+            raise UsageError(f"%flink fail: {exc}") from None
+        print(f"Injected a failure into {', '.join(failed)} of job {job.name!r}; it recovers by its restart "
+              f"strategy (or fails if it has none).")
+
+    def _running_job(self, cluster: Any, wanted: Optional[str], command: str) -> Any:
+        jobs = [j for j in cluster.jobs() if not j.status.is_globally_terminal_state()]
+        if wanted is not None:
+            jobs = [j for j in jobs if str(j.job_id).startswith(wanted) or j.name == wanted]
+        if len(jobs) != 1:
+            listing = ", ".join(f"{j.job_id} ({j.name})" for j in cluster.jobs()) or "none"
+            what = "no running job matches" if not jobs else "several running jobs match; name one with --job"
+            raise UsageError(f"%flink {command}: {what}; jobs: {listing}")
+        return jobs[0]
+
     def metrics(self, args: argparse.Namespace) -> None:
         """``%flink metrics [JOB]``: records, rates, busy/backpressure ratios, watermarks per subtask."""
         from streamkernel.runtime.metrics import metric_rows

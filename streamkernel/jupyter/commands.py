@@ -82,6 +82,14 @@ def line_parser() -> MagicArgumentParser:
     submit.add_argument("--name", "-n", default=None, help="job name")
     cancel = sub.add_parser("cancel", add_help=False, help="cancel a job")
     cancel.add_argument("job", help="job id (or its first characters) or job name")
+    kill = sub.add_parser("kill-taskmanager", add_help=False,
+                          help="kill a TaskManager as if its process died (failure injection)")
+    kill.add_argument("taskmanager", help="TaskManager number (1, 2 ...) or id (taskmanager-2, TM2)")
+    kill.add_argument("--replace", action="store_true", help="start a replacement TaskManager afterwards")
+    fail = sub.add_parser("fail", add_help=False, help="make an operator's running subtasks fail (failure injection)")
+    fail.add_argument("operator", help="operator name, uid or chain name")
+    fail.add_argument("--job", "-j", default=None, help="job id prefix or name (default: the only running job)")
+    fail.add_argument("--subtask", type=_positive_int, default=None, help="only this subtask (1-based)")
     metrics = sub.add_parser("metrics", add_help=False, help="metrics per subtask as a table")
     metrics.add_argument("job", nargs="?", default=None, help="only this job (id prefix or name)")
     return parser

@@ -47,6 +47,7 @@ class FlinkMagics(Magics):
         Line magic: ``%flink show [stream|job|execution|plan]``, ``%flink reset``,
         ``%flink start [--taskmanagers N] [--slots S]``, ``%flink stop``, ``%flink cluster``,
         ``%flink jobs``, ``%flink submit``, ``%flink cancel JOB``, ``%flink metrics [JOB]``,
+        ``%flink kill-taskmanager TM``, ``%flink fail OPERATOR``,
         ``%flink help`` (every subcommand with its options).
         """
         __tracebackhide__ = True  # noqa: F841 - hide this frame from the user's tracebacks
@@ -95,8 +96,8 @@ class FlinkMagics(Magics):
         elif args.subcommand == "submit":
             self._env_or_usage()
             self.cluster_commands.submit(args.name)
-        elif args.subcommand in ("start", "stop", "cluster", "jobs", "cancel", "metrics"):
-            getattr(self.cluster_commands, args.subcommand)(args)
+        elif args.subcommand in ("start", "stop", "cluster", "jobs", "cancel", "metrics", "kill-taskmanager", "fail"):
+            getattr(self.cluster_commands, args.subcommand.replace("-", "_"))(args)
         else:  # pragma: no cover - argparse restricts the choices
             raise UsageError(f"%flink: unknown subcommand {args.subcommand!r}")
 

@@ -84,3 +84,32 @@ def test_cancel_stops_an_unbounded_job(shell) -> None:
     assert status.name == "CANCELED"
     with pytest.raises(UsageError, match="no job matches"):
         ip.run_line_magic("flink", "cancel nothing-like-this")
+
+
+def test_kill_taskmanager_and_fail_inject_failures_the_job_recovers_from(shell) -> None:
+    ip, shown = shell
+    ip.run_line_magic("flink", "start --taskmanagers 2 --slots 1")
+    ip.run_cell_magic("flink", "--show none --parallelism 1 --name recovering",
+                      "from streamkernel.common import Configuration\n"
+                      "env.configure(Configuration.from_dict({'restart-strategy.type': 'fixed-delay',"
+                      " 'restart-strategy.fixed-delay.attempts': '5', 'restart-strategy.fixed-delay.delay': '0 ms'}))\n"
+                      "env.from_source(DataGeneratorSource(lambda i: i, count=None, rate_limiter_strategy=500.0),"
+                      " WatermarkStrategy.no_watermarks(), 'gen').map(lambda x: x).name('Work').add_sink(lambda v: None)")
+    ip.run_line_magic("flink", "submit")
+    client = ip.user_ns["job"]
+    _wait_for(lambda: client.get_job_status().result().name == "RUNNING")
+    ip.run_line_magic("flink", "fail Work")
+    _wait_for(lambda: client.get_job_details().num_restarts == 1 and client.get_job_status().result().name == "RUNNING")
+    with pytest.raises(UsageError, match="no operator|Work"):
+        ip.run_line_magic("flink", "fail NoSuchOperator")
+    taskmanager = next(i for i, row in enumerate(ip.user_ns["cluster"].taskmanagers) if any(s.job_id for s in row.slots))
+    ip.run_line_magic("flink", f"kill-taskmanager {taskmanager + 1} --replace")
+    _wait_for(lambda: client.get_job_details().num_restarts == 2 and client.get_job_status().result().name == "RUNNING")
+    client.cancel().result(timeout=5)
+
+
+def _wait_for(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.05)

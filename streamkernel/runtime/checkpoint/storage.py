@@ -1,0 +1,400 @@
+"""Checkpoint storage: a directory per job, a folder per checkpoint (Flink's ``FsCheckpointStorageAccess``).
+
+Layout::
+
+    <checkpoint dir>/<job id>/chk-<n>/<vertex id>-<subtask>.state   one pickled task snapshot per subtask
+    <checkpoint dir>/<job id>/chk-<n>/_metadata                     JSON, written last
+    <savepoint dir>/savepoint-<job id prefix>-<random>/...          the same layout
+
+Every file is written under a temporary name, fsynced and renamed (:mod:`.files`); a
+checkpoint directory is complete only once its ``_metadata`` exists, and its state files
+must match the sizes and SHA-256 checksums recorded there. :meth:`CheckpointStorage.latest_completed`
+skips a torn or corrupt checkpoint (missing metadata, a missing, truncated or modified
+file), falls back to the previous complete one and keeps the reasons in
+:attr:`CheckpointStorage.skipped_checkpoints` for the JobMaster to tell the user.
+
+Tasks write their state files directly (``write_task_state``); the JobMaster, once every
+subtask acknowledged, writes the metadata (``finalize``) — or, for a savepoint, moves the
+files into the savepoint directory and writes its metadata there (``write_savepoint``).
+Completed checkpoints beyond ``execution.checkpointing.num-retained`` (default 1) are
+deleted; savepoints never are. Handles may also be task snapshots handed over in memory
+(tasks without storage): ``finalize`` writes those files itself.
+
+Deviation from Flink: ``execution.checkpointing.storage: jobmanager`` also ends up on disk
+here (the JobMaster writes the snapshots it received), so such checkpoints are restorable
+after the kernel restarts; without a configured directory, checkpoints go to
+``./checkpoints`` and savepoints to ``./savepoints`` under the current working directory
+(the notebook's), where Flink would refuse a savepoint without a directory.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Union
+
+from streamkernel.errors import CheckpointCorruptedError, IllegalConfigurationError
+from streamkernel.runtime.checkpoint.files import pickle_atomically, read_verified, write_atomically
+from streamkernel.runtime.checkpoint.metadata import (
+    METADATA_FILE,
+    CheckpointMetadata,
+    CompletedCheckpoint,
+    FileMetadata,
+    JobCheckpointInfo,
+    state_file_name,
+)
+
+__all__ = [
+    "StateHandle",
+    "SkippedCheckpoint",
+    "CheckpointStorage",
+    "load_checkpoint",
+    "resolve_checkpoint_dir",
+    "resolve_savepoint_dir",
+    "CHECKPOINTS_DIRECTORY",
+    "SAVEPOINT_DIRECTORY",
+    "NUM_RETAINED",
+    "DEFAULT_CHECKPOINT_DIR",
+    "DEFAULT_SAVEPOINT_DIR",
+]
+
+CHECKPOINTS_DIRECTORY = ("execution.checkpointing.dir", "state.checkpoints.dir")
+"""Keys of the checkpoint base directory (2.x, then 1.x)."""
+SAVEPOINT_DIRECTORY = ("execution.checkpointing.savepoint-dir", "state.savepoints.dir")
+"""Keys of the default savepoint directory (2.x, then 1.x)."""
+NUM_RETAINED = ("execution.checkpointing.num-retained", "state.checkpoints.num-retained")
+"""Keys of how many completed checkpoints are kept (default 1)."""
+DEFAULT_CHECKPOINT_DIR = "checkpoints"
+"""Checkpoints go to this directory under the working directory when none is configured."""
+DEFAULT_SAVEPOINT_DIR = "savepoints"
+"""Savepoints go to this directory under the working directory when none is given or configured."""
+
+_CHECKPOINT_DIR = re.compile(r"^chk-(\d+)$")
+SubtaskKey = tuple[int, int]
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _local_path(path: PathLike) -> str:
+    text = os.fspath(path)
+    if text.startswith("file://"):
+        text = text[len("file://"):]
+    return os.path.abspath(os.path.expanduser(text))
+
+
+def _first(conf: Mapping[str, Any], keys: tuple[str, ...]) -> Optional[str]:
+    key = next((k for k in keys if conf.get(k) not in (None, "")), None)
+    return None if key is None else str(conf[key])
+
+
+def resolve_checkpoint_dir(conf: Mapping[str, Any]) -> str:
+    """The absolute checkpoint base directory: ``execution.checkpointing.dir`` (or 1.x
+    ``state.checkpoints.dir``; ``file://`` URIs accepted), else ``./checkpoints``.
+
+    Resolve it once in the JobManager and hand the absolute path to the TaskManagers, so
+    they all write where the JobManager reads, whatever their working directory.
+    """
+    return _local_path(_first(conf, CHECKPOINTS_DIRECTORY) or DEFAULT_CHECKPOINT_DIR)
+
+
+def resolve_savepoint_dir(conf: Mapping[str, Any], target_dir: Optional[PathLike] = None) -> str:
+    """Where a savepoint goes: ``target_dir``, else ``execution.checkpointing.savepoint-dir``
+    (1.x ``state.savepoints.dir``), else ``./savepoints``."""
+    if target_dir is not None:
+        return _local_path(target_dir)
+    return _local_path(_first(conf, SAVEPOINT_DIRECTORY) or DEFAULT_SAVEPOINT_DIR)
+
+
+@dataclass(frozen=True)
+class StateHandle:
+    """Where a subtask's state for one checkpoint was written (Flink's ``StreamStateHandle``):
+    the file, its size and its SHA-256."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class SkippedCheckpoint:
+    """A checkpoint directory that recovery refused, and why."""
+
+    checkpoint_id: int
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"checkpoint {self.checkpoint_id} ({self.path}) skipped: {self.reason}"
+
+
+class CheckpointStorage:
+    """The checkpoints of one job below ``base_dir`` (see the module docstring).
+
+    >>> import tempfile
+    >>> storage = CheckpointStorage(tempfile.mkdtemp(), "job-1")
+    >>> storage.latest_completed() is None
+    True
+    """
+
+    def __init__(self, base_dir: PathLike, job_id: str, num_retained: int = 1) -> None:
+        if num_retained < 1:
+            raise IllegalConfigurationError(
+                f"{NUM_RETAINED[0]}: at least one completed checkpoint must be retained, got {num_retained}")
+        self.base_dir = _local_path(base_dir)
+        self.job_id = str(job_id)
+        self.num_retained = num_retained
+        #: the checkpoints the last ``latest_completed`` refused (newest first), with reasons
+        self.skipped_checkpoints: list[SkippedCheckpoint] = []
+
+    @classmethod
+    def from_configuration(cls, job_id: str, conf: Mapping[str, Any]) -> "CheckpointStorage":
+        """A job's storage as configured (directory and ``execution.checkpointing.num-retained``);
+        also the ``(job_id, configuration) -> storage`` factory tasks use."""
+        retained = _first(conf, NUM_RETAINED) or "1"
+        try:
+            num_retained = int(retained)
+        except ValueError:
+            raise IllegalConfigurationError(f"configuration {NUM_RETAINED[0]!r}: expected an integer, "
+                                            f"got {retained!r}") from None
+        return cls(resolve_checkpoint_dir(conf), job_id, num_retained)
+
+    @property
+    def job_dir(self) -> str:
+        """``<base dir>/<job id>``: every checkpoint of the job lives below it."""
+        return os.path.join(self.base_dir, self.job_id)
+
+    def checkpoint_dir(self, checkpoint_id: int) -> str:
+        """``<base dir>/<job id>/chk-<n>``."""
+        return os.path.join(self.job_dir, f"chk-{checkpoint_id}")
+
+    # ------------------------------------------------------------------ writing
+    def write_task_state(self, checkpoint_id: int, vertex_id: int, subtask_index: int, snapshot: dict) -> StateHandle:
+        """Write one subtask's snapshot (atomically) into ``chk-<n>``; called by the task."""
+        directory = self.checkpoint_dir(checkpoint_id)
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, state_file_name(vertex_id, subtask_index))
+        try:
+            size, sha256 = pickle_atomically(path, snapshot)
+        except (pickle.PicklingError, TypeError, AttributeError) as error:  # say whose state it was
+            raise TypeError(f"checkpoint {checkpoint_id}: the state of subtask {subtask_index} of vertex "
+                            f"{vertex_id} cannot be pickled: {error}") from error
+        return StateHandle(path, size, sha256)
+
+    def finalize(self, checkpoint_id: int, handles: Mapping[SubtaskKey, Any], job_info: JobCheckpointInfo,
+                 *, timestamp: Optional[int] = None) -> CompletedCheckpoint:
+        """Complete checkpoint ``checkpoint_id``: write its ``_metadata`` (last, atomically), then
+        delete completed checkpoints beyond the retained number."""
+        directory = self.checkpoint_dir(checkpoint_id)
+        os.makedirs(directory, exist_ok=True)
+        files = [self._place(directory, checkpoint_id, subtask, handle, move=False)
+                 for subtask, handle in sorted(handles.items())]
+        completed = self._write_metadata(directory, checkpoint_id, files, job_info, timestamp, False)
+        self._apply_retention()
+        return completed
+
+    def write_savepoint(self, target_dir: Optional[PathLike], checkpoint_id: int, handles: Mapping[SubtaskKey, Any],
+                        job_info: JobCheckpointInfo, *, timestamp: Optional[int] = None,
+                        conf: Optional[Mapping[str, Any]] = None) -> CompletedCheckpoint:
+        """Complete savepoint ``checkpoint_id`` in ``<target dir>/savepoint-<job id prefix>-<random>/``:
+        the subtasks' files move there from ``chk-<n>``, then ``_metadata`` is written.
+
+        ``target_dir`` None: the configured savepoint directory (``conf``), else ``./savepoints``.
+        """
+        base = resolve_savepoint_dir(conf or {}, target_dir)
+        directory = os.path.join(base, f"savepoint-{self.job_id[:6]}-{uuid.uuid4().hex[:12]}")
+        os.makedirs(directory)
+        files = [self._place(directory, checkpoint_id, subtask, handle, move=True)
+                 for subtask, handle in sorted(handles.items())]
+        completed = self._write_metadata(directory, checkpoint_id, files, job_info, timestamp, True)
+        self.discard(checkpoint_id)  # the staging folder the tasks wrote into
+        return completed
+
+    def _place(self, directory: str, checkpoint_id: int, subtask: SubtaskKey, handle: Any,
+               move: bool) -> Optional[FileMetadata]:
+        """The file of one subtask in ``directory``: written now for an in-memory snapshot,
+        moved there (savepoints), or checked to be there already (checkpoints)."""
+        vertex_id, subtask_index = subtask
+        name = state_file_name(vertex_id, subtask_index)
+        target = os.path.join(directory, name)
+        if handle is None:
+            return None
+        if isinstance(handle, dict):  # a snapshot handed over in memory
+            size, sha256 = pickle_atomically(target, handle)
+            return FileMetadata(vertex_id, subtask_index, name, size, sha256)
+        if not isinstance(handle, StateHandle):
+            raise TypeError(f"checkpoint {checkpoint_id}: subtask {subtask_index} of vertex {vertex_id} "
+                            f"acknowledged with a {type(handle).__name__}, not a StateHandle or a snapshot")
+        source = os.path.abspath(handle.path)
+        if source != target:
+            if not move:
+                raise IllegalConfigurationError(
+                    f"checkpoint {checkpoint_id}: subtask {subtask_index} of vertex {vertex_id} wrote its state to "
+                    f"{source}, outside the checkpoint directory {directory}; the TaskManagers and the "
+                    "JobManager must share the checkpoint directory (set execution.checkpointing.dir to an "
+                    "absolute path they all see)")
+            try:
+                os.replace(source, target)
+            except OSError:  # another file system: copy, checking the content on the way
+                write_atomically(target, read_verified(source, handle.size, handle.sha256))
+        return FileMetadata(vertex_id, subtask_index, name, handle.size, handle.sha256)
+
+    def _write_metadata(self, directory: str, checkpoint_id: int, files: list, job_info: JobCheckpointInfo,
+                        timestamp: Optional[int], is_savepoint: bool) -> CompletedCheckpoint:
+        metadata = CheckpointMetadata(
+            job_id=self.job_id, job_name=job_info.job_name, checkpoint_id=checkpoint_id,
+            timestamp=int(time.time() * 1000) if timestamp is None else timestamp, is_savepoint=is_savepoint,
+            operators=dict(job_info.operators), vertices=dict(job_info.vertices),
+            files=tuple(f for f in files if f is not None))
+        write_atomically(os.path.join(directory, METADATA_FILE), metadata.to_json().encode("utf-8"))
+        return CompletedCheckpoint(directory, metadata)
+
+    # ------------------------------------------------------------------ reading
+    def checkpoint_ids(self) -> list[int]:
+        """The ids of every ``chk-<n>`` folder of the job (complete or not), newest first."""
+        try:
+            names = os.listdir(self.job_dir)
+        except FileNotFoundError:
+            return []
+        return sorted((int(m.group(1)) for m in map(_CHECKPOINT_DIR.match, names) if m), reverse=True)
+
+    def max_checkpoint_id(self) -> int:
+        """The highest checkpoint id used in the job's directory (0: none); a new coordinator
+        should start after it so that no id is reused."""
+        ids = self.checkpoint_ids()
+        return ids[0] if ids else 0
+
+    def latest_completed(self) -> Optional[CompletedCheckpoint]:
+        """The newest checkpoint whose metadata parses and whose files all match it, or None.
+
+        Newer checkpoints that fail these checks are skipped and listed, with the reason,
+        in :attr:`skipped_checkpoints`.
+        """
+        found, self.skipped_checkpoints = _latest_valid(self.job_dir, self.checkpoint_ids())
+        return found
+
+    def load(self, path_or_checkpoint: Union[PathLike, CompletedCheckpoint]) -> CompletedCheckpoint:
+        """A checkpoint or savepoint, validated: see :func:`load_checkpoint`."""
+        return load_checkpoint(path_or_checkpoint)
+
+    # ------------------------------------------------------------------ deleting
+    def discard(self, checkpoint_id: int) -> None:
+        """Delete ``chk-<n>`` (an aborted checkpoint, or a savepoint's staging folder)."""
+        shutil.rmtree(self.checkpoint_dir(checkpoint_id), ignore_errors=True)
+
+    def discard_state(self, handle: Any) -> None:
+        """Delete one state file written for an aborted checkpoint (a late acknowledgement),
+        and its folder if that leaves it empty and without metadata."""
+        if not isinstance(handle, StateHandle):
+            return
+        try:
+            os.unlink(handle.path)
+            os.rmdir(os.path.dirname(handle.path))  # only succeeds when empty
+        except OSError:
+            pass
+
+    def _apply_retention(self) -> None:
+        """Keep the newest ``num_retained`` completed checkpoints; delete older completed ones.
+
+        Folders without metadata are left alone: they may belong to a checkpoint (or a
+        savepoint being staged) still in progress; aborted ones are discarded by the JobMaster.
+        """
+        completed = [cid for cid in self.checkpoint_ids()
+                     if os.path.exists(os.path.join(self.checkpoint_dir(cid), METADATA_FILE))]
+        for checkpoint_id in completed[self.num_retained:]:
+            self.discard(checkpoint_id)
+
+    def on_job_end(self, status: Any, retention: Any) -> list[str]:
+        """The job reached a terminal status: delete its checkpoints if the externalized
+        checkpoint retention says so (Flink's rules); returns the deleted folders.
+
+        ``NO_EXTERNALIZED_CHECKPOINTS`` deletes them whenever the job ends;
+        ``DELETE_ON_CANCELLATION`` keeps them when the job FAILED (or was suspended);
+        ``RETAIN_ON_CANCELLATION`` deletes them only when the job FINISHED. Savepoints are
+        never deleted.
+        """
+        status_name = getattr(status, "name", str(status)).upper()
+        retention_name = getattr(retention, "name", str(retention)).upper()
+        keep_on = {"NO_EXTERNALIZED_CHECKPOINTS": set(),
+                   "DELETE_ON_CANCELLATION": {"FAILED", "SUSPENDED"},
+                   "RETAIN_ON_CANCELLATION": {"FAILED", "SUSPENDED", "CANCELED"}}
+        if retention_name not in keep_on:
+            raise IllegalConfigurationError(f"on_job_end: unknown externalized checkpoint retention {retention!r}")
+        if status_name not in ("FINISHED", "CANCELED", "FAILED", "SUSPENDED") or status_name in keep_on[retention_name]:
+            return []
+        deleted = []
+        for checkpoint_id in self.checkpoint_ids():
+            self.discard(checkpoint_id)
+            deleted.append(self.checkpoint_dir(checkpoint_id))
+        try:
+            os.rmdir(self.job_dir)
+        except OSError:
+            pass
+        return deleted
+
+    def __repr__(self) -> str:
+        return f"CheckpointStorage({self.job_dir!r}, num_retained={self.num_retained})"
+
+
+def _validated(directory: str) -> CompletedCheckpoint:
+    """The completed checkpoint in ``directory`` with every file checked; raises CheckpointCorruptedError."""
+    metadata_path = os.path.join(directory, METADATA_FILE)
+    try:
+        with open(metadata_path, "rb") as file:
+            text = file.read().decode("utf-8")
+    except FileNotFoundError:
+        raise CheckpointCorruptedError(
+            metadata_path, "is missing: the checkpoint never completed (a crash or failure while it was "
+                           "written), so its state files are not a consistent checkpoint") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise CheckpointCorruptedError(metadata_path, f"cannot be read ({error})") from None
+    completed = CompletedCheckpoint(directory, CheckpointMetadata.from_json(text, metadata_path))
+    match = _CHECKPOINT_DIR.match(os.path.basename(directory))
+    if match and int(match.group(1)) != completed.checkpoint_id:
+        raise CheckpointCorruptedError(
+            metadata_path, f"describes checkpoint {completed.checkpoint_id}, not {match.group(1)}")
+    completed.verify()
+    return completed
+
+
+def _latest_valid(job_dir: str, checkpoint_ids: list[int]) -> tuple[Optional[CompletedCheckpoint],
+                                                                     list[SkippedCheckpoint]]:
+    skipped: list[SkippedCheckpoint] = []
+    for checkpoint_id in checkpoint_ids:
+        directory = os.path.join(job_dir, f"chk-{checkpoint_id}")
+        try:
+            return _validated(directory), skipped
+        except CheckpointCorruptedError as error:
+            skipped.append(SkippedCheckpoint(checkpoint_id, directory, str(error)))
+    return None, skipped
+
+
+def load_checkpoint(path_or_checkpoint: Union[PathLike, CompletedCheckpoint]) -> CompletedCheckpoint:
+    """A checkpoint or savepoint to restore or read, validated (metadata and every file's
+    size and checksum).
+
+    Accepts a ``chk-<n>`` or savepoint directory, its ``_metadata`` file, a job's
+    checkpoint directory (``<checkpoint dir>/<job id>``: its latest valid checkpoint), or a
+    :class:`CompletedCheckpoint`. Raises :class:`FileNotFoundError` when nothing is there
+    and :class:`CheckpointCorruptedError`, naming the file and what is wrong, otherwise.
+    """
+    if isinstance(path_or_checkpoint, CompletedCheckpoint):
+        return _validated(path_or_checkpoint.path)
+    path = _local_path(path_or_checkpoint)
+    if os.path.basename(path) == METADATA_FILE and os.path.isfile(path):
+        path = os.path.dirname(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"no checkpoint or savepoint at {path}")
+    if os.path.exists(os.path.join(path, METADATA_FILE)):
+        return _validated(path)
+    ids = sorted((int(m.group(1)) for m in map(_CHECKPOINT_DIR.match, os.listdir(path)) if m), reverse=True)
+    if not ids:
+        return _validated(path)  # raises: no _metadata here
+    found, skipped = _latest_valid(path, ids)
+    if found is None:
+        raise CheckpointCorruptedError(path, "holds no restorable checkpoint: "
+                                             + "; ".join(s.reason for s in skipped))
+    return found
