@@ -16,6 +16,7 @@ __all__ = [
     "NotEnoughSlotsError",
     "UserFunctionError",
     "JobExecutionError",
+    "CheckpointCorruptedError",
 ]
 
 
@@ -60,3 +61,21 @@ class JobExecutionError(StreamKernelError):
         super().__init__(message)
         self.job_id = job_id
         self.job_status = job_status
+
+
+class CheckpointCorruptedError(StreamKernelError, ValueError):
+    """A checkpoint or savepoint cannot be restored: its metadata or a state file is missing,
+    truncated, altered (checksum mismatch) or unreadable.
+
+    ``path`` is the file (or directory) at fault and ``reason`` says what is wrong with it.
+    Recovery skips such a checkpoint and falls back to the previous complete one; restoring
+    it by path raises this error: pick an older checkpoint or another savepoint.
+    """
+
+    def __init__(self, path: object, reason: str) -> None:
+        super().__init__(f"checkpoint file {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+    def __reduce__(self) -> tuple:  # picklable across processes despite the two-argument constructor
+        return (type(self), (self.path, self.reason))
