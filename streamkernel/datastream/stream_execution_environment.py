@@ -58,11 +58,20 @@ class StreamExecutionEnvironment(EnvSettings):
 
     # ------------------------------------------------------------------ sources
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> "DataStream":
-        """A bounded stream of the collection's elements, read by one subtask (parallelism 1)."""
+        """A bounded stream of the collection's elements, read by one subtask (parallelism 1).
+
+        With a ``type_info`` the elements are what PyFlink's functions receive after the
+        elements crossed to the JVM as that type and back: ``Types.ROW``/``ROW_NAMED`` turn
+        tuples into Rows with field names (``f0``, ``f1``, ... or the given ones),
+        ``Types.TUPLE`` turns lists into tuples.
+        """
         if isinstance(collection, (str, bytes)) or not hasattr(collection, "__iter__"):
             raise InvalidProgramError(
                 f"from_collection: collection must be an iterable of elements (a list, tuple, range ...), "
                 f"got {type(collection).__name__}")
+        if type_info is not None and callable(getattr(type_info, "need_conversion", None)) \
+                and type_info.need_conversion():
+            collection = [type_info.from_internal_type(type_info.to_internal_type(e)) for e in collection]
         return self._add_source_transformation(CollectionSource(collection), "Collection Source", type_info,
                                                parallelism=1)
 
@@ -181,6 +190,21 @@ class StreamExecutionEnvironment(EnvSettings):
     def get_execution_plan(self) -> str:
         """The JSON plan Flink's plan visualizer reads (nodes, pact, parallelism, predecessors)."""
         return execution_plan_json(self.get_stream_graph())
+
+    def override_parallelism(self, parallelism: int) -> "StreamExecutionEnvironment":
+        """Run the dataflow built so far at ``parallelism`` (a streamkernel extra).
+
+        As ``flink run -p N`` does for a program: every operator whose parallelism was not
+        set explicitly (``set_parallelism``) and that can run in parallel takes ``parallelism``;
+        the environment's default becomes ``parallelism`` too. Used to restore a
+        savepoint at another parallelism (``%flink restore PATH --parallelism N``).
+        """
+        self.set_parallelism(parallelism)
+        for t in self._transformations:
+            if t.parallelism_configured or (t.max_parallelism is not None and t.max_parallelism < parallelism):
+                continue
+            t.parallelism = parallelism
+        return self
 
     # --------------------------------------------------------------- execution
     def execute(self, job_name: Optional[str] = None) -> Any:

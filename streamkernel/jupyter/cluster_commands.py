@@ -44,19 +44,20 @@ class ClusterCommands:
 
     def stop(self, args: argparse.Namespace) -> None:
         """``%flink stop``: cancel the jobs, stop the TaskManagers, leave no thread behind."""
-        cluster = self._cluster("stop")
+        cluster = self.cluster_or_usage("stop")
         cluster.stop()
         print(f"Stopped {cluster!r}.")
 
     def cluster(self, args: argparse.Namespace) -> Any:
         """``%flink cluster``: one row per slot: TaskManager, slot, job and subtasks in it."""
-        cluster = self._cluster("cluster")
+        cluster = self.cluster_or_usage("cluster")
         rows = [{"taskmanager": tm.index + 1, "slot": slot.slot_id.slot_index + 1,
                  "job": slot.job_name or "", "subtasks": ", ".join(slot.tasks)}
                 for tm in cluster.taskmanagers for slot in tm.slots]
         self.display(_frame(rows, ["taskmanager", "slot", "job", "subtasks"]))
 
-    def _cluster(self, command: str) -> Any:
+    def cluster_or_usage(self, command: str) -> Any:
+        """The running cluster, or a UsageError telling to ``%flink start`` one."""
         from streamkernel.runtime.minicluster import current_cluster
 
         cluster = current_cluster()
@@ -67,7 +68,7 @@ class ClusterCommands:
     # ---------------------------------------------------------------- jobs
     def jobs(self, args: argparse.Namespace) -> None:
         """``%flink jobs``: id, name, status and duration of every job of the cluster."""
-        cluster = self._cluster("jobs")
+        cluster = self.cluster_or_usage("jobs")
         rows = [{"job_id": str(j.job_id), "name": j.name, "status": j.status.name, "duration_ms": j.duration_ms}
                 for j in cluster.jobs()]
         self.display(_frame(rows, ["job_id", "name", "status", "duration_ms"]))
@@ -84,7 +85,7 @@ class ClusterCommands:
 
     def cancel(self, args: argparse.Namespace) -> None:
         """``%flink cancel JOB``: cancel a job by id prefix or name."""
-        cluster = self._cluster("cancel")
+        cluster = self.cluster_or_usage("cancel")
         matches = [j for j in cluster.jobs() if str(j.job_id).startswith(args.job) or j.name == args.job]
         if len(matches) != 1:
             known = ", ".join(f"{j.job_id} ({j.name})" for j in cluster.jobs()) or "none"
@@ -95,7 +96,7 @@ class ClusterCommands:
 
     def kill_taskmanager(self, args: argparse.Namespace) -> None:
         """``%flink kill-taskmanager TM``: the TaskManager dies; its jobs recover by their restart strategy."""
-        cluster = self._cluster("kill-taskmanager")
+        cluster = self.cluster_or_usage("kill-taskmanager")
         target: Any = args.taskmanager
         if target.isdigit():
             target = int(target) - 1  # the notebook counts TaskManagers from 1, as the slot table does
@@ -112,8 +113,8 @@ class ClusterCommands:
         """``%flink fail OPERATOR``: inject an exception into an operator's running subtasks."""
         from streamkernel.runtime.jobmanager.failure_injection import FailureInjectionError
 
-        cluster = self._cluster("fail")
-        job = self._running_job(cluster, args.job, "fail")
+        cluster = self.cluster_or_usage("fail")
+        job = self.running_job(cluster, args.job, "fail")
         subtask = None if args.subtask is None else args.subtask - 1
         try:
             failed = cluster.fail_operator(job.job_id, args.operator, subtask)
@@ -122,7 +123,8 @@ class ClusterCommands:
         print(f"Injected a failure into {', '.join(failed)} of job {job.name!r}; it recovers by its restart "
               f"strategy (or fails if it has none).")
 
-    def _running_job(self, cluster: Any, wanted: Optional[str], command: str) -> Any:
+    def running_job(self, cluster: Any, wanted: Optional[str], command: str) -> Any:
+        """The one running job matching ``wanted`` (id prefix or name; None: the only one)."""
         jobs = [j for j in cluster.jobs() if not j.status.is_globally_terminal_state()]
         if wanted is not None:
             jobs = [j for j in jobs if str(j.job_id).startswith(wanted) or j.name == wanted]
@@ -136,5 +138,5 @@ class ClusterCommands:
         """``%flink metrics [JOB]``: records, rates, busy/backpressure ratios, watermarks per subtask."""
         from streamkernel.runtime.metrics import metric_rows
 
-        cluster = self._cluster("metrics")
+        cluster = self.cluster_or_usage("metrics")
         self.display(_frame(metric_rows(cluster.snapshot(), args.job)))

@@ -20,6 +20,7 @@ from IPython.display import display
 from streamkernel.errors import StreamKernelError
 from streamkernel.jupyter import commands
 from streamkernel.jupyter.cell_runner import run_cell_code
+from streamkernel.jupyter.checkpoint_commands import CheckpointCommands
 from streamkernel.jupyter.cluster_commands import ClusterCommands
 from streamkernel.jupyter.display import GraphDisplay, PlanDisplay
 from streamkernel.jupyter.session import NotebookSession
@@ -35,6 +36,7 @@ class FlinkMagics(Magics):
         super().__init__(shell)
         self.session = NotebookSession(shell)
         self.cluster_commands = ClusterCommands(self.session, lambda obj: display(obj))
+        self.checkpoint_commands = CheckpointCommands(self.cluster_commands)
 
     @line_cell_magic
     def flink(self, line: str, cell: Optional[str] = None) -> None:
@@ -47,7 +49,9 @@ class FlinkMagics(Magics):
         Line magic: ``%flink show [stream|job|execution|plan]``, ``%flink reset``,
         ``%flink start [--taskmanagers N] [--slots S]``, ``%flink stop``, ``%flink cluster``,
         ``%flink jobs``, ``%flink submit``, ``%flink cancel JOB``, ``%flink metrics [JOB]``,
-        ``%flink kill-taskmanager TM``, ``%flink fail OPERATOR``,
+        ``%flink kill-taskmanager TM``, ``%flink fail OPERATOR``, ``%flink checkpoint [JOB]``,
+        ``%flink savepoint [JOB] [--dir D] [--stop]``, ``%flink restore PATH [--parallelism N]``,
+        ``%flink checkpoints [JOB]``,
         ``%flink help`` (every subcommand with its options).
         """
         __tracebackhide__ = True  # noqa: F841 - hide this frame from the user's tracebacks
@@ -96,6 +100,8 @@ class FlinkMagics(Magics):
         elif args.subcommand == "submit":
             self._env_or_usage()
             self.cluster_commands.submit(args.name)
+        elif args.subcommand in ("checkpoint", "savepoint", "restore", "checkpoints"):
+            getattr(self.checkpoint_commands, args.subcommand)(args)
         elif args.subcommand in ("start", "stop", "cluster", "jobs", "cancel", "metrics", "kill-taskmanager", "fail"):
             getattr(self.cluster_commands, args.subcommand.replace("-", "_"))(args)
         else:  # pragma: no cover - argparse restricts the choices
