@@ -157,7 +157,8 @@ class DataStream(OperatorSettings):
         return DataStream(t, self._env)
 
     def _sink(self, name: str, sink: Any) -> "DataStreamSink":
-        t = SinkTransformation(name, self._transformation, sink_spec(sink), self._env.get_parallelism())
+        t = SinkTransformation(name, self._transformation, sink_spec(sink, type_of(self._transformation)),
+                               self._env.get_parallelism())
         self._env._add(t)
         return DataStreamSink(t, self._env)
 
@@ -192,13 +193,26 @@ class DataStream(OperatorSettings):
                                normalize_output_type(output_type, "process()"))
 
     def project(self, *field_indexes: int) -> "DataStream":
-        """Keeps the given fields of tuple elements, in that order, as a tuple."""
+        """Keeps the given fields of tuple elements, in that order, as a tuple.
+
+        On a ``Types.TUPLE`` stream the result is typed as the tuple of the kept fields, as
+        Flink's projection is."""
         if not field_indexes or not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0
                                         for i in field_indexes):
             raise InvalidProgramError(
                 f"project() needs one or more field indexes (ints >= 0), got {field_indexes!r}")
+        from streamkernel.common.typeinfo import TupleTypeInfo, Types
+
+        input_type = type_of(self._transformation)
+        output_type = None
+        if isinstance(input_type, TupleTypeInfo):
+            field_types = input_type.get_field_types()
+            if max(field_indexes) >= len(field_types):
+                raise InvalidProgramError(
+                    f"project(): field index {max(field_indexes)} is out of range for {input_type!r}")
+            output_type = Types.TUPLE([field_types[i] for i in field_indexes])
         return self._one_input("Projection", one_input_spec("map", _Projection(field_indexes), self._key_selector()),
-                               None)
+                               output_type)
 
     def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> "DataStream":
         """Assigns event timestamps and emits watermarks by ``watermark_strategy``.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Generic, List, Optional, TypeVar
 
 from streamkernel.datastream.function_base import Function
 
@@ -103,7 +103,11 @@ class _RetryStrategy(AsyncRetryStrategy):
         return self._predicate
 
 
-class AsyncFunction(Function):
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
+
+
+class AsyncFunction(Function, Generic[IN, OUT]):
     """Triggers an asynchronous operation per element: ``async def async_invoke(value)``."""
 
     @abstractmethod

@@ -14,7 +14,7 @@ Each function declares its Context classes as PyFlink does; the runtime implemen
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from streamkernel.datastream.function_base import Function
 
@@ -147,6 +147,13 @@ class KeyedCoProcessFunction(Function):
         """Called when a timer fires at ``timestamp``; ``yield`` any results."""
 
 
+# PyFlink's type parameters of the broadcast process functions (they are Generic there).
+KEY = TypeVar("KEY")
+IN1 = TypeVar("IN1")
+IN2 = TypeVar("IN2")
+OUT = TypeVar("OUT")
+
+
 class BaseBroadcastProcessFunction(Function):
     """The base of the functions applied to a BroadcastConnectedStream (stream + broadcast state)."""
 
@@ -184,7 +191,7 @@ class BaseBroadcastProcessFunction(Function):
             """The broadcast state described by ``state_descriptor``, read-only."""
 
 
-class BroadcastProcessFunction(BaseBroadcastProcessFunction):
+class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, OUT]):
     """Applied to a non-keyed stream connected with a BroadcastStream.
 
     ``process_broadcast_element`` sees each broadcast element (and may update the broadcast
@@ -206,7 +213,7 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction):
         """Process one element of the broadcast stream; ``yield`` the results."""
 
 
-class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction):
+class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN1, IN2, OUT]):
     """Applied to a KeyedStream connected with a BroadcastStream: keyed state and timers too."""
 
     class Context(BaseBroadcastProcessFunction.Context, ABC):

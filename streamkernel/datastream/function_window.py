@@ -16,7 +16,7 @@ the iterable of its elements (``apply``/``process``). ``context`` is the runtime
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Generic, Iterable, TypeVar
 
 from streamkernel.datastream.function_base import Function, KeyedStateStore, RuntimeContext
 
@@ -41,8 +41,17 @@ __all__ = [
     "InternalIterableProcessAllWindowFunction",
 ]
 
+# PyFlink's type parameters: the user classes are Generic, so that
+# ``class F(ProcessWindowFunction[tuple, tuple, str, TimeWindow])`` and annotations such as
+# ``ProcessWindowFunction.Context[TimeWindow]`` work as in PyFlink.
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
+KEY = TypeVar("KEY")
+W = TypeVar("W")
+W2 = TypeVar("W2")
 
-class WindowFunction(Function):
+
+class WindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """Evaluated per key and window with all of the window's elements (or its pre-aggregate)."""
 
     @abstractmethod
@@ -50,7 +59,7 @@ class WindowFunction(Function):
         """The results for the window ``window`` of ``key`` holding ``inputs``."""
 
 
-class AllWindowFunction(Function):
+class AllWindowFunction(Function, Generic[IN, OUT, W]):
     """Evaluated per window of a non-keyed stream (``window_all``)."""
 
     @abstractmethod
@@ -78,10 +87,10 @@ class _WindowContext(ABC):
         """Emit ``value`` to the side output ``output_tag``."""
 
 
-class ProcessWindowFunction(Function):
+class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """Evaluated per key and window, with a Context (window, time, state, side outputs)."""
 
-    class Context(_WindowContext):
+    class Context(_WindowContext, Generic[W2]):
         """The context of one window evaluation."""
 
         @abstractmethod
@@ -101,10 +110,10 @@ class ProcessWindowFunction(Function):
         """Called when the window is purged (watermark past its end + allowed lateness)."""
 
 
-class ProcessAllWindowFunction(Function):
+class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
     """Evaluated per window of a non-keyed stream, with a Context."""
 
-    class Context(_WindowContext):
+    class Context(_WindowContext, Generic[W2]):
         """The context of one window evaluation."""
 
     @abstractmethod

@@ -42,7 +42,9 @@ timestamps_watermarks  assign_timestamps_and_     None                          
                        watermarks()
 sink                   print(), add_sink(),       None                               ``sink``: PrintSink, Sink, or SinkFunction (a
                        sink_to()                                                     plain callable given to add_sink is wrapped
-                                                                                     in SinkFunction: call it per record)
+                                                                                     in SinkFunction: call it per record);
+                                                                                     ``input_type``: the records' declared
+                                                                                     TypeInformation (None: not declared)
 ====================== ========================== ================================== ==============================================
 
 Side outputs: any function may emit ``yield output_tag, value`` (PyFlink) or call
@@ -129,6 +131,7 @@ def timestamps_watermarks_spec(watermark_strategy: Any) -> OperatorSpec:
     return OperatorSpec("timestamps_watermarks", None, {"watermark_strategy": watermark_strategy})
 
 
-def sink_spec(sink: Any) -> OperatorSpec:
-    """print / add_sink / sink_to."""
-    return OperatorSpec("sink", None, {"sink": sink})
+def sink_spec(sink: Any, input_type: Any = None) -> OperatorSpec:
+    """print / add_sink / sink_to; ``input_type`` is the declared type of the records written
+    (it decides their text in print() and SimpleStringEncoder, as in PyFlink)."""
+    return OperatorSpec("sink", None, {"sink": sink, "input_type": input_type})

@@ -23,6 +23,9 @@ Example::
 
 from __future__ import annotations
 
+# PyFlink's window module imports Time and Types (not in its __all__), and programs import
+# them from it: ``from pyflink.datastream.window import TumblingEventTimeWindows, Time``.
+from streamkernel.common import Time, Types  # noqa: F401
 from streamkernel.datastream.continuous_triggers import (
     ContinuousEventTimeTrigger,
     ContinuousProcessingTimeTrigger,

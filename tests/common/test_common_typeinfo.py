@@ -116,3 +116,47 @@ def test_accessors_and_pickling():
     assert isinstance(Types.TUPLE([Types.INT()]), TupleTypeInfo)
     row = Types.ROW_NAMED(["a"], [Types.LIST(Types.INT())])
     assert pickle.loads(pickle.dumps(row)) == row
+
+
+# ------------------------------------------- records as text (print / SimpleStringEncoder)
+def test_print_text_is_pyflinks_per_declared_type():
+    """PyFlink prints pickled records with Python's str, rows as +I[..] of str fields, and
+    every other type with Java's toString (tuples without spaces or quotes)."""
+    from streamkernel.common.typeinfo.text import print_formatter
+
+    assert print_formatter(None)(("a", 1)) == "('a', 1)"
+    assert print_formatter(Types.PICKLED_BYTE_ARRAY())({"k": [1]}) == "{'k': [1]}"
+    assert print_formatter(Types.TUPLE([Types.STRING(), Types.INT(), Types.INT(), Types.INT()]))(
+        ("hi", 0, 5, 4)) == "(hi,0,5,4)"
+    assert print_formatter(Types.ROW([Types.STRING(), Types.DOUBLE()]))(Row("a", 1.5)) == "+I[a,1.5]"
+    deleted = Row("a", 1)
+    deleted.set_row_kind(RowKind.DELETE)
+    assert print_formatter(Types.ROW([Types.STRING(), Types.INT()]))(deleted) == "-D[a,1]"
+    assert print_formatter(Types.STRING())("plain") == "plain"
+    assert print_formatter(Types.BOOLEAN())(True) == "true"
+    assert print_formatter(Types.DOUBLE())(1e7) == "1.0E7"
+
+
+def test_java_text_of_fields_and_values():
+    """Java's toString: booleans, doubles (scientific outside [1e-3, 1e7)), floats of 32 bits,
+    null, nested rows, lists, maps and SQL time types."""
+    from streamkernel.common.typeinfo.text import java_formatter, java_string
+
+    assert [java_string(d, Types.DOUBLE()) for d in (1.0, 0.001, 1234567.0, 12345678.9, 5e-4, -0.0)] == [
+        "1.0", "0.001", "1234567.0", "1.23456789E7", "5.0E-4", "-0.0"]
+    assert java_string(float("nan"), Types.DOUBLE()) == "NaN"
+    assert java_string(float("-inf"), Types.DOUBLE()) == "-Infinity"
+    assert java_string(110.1, Types.FLOAT()) == "110.1" and java_string(0.1, Types.FLOAT()) == "0.1"
+    nested = Types.TUPLE([Types.BOOLEAN(), Types.STRING(), Types.ROW([Types.INT(), Types.STRING()]),
+                          Types.LIST(Types.INT()), Types.MAP(Types.STRING(), Types.LONG())])
+    assert java_formatter(nested)((False, None, Row(1, "x"), [1, 2], {"a": 3})) == \
+        "(false,null,+I[1, x],[1, 2],{a=3})"
+    assert java_formatter(Types.ROW([Types.STRING(), Types.DOUBLE()]))(("hi", 1.5)) == "+I[hi, 1.5]"
+    assert java_string(datetime.datetime(2021, 1, 1, 0, 0, 0), Types.SQL_TIMESTAMP()) == "2021-01-01 00:00:00.0"
+    assert java_string(datetime.datetime(2021, 1, 1, 0, 0, 0, 120000), Types.SQL_TIMESTAMP()) == \
+        "2021-01-01 00:00:00.12"
+    assert java_string(datetime.date(2021, 3, 4), Types.SQL_DATE()) == "2021-03-04"
+    assert java_string(datetime.time(1, 2, 3), Types.SQL_TIME()) == "01:02:03"
+    assert java_string(Instant.of_epoch_milli(1500), Types.INSTANT()) == "1970-01-01T00:00:01.500Z"
+    assert [java_formatter(Types.LONG())(v) for v in (7, None)] == ["7", "null"]
+    assert java_formatter(Types.STRING())("text") == "text"

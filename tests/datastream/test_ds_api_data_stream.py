@@ -294,6 +294,18 @@ def test_print_add_sink_and_sink_to_create_sinks() -> None:
         ds.sink_to("stdout")
 
 
+def test_sinks_carry_the_declared_type_of_their_input() -> None:
+    """print() and sink_to() write records as PyFlink does for the stream's declared type."""
+    from streamkernel.common.typeinfo import Types
+
+    env = _env(1)
+    typed = _source(env).map(lambda v: (v, 1), output_type=Types.TUPLE([Types.INT(), Types.INT()]))
+    assert typed.print()._transformation.operator.params["input_type"] == Types.TUPLE([Types.INT(), Types.INT()])
+    filtered = typed.key_by(lambda v: v[0]).filter(bool)  # keeps its input's type through key_by
+    assert filtered.print()._transformation.operator.params["input_type"] == Types.TUPLE([Types.INT(), Types.INT()])
+    assert _source(env).map(str).print()._transformation.operator.params["input_type"] is None
+
+
 def test_timestamps_and_watermarks_take_the_input_parallelism() -> None:
     env = _env(4)
     strategy = WatermarkStrategy.for_monotonous_timestamps()
@@ -304,6 +316,15 @@ def test_timestamps_and_watermarks_take_the_input_parallelism() -> None:
     assert t.operator.params["watermark_strategy"] is strategy
     with pytest.raises(InvalidProgramError, match="WatermarkStrategy"):
         src.assign_timestamps_and_watermarks(lambda v: 0)
+
+
+def test_project_of_a_typed_tuple_stream_is_typed_as_the_kept_fields() -> None:
+    from streamkernel.common.typeinfo import Types
+
+    ds = _env().from_collection([(1, "a", True)], type_info=Types.TUPLE([Types.INT(), Types.STRING(), Types.BOOLEAN()]))
+    assert ds.project(2, 0).get_type() == Types.TUPLE([Types.BOOLEAN(), Types.INT()])
+    with pytest.raises(InvalidProgramError, match="out of range"):
+        ds.project(3)
 
 
 def test_project_keeps_the_selected_fields() -> None:

@@ -223,3 +223,45 @@ def test_async_retry_strategies() -> None:
     assert [expo.get_backoff_time_millis(i) for i in (1, 2, 3, 4)] == [10, 20, 40, 50]
     assert not F.AsyncRetryStrategy.no_restart().can_retry(1)
     assert F.AsyncFunctionDescriptor.OutputMode.ORDERED.value == 0
+
+
+def test_window_and_broadcast_functions_are_generic_as_in_pyflink() -> None:
+    """PyFlink's examples subclass ``ProcessWindowFunction[tuple, tuple, str, TimeWindow]``
+    and annotate ``ProcessWindowFunction.Context[TimeWindow]`` (evaluated at definition)."""
+    from typing import Iterable
+
+    from streamkernel.datastream.window import CountWindow, TimeWindow
+
+    class Count(F.ProcessWindowFunction[tuple, tuple, str, TimeWindow]):
+        def process(self, key: str, context: F.ProcessWindowFunction.Context[TimeWindow],
+                    elements: Iterable[tuple]) -> Iterable[tuple]:
+            return [(key, len(list(elements)))]
+
+    class Sum(F.WindowFunction[tuple, tuple, str, CountWindow]):
+        def apply(self, key, window, inputs):
+            return [(key, sum(i[0] for i in inputs))]
+
+    assert list(Count().process("k", None, [(1,), (2,)])) == [("k", 2)]
+    assert list(Sum().apply("k", None, [(1,), (2,)])) == [("k", 3)]
+    assert isinstance(Count(), F.ProcessWindowFunction) and isinstance(Sum(), F.WindowFunction)
+    F.AllWindowFunction[int, int, TimeWindow]
+    F.ProcessAllWindowFunction[int, int, TimeWindow]
+    F.ProcessAllWindowFunction.Context[TimeWindow]
+    F.BroadcastProcessFunction[int, str, str]
+    F.KeyedBroadcastProcessFunction[str, int, str, str]
+    F.AsyncFunction[int, int]
+
+
+def test_async_retry_predicates_module_as_in_pyflink() -> None:
+    """PyFlink's async example: ``from pyflink.datastream import async_retry_predicates``."""
+    import functools
+
+    from streamkernel.datastream import AsyncRetryStrategy, async_retry_predicates as p
+
+    assert p.empty_result_predicate([]) and p.empty_result_predicate(None) and not p.empty_result_predicate([1])
+    assert p.has_exception_predicate(ValueError()) and not p.has_exception_predicate(None)
+    on_timeout = functools.partial(p.exception_type_predicate, expected_error_type=TimeoutError)
+    assert on_timeout(TimeoutError()) and not on_timeout(ValueError())
+    strategy = AsyncRetryStrategy.fixed_delay(max_attempts=2, backoff_time_millis=10, result_predicate=None,
+                                              exception_predicate=on_timeout)
+    assert strategy.get_retry_predicate().exception_predicate() is on_timeout

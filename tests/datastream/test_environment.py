@@ -115,6 +115,26 @@ def test_collection_source_is_non_parallel_and_generators_are_consumed_once() ->
     assert stream.get_name() == "Collection Source"
 
 
+def test_from_collection_gives_elements_as_pyflink_after_their_declared_type() -> None:
+    """PyFlink sends the elements to the JVM as ``type_info`` and its functions get them back
+    decoded: rows become Rows with field names (``data.info``, ``value.f1``), tuples tuples."""
+    from streamkernel.common import Row, Types
+
+    env = _env(1)
+    named = env.from_collection([(1, "x")], type_info=Types.ROW_NAMED(["id", "info"], [Types.INT(), Types.STRING()]))
+    row = env.get_stream_graph().nodes[0].operator.params["source"].elements[0]
+    assert isinstance(row, Row) and (row.id, row.info) == (1, "x") and row == Row(id=1, info="x")
+    assert named.get_type() == Types.ROW_NAMED(["id", "info"], [Types.INT(), Types.STRING()])
+
+    env = _env(1)
+    env.from_collection([(2, "y")], type_info=Types.ROW([Types.INT(), Types.STRING()]))
+    env.from_collection([[3, "z"]], type_info=Types.TUPLE([Types.INT(), Types.STRING()]))
+    env.from_collection([4, 5], type_info=Types.INT())
+    rows, tuples, ints = (n.operator.params["source"].elements for n in env.get_stream_graph().nodes)
+    assert rows[0].f1 == "y" and tuples == [(3, "z")] and ints == [4, 5]
+    assert env.from_collection([(1, "a")]).get_type() == Types.PICKLED_BYTE_ARRAY()  # untouched without a type
+
+
 def test_from_collection_rejects_a_string() -> None:
     with pytest.raises(InvalidProgramError, match="iterable of elements"):
         _env().from_collection("abc")

@@ -127,7 +127,7 @@ class OperatorHarness:
         self.metrics = OperatorMetrics(name)
         info = TaskInfo("job-1", "test job", name, subtask_index, parallelism, 128)
         self.context = OperatorContext(
-            task_info=info, node=SimpleNamespace(name=name), processing_time=processing_time,
+            task_info=info, node=SimpleNamespace(name=name, operator=spec), processing_time=processing_time,
             timer_service=timer_service, operator_state=operator_state, metrics=self.metrics,
             keyed_backend=backend, configuration=configuration or {}, restored_state=restored_state)
         operator.setup(self.context, self.output)

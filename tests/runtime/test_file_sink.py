@@ -55,6 +55,20 @@ def test_part_files_are_in_progress_until_the_end_of_input(tmp_path: pathlib.Pat
     assert files(tmp_path) == {"part-0-0": "a\nb\n1\n"}
 
 
+def test_simple_string_encoder_writes_javas_text_of_the_declared_type(tmp_path: pathlib.Path) -> None:
+    """PyFlink's SimpleStringEncoder writes the Java object's toString: (a,1) for a tuple
+    type, +I[a, 1] for a row type; records without a declared type are written with str()."""
+    from streamkernel.common.typeinfo import Types
+
+    for name, input_type, expected in [
+            ("tuple", Types.TUPLE([Types.STRING(), Types.INT()]), "(a,1)\n"),
+            ("row", Types.ROW([Types.STRING(), Types.INT()]), "+I[a, 1]\n"),
+            ("none", None, "('a', 1)\n")]:
+        spec = OperatorSpec("sink", None, {"sink": text_sink(tmp_path / name), "input_type": input_type})
+        harness.OperatorHarness(spec, name="Sink: files").process([("a", 1)]).finish().close()
+        assert files(tmp_path / name) == {"part-0-0": expected}, name
+
+
 def test_each_subtask_writes_its_own_part_files_with_prefix_and_suffix(tmp_path: pathlib.Path) -> None:
     config = OutputFileConfig.builder().with_part_prefix("data").with_part_suffix(".txt").build()
     sink = text_sink(tmp_path, with_output_file_config=config)

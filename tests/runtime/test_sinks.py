@@ -58,6 +58,38 @@ def test_print_sink_to_stderr_and_str_of_records(capsys) -> None:
     assert captured.err == "(1, 'x')\nNone\n" and captured.out == ""
 
 
+def test_print_sink_writes_records_as_pyflink_prints_their_declared_type(capsys) -> None:
+    """PyFlink prints typed records with Java's toString ((a,1)), rows as +I[a,1], and
+    records without a declared type with Python's str(('a', 1))."""
+    from streamkernel.common.typeinfo import Types
+
+    def printed(input_type, values):
+        spec = OperatorSpec("sink", None, {"sink": PrintSink(), "input_type": input_type})
+        harness.OperatorHarness(spec, name="Sink: test", subtask_index=1, parallelism=2).process(values)
+        return capsys.readouterr().out
+
+    assert printed(Types.TUPLE([Types.STRING(), Types.INT()]), [("a", 1), ("b", 2)]) == "2> (a,1)\n2> (b,2)\n"
+    assert printed(Types.ROW([Types.STRING(), Types.INT()]), [Row("a", 1)]) == "2> +I[a,1]\n"
+    assert printed(Types.PICKLED_BYTE_ARRAY(), [("a", 1)]) == "2> ('a', 1)\n"
+    assert printed(None, [("a", 1)]) == "2> ('a', 1)\n"
+
+
+def test_print_of_a_typed_stream_through_a_job(capsys) -> None:
+    from streamkernel.common.typeinfo import Types
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    words = env.from_collection(["to", "be", "to"])
+    words.map(lambda w: (w, 1), output_type=Types.TUPLE([Types.STRING(), Types.INT()])) \
+        .key_by(lambda p: p[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).print()
+    words.map(lambda w: (w, len(w))).print("pickled")
+    env.execute("typed print")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if not line.startswith("pickled")] == ["(to,1)", "(be,1)", "(to,2)"]
+    assert [line for line in lines if line.startswith("pickled")] == ["pickled> ('to', 2)", "pickled> ('be', 2)",
+                                                                      "pickled> ('to', 2)"]
+
+
 def test_sink_does_not_forward_watermarks_but_counts_records() -> None:
     h = sink_harness(SinkFunction(lambda v: None))
     h.process([1, 2, 3]).watermark(100)

@@ -36,6 +36,12 @@ class BatchSinkWriter:
         #: shared with SinkFunction / SinkWriter calls (one object, updated per record)
         self.sink_context = SinkContext(context.processing_time.current_processing_time)
 
+    @property
+    def input_type(self) -> Any:
+        """The declared TypeInformation of the records written (None when not declared)."""
+        operator = getattr(self.context.node, "operator", None)
+        return (getattr(operator, "params", None) or {}).get("input_type")
+
     def open(self) -> None:
         """Acquire resources (files, buffers)."""
 

@@ -30,6 +30,7 @@ import re
 from typing import Any, Optional
 
 from streamkernel.common.serialization import SimpleStringEncoder
+from streamkernel.common.typeinfo.text import java_formatter
 from streamkernel.common.types import Row
 from streamkernel.runtime.operators.contexts import wrap_user_error
 from streamkernel.runtime.operators.simple import failed_index
@@ -86,8 +87,10 @@ class FileSinkWriter(BatchSinkWriter):
         self._now = self.context.processing_time.current_processing_time
         self._checkpointing = checkpointing_enabled(self.context.configuration)
         encoder = sink.encoder
-        # fast path: SimpleStringEncoder's output for a batch is one join, encoded once
+        # fast path: SimpleStringEncoder's output for a batch is one join, encoded once; its text
+        # of a record is Java's toString() of the record's declared type, as in PyFlink
         self._charset = getattr(encoder, "_charset", None) if type(encoder) is SimpleStringEncoder else None
+        self._text = java_formatter(self.input_type)
         self._encode = encoder.encode
         self._parts: dict[str, _PartFile] = getattr(self, "_parts", {})
         self._pending: list[tuple[str, str]] = []  # rolled since the last checkpoint
@@ -134,7 +137,7 @@ class FileSinkWriter(BatchSinkWriter):
         bucket = self._bucket_dir(now)
         part = self._parts.get(bucket) or self._new_part(bucket, now)
         if self._charset is not None:
-            data = ("\n".join(map(str, values)) + "\n").encode(self._charset)
+            data = ("\n".join(map(self._text, values)) + "\n").encode(self._charset)
             part.stream.write(data)
             part.size += len(data)
         else:
