@@ -263,7 +263,9 @@ class Task:
             if wait > 0:
                 self._flush_all()
                 idle_start = time.perf_counter_ns()
-                source.wakeup.wait(min(wait, self._timer_wait(_IDLE_POLL_S)))
+                source.wakeup.clear()  # set again by cancel() or a posted action (checkpoint trigger)
+                if not self._mailbox and not self._cancelled.is_set():
+                    source.wakeup.wait(min(wait, self._timer_wait(_IDLE_POLL_S)))
                 self.metrics.idle_ns += time.perf_counter_ns() - idle_start
         self._check_cancelled()
 
