@@ -17,6 +17,7 @@ __all__ = [
     "UserFunctionError",
     "JobExecutionError",
     "CheckpointCorruptedError",
+    "CheckpointFailedError",
 ]
 
 
@@ -79,3 +80,11 @@ class CheckpointCorruptedError(StreamKernelError, ValueError):
 
     def __reduce__(self) -> tuple:  # picklable across processes despite the two-argument constructor
         return (type(self), (self.path, self.reason))
+
+
+class CheckpointFailedError(StreamKernelError, RuntimeError):
+    """A checkpoint or savepoint did not complete (Flink's ``CheckpointException``): a task
+    declined it, it timed out, the job was not running or stopped meanwhile; or a job failed
+    because more checkpoints failed in a row than ``execution.checkpointing.tolerable-failed-checkpoints``
+    allows. The message says which checkpoint and why.
+    """

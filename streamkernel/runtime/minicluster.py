@@ -18,6 +18,12 @@ dies; the ResourceManager notices the missed heartbeats), :meth:`MiniCluster.add
 (a replacement registers its slots, as YARN or Spark would relaunch one) and
 :meth:`MiniCluster.fail_operator` (an operator's running subtasks raise).
 
+Checkpoints and savepoints on request, and each job's checkpoint history:
+:meth:`MiniCluster.trigger_checkpoint`, :meth:`~MiniCluster.trigger_savepoint`,
+:meth:`~MiniCluster.stop_with_savepoint`, :meth:`~MiniCluster.checkpoint_history`
+(:mod:`.minicluster_checkpoints`). A job restores a savepoint when it is submitted with
+``execution.state-recovery.path`` set.
+
 >>> with MiniCluster(taskmanagers=1, slots_per_taskmanager=2) as cluster:   # doctest: +SKIP
 ...     env.execute("word count")        # runs on `cluster`
 """
@@ -40,6 +46,7 @@ from streamkernel.runtime.deployment import ExecutionAttemptId
 from streamkernel.runtime.jobmanager.dispatcher import Dispatcher
 from streamkernel.runtime.jobmanager.failure_injection import injected_failure_message, subtasks_to_fail
 from streamkernel.runtime.jobmanager.resource_manager import ResourceManager
+from streamkernel.runtime.minicluster_checkpoints import MiniClusterCheckpoints
 from streamkernel.runtime.minicluster_job_client import MiniClusterJobClient
 from streamkernel.runtime.taskmanager.gateway import TaskExecutorHeartbeat
 from streamkernel.runtime.taskmanager.local import start_local_taskmanagers
@@ -123,7 +130,7 @@ def _positive(name: str, value: Any) -> int:
     return value
 
 
-class MiniCluster:
+class MiniCluster(MiniClusterCheckpoints):
     """A JobManager (Dispatcher + ResourceManager + a JobMaster per job) and its TaskManagers.
 
     ``taskmanagers`` and ``slots_per_taskmanager`` default to the configuration's

@@ -20,10 +20,6 @@ from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult
 
 __all__ = ["MiniClusterJobClient", "job_execution_error", "to_job_execution_result"]
 
-_SAVEPOINTS = ("savepoints need checkpointing, which streamkernel does not have yet (it comes with fault "
-               "tolerance); cancel() stops the job without one")
-
-
 def job_execution_error(result: Union[JobResult, JobDetails]) -> JobExecutionError:
     """The error ``env.execute()`` raises for a job that FAILED (or FAILING) or was CANCELED.
 
@@ -86,12 +82,30 @@ class MiniClusterJobClient(JobClient):
 
     def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
                             savepoint_directory: Optional[str] = None) -> CompletableFuture[str]:
-        """Not yet: raises NotImplementedError (savepoints need checkpointing)."""
-        raise NotImplementedError(f"stop_with_savepoint: {_SAVEPOINTS}")
+        """Take a savepoint, then stop the job; the future gets the savepoint's directory once
+        the job has ended (exceptionally CheckpointFailedError if the savepoint failed: the
+        job then keeps running). Restore it by submitting the job with
+        ``execution.state-recovery.path`` set to that directory.
+
+        ``savepoint_directory`` None: ``execution.checkpointing.savepoint-dir``, else
+        ``./savepoints``. Deviations from Flink: the job ends CANCELED rather than FINISHED,
+        and ``advance_to_end_of_event_time=True`` (drain: MAX_WATERMARK before the savepoint)
+        is not supported: the future fails with NotImplementedError.
+        """
+        if advance_to_end_of_event_time:
+            return CompletableFuture.failed_future(NotImplementedError(
+                "stop_with_savepoint(advance_to_end_of_event_time=True) (drain) is not supported: sources "
+                "cannot end their input at a savepoint here; stop without draining"))
+        return self._dispatcher.stop_with_savepoint(self._job_id, savepoint_directory)
 
     def trigger_savepoint(self, savepoint_directory: Optional[str] = None) -> CompletableFuture[str]:
-        """Not yet: raises NotImplementedError (savepoints need checkpointing)."""
-        raise NotImplementedError(f"trigger_savepoint: {_SAVEPOINTS}")
+        """Take a savepoint of the running job; the future gets its directory (exceptionally
+        :class:`~streamkernel.errors.CheckpointFailedError` saying why it failed)."""
+        return self._dispatcher.trigger_savepoint(self._job_id, savepoint_directory)
+
+    def trigger_checkpoint(self) -> CompletableFuture[str]:
+        """Take a checkpoint now (Flink 1.19's ``triggerCheckpoint``); the future gets its directory."""
+        return self._dispatcher.trigger_checkpoint(self._job_id)
 
     def get_accumulators(self) -> CompletableFuture[Dict[str, Any]]:
         """The job's accumulators (final ones once the job ended; none are collected while it runs)."""

@@ -268,7 +268,9 @@ def test_running_tasks_write_through_the_storage_factory_and_the_checkpoint_rest
         tasks.append(task)
         return task
 
-    conf = {"execution.checkpointing.dir": str(tmp_path)}
+    # Retained on cancellation: the test plays the JobMaster's part once the job was cancelled.
+    conf = {"execution.checkpointing.dir": str(tmp_path),
+            "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}
     with MiniCluster(taskmanagers=1, slots_per_taskmanager=2, task_factory=factory):
         env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
         env.set_parallelism(2)

@@ -15,7 +15,7 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.common.watermark_strategy import WatermarkStrategy
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors import DataGeneratorSource
-from streamkernel.errors import JobExecutionError, NotEnoughSlotsError, UserFunctionError
+from streamkernel.errors import CheckpointFailedError, JobExecutionError, NotEnoughSlotsError, UserFunctionError
 from streamkernel.runtime.client import transient_cluster_for
 from streamkernel.runtime.minicluster import MiniCluster, current_cluster, set_current_cluster
 
@@ -132,16 +132,18 @@ def test_cancel_through_the_job_client() -> None:
             client.get_job_execution_result().result(1)
 
 
-def test_savepoints_say_clearly_they_are_not_there_yet() -> None:
+def test_savepoints_of_a_job_that_ended_fail_clearly() -> None:
     with MiniCluster(1, 2):
         env = _env()
         env.from_collection([1]).add_sink(lambda x: None)
         client = env.execute_async()
-        with pytest.raises(NotImplementedError, match="savepoints need checkpointing"):
-            client.trigger_savepoint()
-        with pytest.raises(NotImplementedError, match="savepoints need checkpointing"):
-            client.stop_with_savepoint()
         client.get_job_execution_result().result(5)
+        with pytest.raises(CheckpointFailedError, match="cannot take a savepoint .* the job is FINISHED"):
+            client.trigger_savepoint().result(5)
+        with pytest.raises(CheckpointFailedError, match="the job is FINISHED"):
+            client.stop_with_savepoint().result(5)
+        with pytest.raises(NotImplementedError, match="advance_to_end_of_event_time=True"):
+            client.stop_with_savepoint(advance_to_end_of_event_time=True).result(5)
 
 
 def test_keyboard_interrupt_while_waiting_cancels_the_job() -> None:

@@ -145,7 +145,7 @@ def test_offsets_snapshot_and_restore_resume_exactly() -> None:
     reader.open()
     head = reader.read_batch(3)[0] + reader.read_batch(3)[0]
     position = reader.snapshot_position()
-    assert sum(position["offsets"].values()) == 6
+    assert sum(offset for _partition, offset, _stop in position) == 6
     log.append("after-start", partition=0)  # beyond the stop offsets saved in the position
     restored = create_reader(source, 0, 1)
     restored.restore_position(position)

@@ -152,7 +152,7 @@ def test_file_position_resumes_inside_a_file_and_skips_finished_files(tmp_path: 
     reader.open()
     first = reader.read_batch(5)[0] + reader.read_batch(3)[0]  # all of a, then b0..b2
     position = reader.snapshot_position()
-    assert position["done"] == [str(tmp_path / "a.txt")] and position["lines"] == 3
+    assert position == [(str(tmp_path / "a.txt"), None), (str(tmp_path / "b.txt"), 3)]  # (path, lines or done)
     reader.close()
     restored = create_reader(source, 0, 1)
     restored.restore_position(position)
@@ -187,7 +187,7 @@ def test_file_monitoring_picks_up_new_files_once(tmp_path: pathlib.Path) -> None
     assert reader.read_batch(10) == (["two"], None)
     clock.advance(1000)
     assert reader.read_batch(10) == ([], None)  # files already read are not read again
-    assert reader.snapshot_position()["done"] == [str(tmp_path / "1.txt"), str(tmp_path / "2.txt")]
+    assert reader.snapshot_position() == [(str(tmp_path / "1.txt"), None), (str(tmp_path / "2.txt"), None)]
 
 
 @pytest.mark.parametrize("parallelism", [2, 3])
@@ -361,7 +361,7 @@ def test_source_snapshot_state_restores_through_restored_state() -> None:
     h = source_harness(NumberSequenceSource(0, 9))
     h.operator.emit_next(4)
     state = h.operator.snapshot_state(1)
-    assert state == {"position": 4}
+    assert state == {"splits": [(4, 10)]}  # (next number, end exclusive)
     restored = source_harness(NumberSequenceSource(0, 9), restored_state=state)
     run_to_end(restored)
     assert restored.output.values == list(range(4, 10))

@@ -35,7 +35,9 @@ def _run_with_checkpoints(mode: str, parallelism: int) -> tuple[_Responder, list
     tasks: list[Task] = []
 
     def factory(tdd, services, on_state_change):
-        task = Task(tdd, dataclasses.replace(services, checkpoint_responder=responder), on_state_change)
+        # No storage: the snapshots come back in memory, so the test can look inside them.
+        task = Task(tdd, dataclasses.replace(services, checkpoint_responder=responder, checkpoint_storage=None),
+                    on_state_change)
         tasks.append(task)
         return task
 
@@ -70,8 +72,8 @@ def test_exactly_once_snapshots_are_consistent_across_the_job(parallelism: int) 
     for checkpoint_id in (1, 2):
         acks = responder.acks[checkpoint_id]
         assert len(acks) == len(tasks)  # every subtask acknowledged
-        # The generator's subtask i emits indexes i, i + p, i + 2p ...; its position is the next one.
-        emitted = sum((s["gen"]["raw"]["position"] - i) // parallelism for (v, i), s in _sources(acks))
+        # The generator's subtask i emits indexes i, i + p, i + 2p ...; its split is (next index, p).
+        emitted = sum((s["gen"]["raw"]["splits"][0][0] - i) // parallelism for (v, i), s in _sources(acks))
         counted = 0
         for snapshot in acks.values():
             keyed = (snapshot.get("counts") or {}).get("keyed")
@@ -92,7 +94,7 @@ def test_at_least_once_snapshots_never_miss_a_record() -> None:
     for checkpoint_id in (1, 2):
         acks = responder.acks[checkpoint_id]
         assert len(acks) == len(tasks)
-        emitted = sum((s["gen"]["raw"]["position"] - i) // 2 for (v, i), s in _sources(acks))
+        emitted = sum((s["gen"]["raw"]["splits"][0][0] - i) // 2 for (v, i), s in _sources(acks))
         counted = sum(value[1] for snapshot in acks.values()
                       for entries in (((snapshot.get("counts") or {}).get("keyed") or {"states": {"_reduce_state": {"key_groups": {}}}})
                                       ["states"]["_reduce_state"]["key_groups"].values())

@@ -6,10 +6,18 @@ while the job runs. The buffer is **bounded**: when the reader falls behind, the
 subtasks block in :meth:`CollectBuffer.put_batch`, which backpressures the whole job
 instead of filling memory (Flink's collect sink does the same through its fetch protocol).
 
+Delivery: without checkpointing, a batch is visible to the reader as soon as the sink
+writes it; a job restarted after a failure replays its sources, so the reader may see
+records twice (at-least-once). With checkpointing the sink subtasks deliver whole
+*transactions* (:meth:`CollectBuffer.put_transaction`): the records written before a
+checkpoint, handed over when that checkpoint completes, each transaction at most once, so
+the reader sees every record exactly once whatever fails (two-phase commit).
+
 Buffers live in a process-wide registry: the sink (plan data, possibly copied) carries
 only the buffer's id and finds the live buffer in the process it runs in. A TaskManager
 in another process registers a forwarding buffer under the same id
-(:func:`register_collect_buffer`) to ship batches back.
+(:func:`register_collect_buffer`, with the writer methods ``expect_writers``,
+``put_batch``, ``put_transaction`` and ``writer_finished``) to ship batches back.
 """
 
 from __future__ import annotations
@@ -60,6 +68,7 @@ class CollectBuffer:
         self._consumer_gone = False
         self._expected_writers: Optional[int] = None
         self._finished_writers: set[int] = set()
+        self._transactions: set[str] = set()  # ids of the transactions delivered
         self.buffer_id = register_collect_buffer(self, buffer_id)
 
     # ------------------------------------------------------------------ writers
@@ -75,10 +84,20 @@ class CollectBuffer:
         Returns False if ``timeout`` (seconds) passed while full; True when the batch was
         taken, or dropped because the buffer was closed or its reader went away.
         """
-        if not values:
-            return True
+        return self._put(values, timeout, None)
+
+    def put_transaction(self, transaction_id: str, values: list, timeout: Optional[float] = None) -> bool:
+        """Deliver the records of a committed transaction, unless ``transaction_id`` was delivered
+        already (a restarted job commits its restored transactions again); blocks like put_batch."""
+        return self._put(values, timeout, transaction_id)
+
+    def _put(self, values: list, timeout: Optional[float], transaction_id: Optional[str]) -> bool:
         n = len(values)
         with self._cond:
+            if transaction_id is not None and transaction_id in self._transactions:
+                return True
+            if not values:
+                return True
             while (self._size and self._size + n > self.capacity and not self._closed
                    and self._error is None and not self._consumer_gone):
                 if not self._cond.wait(timeout):
@@ -87,6 +106,8 @@ class CollectBuffer:
                 return True
             self._batches.append(values)
             self._size += n
+            if transaction_id is not None:
+                self._transactions.add(transaction_id)
             self._cond.notify_all()
         return True
 

@@ -7,17 +7,27 @@ each sink subtask's records into *part files* under ``base_path``, named
 ``.part-0-0.inprogress`` file), rolled by the :class:`RollingPolicy` (size, age,
 inactivity, or at every checkpoint), and only then *committed*: renamed to its final
 name. Committing happens at the end of a bounded input and when a checkpoint completes,
-so readers of ``base_path`` only ever see complete files (Flink's two-phase commit).
+so readers of ``base_path`` only ever see complete files (Flink's two-phase commit). With
+checkpointing the sink is exactly-once: after any number of failures, each restoring the
+latest checkpoint, the committed files hold exactly the lines of a run without failures
+(a restored subtask commits what the checkpoint had pending, cuts its in-progress file
+back to it, and removes the part files it wrote after it). Without checkpointing it is
+at-least-once: a restarted job starts over and writes again what was already committed.
 
 Differences from Flink, on purpose: the default bucket assigner writes straight into
 ``base_path`` (Flink's default makes hourly ``yyyy-MM-dd--HH`` sub-directories; ask for
 them with ``BucketAssigner.date_time_bucket_assigner()``); part files are named by
 subtask index instead of a random writer id; without checkpointing a rolled part file is
-committed at once (Flink would leave it pending forever).
+committed at once (Flink would leave it pending forever); what is left at the end of a
+bounded input is committed when the sink finishes (Flink 2.x commits it with a final
+checkpoint), so a job that fails after that before any checkpoint completed may write it
+twice.
 
 :class:`CsvSink` (a streamkernel extra) writes records as CSV rows, as Flink's old
 ``writeAsCsv``: one file ``path`` at parallelism 1, else a directory ``path`` holding one
-file per subtask (``1.csv``, ``2.csv`` ...).
+file per subtask (``1.csv``, ``2.csv`` ...). Its rows are visible as they are written
+(no two-phase commit); a job restored from a checkpoint cuts each file back to its size at
+that checkpoint, at the same parallelism only.
 """
 
 from __future__ import annotations

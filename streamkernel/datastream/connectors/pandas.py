@@ -10,9 +10,16 @@
 Tuples, lists and unnamed Rows become rows (columns 0, 1, ... unless ``columns`` names
 them); dicts and named Rows become rows with their keys as columns; anything else is one
 column named ``value``. Records are kept per sink subtask (in subtask order in the
-frame); a subtask that starts afresh (the same sink in another job) replaces what it
-wrote before, one restarted from a checkpoint keeps what it wrote up to that checkpoint.
-pandas is imported only when a frame is built.
+frame); a subtask that starts afresh (the same sink in another job, or a job restarted
+without a checkpoint) replaces what it wrote before, one restarted from a checkpoint keeps
+what it wrote up to that checkpoint.
+
+When records become visible: without checkpointing, as soon as they are written (a
+restarted job replaces them, so while it recovers the frame may lose records that come
+back when they are replayed). With checkpointing the sink is a two-phase commit sink:
+records appear when the checkpoint that covers them completes (and at the end of the
+input), so the frame only ever holds records that will stay, each exactly once, whatever
+fails. pandas is imported only when a frame is built.
 """
 
 from __future__ import annotations
@@ -70,6 +77,11 @@ class _PandasStore:
             part = self._parts.setdefault(subtask_index, [])
             del part[count:]
         return part
+
+    def remove(self, subtask_index: int) -> list:
+        """Take the part of subtask ``subtask_index`` out of the store (its records, or [])."""
+        with self._lock:
+            return self._parts.pop(subtask_index, [])
 
     def records(self) -> list:
         """All records, subtask by subtask."""

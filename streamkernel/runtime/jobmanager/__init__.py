@@ -8,10 +8,14 @@
   writes the task deployment descriptors; :mod:`.restart` holds the restart strategies
   (none, fixed delay, failure rate, exponential delay) that decide whether a failed job
   restarts; :mod:`.failure_injection` resolves ``MiniCluster.fail_operator`` targets.
+* :class:`JobCheckpointing` drives a job's CheckpointCoordinator for its JobMaster
+  (periodic checkpoints, savepoints on request, statistics); :class:`StateRecovery` chooses
+  the checkpoint each job attempt starts from and assigns its state to the subtasks.
 """
 
 from __future__ import annotations
 
+from streamkernel.runtime.jobmanager.checkpointing import CheckpointRequest, JobCheckpointing
 from streamkernel.runtime.jobmanager.dispatcher import Dispatcher, UnknownJobError
 from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine
 from streamkernel.runtime.jobmanager.failure_injection import FailureInjectionError
@@ -39,6 +43,7 @@ from streamkernel.runtime.jobmanager.restart import (
     create_restart_strategy,
 )
 from streamkernel.runtime.jobmanager.scheduler import assign_slots, build_deployment_descriptors
+from streamkernel.runtime.jobmanager.state_recovery import RecoveryChoice, StateRecovery
 
 __all__ = [
     "Dispatcher",
@@ -65,4 +70,8 @@ __all__ = [
     "FailureInjectionError",
     "assign_slots",
     "build_deployment_descriptors",
+    "JobCheckpointing",
+    "CheckpointRequest",
+    "StateRecovery",
+    "RecoveryChoice",
 ]

@@ -93,6 +93,18 @@ class Dispatcher:
         """
         return self._master(job_id).result_future.result(timeout)
 
+    def trigger_checkpoint(self, job_id: JobIdLike) -> CompletableFuture[str]:
+        """Take a checkpoint of a running job now; the future gets its directory."""
+        return self._master(job_id).trigger_checkpoint()
+
+    def trigger_savepoint(self, job_id: JobIdLike, target_dir: Optional[str] = None) -> CompletableFuture[str]:
+        """Take a savepoint of a running job; the future gets its directory."""
+        return self._master(job_id).trigger_savepoint(target_dir)
+
+    def stop_with_savepoint(self, job_id: JobIdLike, target_dir: Optional[str] = None) -> CompletableFuture[str]:
+        """Take a savepoint, then stop the job; the future gets the savepoint's directory once the job ended."""
+        return self._master(job_id).stop_with_savepoint(target_dir)
+
     def add_job_status_listener(self, job_id: JobIdLike, listener: Callable[[JobDetails], None]) -> None:
         """Call ``listener(details)`` now and whenever the job's status changes (see JobMaster)."""
         self._master(job_id).add_status_listener(listener)

@@ -24,6 +24,9 @@ The rules (Flink's, restarting all tasks of the job on a failure: Flink's "full"
                       failure), then RUNNING: redeploy every subtask as attempt + 1 on fresh
                       channels (into the same slots, or new ones if a TaskManager was lost)
     FAILING   --all subtasks terminal--> FAILED                (release, report)
+    CREATED/RUNNING --a global failure (too many failed checkpoints)--> as a failed subtask
+    CREATED/RUNNING --the state to start from cannot be restored--> FAILING, no restart
+                      (a corrupt savepoint or a program that does not fit it stays so)
     any non-terminal --cancel--> CANCELLING: cancel every subtask, then release the channels
     CANCELLING --all subtasks terminal--> CANCELED             (release, report)
 
@@ -284,6 +287,34 @@ class JobStateMachine:
         if lost and self.status in (JobStatus.CREATED, JobStatus.RUNNING):
             return self._fail(cause, lost[0].name, now_ms, taskmanager_id)
         return self._progress(now_ms)
+
+    def fail_globally(self, cause: BaseException, now_ms: int) -> list[Action]:
+        """A failure of the whole job, not of one subtask (Flink's global failure, e.g. more
+        consecutive checkpoint failures than tolerated): the restart strategy decides."""
+        if self.status not in (JobStatus.CREATED, JobStatus.RUNNING):
+            return []
+        return self._fail(cause, None, now_ms)
+
+    def restore_failed(self, cause: BaseException, now_ms: int) -> list[Action]:
+        """The checkpoint or savepoint the attempt must start from cannot be restored (before
+        any of its subtasks was deployed): the job fails without a restart."""
+        if self.is_terminal or self.status in (JobStatus.FAILING, JobStatus.CANCELLING):
+            return []
+        self.awaiting_slots = False
+        self.failure_cause = cause
+        self.failing_task = None
+        self.exception_history.append(ExceptionHistoryEntry.of(cause, now_ms, None, None, self.attempt, False))
+        self._set_status(JobStatus.FAILING, now_ms)
+        for execution in self.executions.values():
+            if not execution.state.is_terminal:
+                execution.cancel_requested = True
+                execution.set_state(ExecutionState.CANCELED, now_ms)  # never deployed
+        return self._progress(now_ms)
+
+    def report_warning(self, error: BaseException, now_ms: int) -> None:
+        """Keep ``error`` in the exception history although the job goes on (e.g. a corrupt
+        checkpoint that recovery skipped for an older one): ``restarted`` is True."""
+        self.exception_history.append(ExceptionHistoryEntry.of(error, now_ms, None, None, self.attempt, True))
 
     def restart_due(self, now_ms: int) -> list[Action]:
         """The restart backoff elapsed: redeploy every subtask as a new attempt."""

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Optional
 
 from streamkernel.common.job_status import JobStatus
 from streamkernel.graph.execution_graph import SlotId
+from streamkernel.runtime.checkpoint.history import CheckpointStatsSnapshot
 from streamkernel.runtime.deployment import ExecutionState
 
 __all__ = ["ExceptionHistoryEntry", "SubtaskDetails", "VertexDetails", "JobDetails", "JobResult"]
@@ -115,7 +116,9 @@ class JobDetails:
     is not terminal, and ``duration_ms`` runs from the submission to now (or to the end).
     ``num_restarts`` is Flink's ``numRestarts`` (restarts so far; the current attempt's
     number), ``exception_history`` every failure that started a failover, oldest first,
-    and ``restart_strategy`` the description of the job's restart strategy.
+    and ``restart_strategy`` the description of the job's restart strategy. ``checkpoints``
+    are the job's checkpoint statistics (counts, recent history with per-subtask
+    acknowledgements, latest completed / failed / restored), Flink's checkpoint stats.
     """
 
     job_id: str
@@ -133,6 +136,15 @@ class JobDetails:
     num_restarts: int = 0
     exception_history: tuple[ExceptionHistoryEntry, ...] = ()
     restart_strategy: str = ""
+    checkpoints: Optional[CheckpointStatsSnapshot] = None
+
+    def checkpoint_rows(self) -> list[dict]:
+        """The checkpoint history as rows, newest first: id, status, type, trigger time,
+        duration, size, acknowledged/total, path, failure, and ``subtasks``: one row per
+        acknowledging subtask (vertex, subtask, ack time, duration, size)."""
+        if self.checkpoints is None:
+            return []
+        return [dict(stats.row(), subtasks=stats.subtask_rows()) for stats in self.checkpoints.history]
 
     @property
     def subtasks(self) -> tuple[SubtaskDetails, ...]:
@@ -150,6 +162,7 @@ class JobDetails:
             "num_restarts": self.num_restarts, "restart_strategy": self.restart_strategy,
             "exception_history": [e.to_dict() for e in self.exception_history],
             "vertices": [v.to_dict() for v in self.vertices],
+            "checkpoints": _checkpoints_dict(self),
         }
 
 
@@ -172,6 +185,17 @@ class JobResult:
     def is_success(self) -> bool:
         """True when the job FINISHED."""
         return self.status is JobStatus.FINISHED
+
+
+def _checkpoints_dict(details: JobDetails) -> Optional[dict]:
+    stats = details.checkpoints
+    if stats is None:
+        return None
+    restored = stats.latest_restored
+    return {"counts": stats.counts(), "history": details.checkpoint_rows(),
+            "latest_restored": None if restored is None else {
+                "id": restored.checkpoint_id, "timestamp": restored.restore_timestamp,
+                "type": "savepoint" if restored.is_savepoint else "checkpoint", "path": restored.external_path}}
 
 
 def _describe(error: Optional[BaseException]) -> Optional[str]:

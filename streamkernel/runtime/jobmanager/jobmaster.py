@@ -8,13 +8,21 @@ FINISHED, FAILED (a subtask failed: the others are cancelled) or CANCELED. When 
 restart strategy allows it, a failure (a subtask fails, its TaskManager is lost) restarts
 the job instead: every subtask is cancelled, and after the strategy's backoff every subtask
 is deployed again as attempt + 1, on fresh channels. The state each attempt starts from
-comes from one place, :meth:`JobMaster.restored_state_for` (the checkpoint integration point).
+comes from one place, :meth:`JobMaster.restored_state_for`: the configured savepoint for the
+first attempt, the latest completed checkpoint for a restart (:mod:`.state_recovery`).
+
+Checkpoints: the JobMaster drives the job's CheckpointCoordinator (:mod:`.checkpointing`):
+periodic checkpoints when ``execution.checkpointing.interval`` is set, and checkpoints and
+savepoints on request (:meth:`JobMaster.trigger_checkpoint`, :meth:`~JobMaster.trigger_savepoint`,
+:meth:`~JobMaster.stop_with_savepoint`); their statistics are part of the published JobDetails.
 
 Every decision is made by :class:`~.job_state_machine.JobStateMachine` (pure). This class
 is the thin driver around it, Flink's "main thread" of a JobMaster: one thread takes
-events from a queue (task state updates from TaskManagers, cancel, lost TaskManagers,
-restart timers), feeds them to the state machine and carries out the actions it returns.
-Gateway calls that arrive from other threads only enqueue, so they never block a task.
+events from a queue (task state updates from TaskManagers, checkpoint acknowledgements,
+cancel, lost TaskManagers, checkpoint requests), wakes up for its timers (the restart
+backoff, the next periodic checkpoint), feeds the state machines and carries out the
+actions they return. Gateway calls that arrive from other threads only enqueue, so they
+never block a task.
 After every event the driver publishes an immutable :class:`~.job_status.JobDetails`.
 """
 
@@ -30,10 +38,13 @@ from typing import Any, Callable, Mapping, Optional
 
 from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_status import JobStatus
+from streamkernel.errors import CheckpointCorruptedError, CheckpointFailedError
 from streamkernel.graph.execution_graph import build_execution_graph
 from streamkernel.graph.job_graph import build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
-from streamkernel.runtime.deployment import ExecutionState, TaskDeploymentDescriptor
+from streamkernel.runtime.checkpoint.storage import resolve_checkpoint_dir
+from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, TaskDeploymentDescriptor
+from streamkernel.runtime.jobmanager.checkpointing import CheckpointRequest, JobCheckpointing
 from streamkernel.runtime.jobmanager.job_state_machine import (
     Action,
     CancelTask,
@@ -50,6 +61,7 @@ from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult
 from streamkernel.runtime.jobmanager.resource_manager import SlotRequestCancelledError
 from streamkernel.runtime.jobmanager.restart import RestartStrategy, create_restart_strategy
 from streamkernel.runtime.jobmanager.scheduler import SubtaskKey, assign_slots, build_deployment_descriptors
+from streamkernel.runtime.jobmanager.state_recovery import StateRecovery
 from streamkernel.runtime.taskmanager.gateway import ResourceManagerGateway, TaskExecutionState
 
 __all__ = ["JobMaster", "slot_request_timeout_ms", "DEFAULT_SLOT_REQUEST_TIMEOUT_MS"]
@@ -79,7 +91,8 @@ class JobMaster:
 
     ``configuration`` is the cluster's configuration with the job's own keys on top.
     ``result_future`` completes with a :class:`~.job_status.JobResult` when the job is
-    FINISHED, FAILED or CANCELED (it never completes exceptionally).
+    FINISHED, FAILED or CANCELED (it never completes exceptionally). Raises
+    IllegalConfigurationError for invalid checkpoint settings.
     """
 
     def __init__(self, job_id: str, stream_graph: StreamGraph, resource_manager: ResourceManagerGateway, *,
@@ -88,6 +101,8 @@ class JobMaster:
                  on_terminated: Optional[Callable[["JobMaster", JobResult], None]] = None) -> None:
         self._job_id = job_id
         self.configuration = {k: str(v) for k, v in (configuration or stream_graph.configuration).items()}
+        # Resolved once, here: every TaskManager writes where this JobMaster reads.
+        self.configuration["execution.checkpointing.dir"] = resolve_checkpoint_dir(self.configuration)
         self.job_graph = build_job_graph(stream_graph)
         # The graph is placed on one logical TaskManager with exactly the slots it needs;
         # assign_slots maps those logical slots onto the real ones the ResourceManager gives.
@@ -101,8 +116,15 @@ class JobMaster:
                                         self.execution_graph.slots_needed,
                                         restart_strategy or create_restart_strategy(self.configuration), _now_ms(),
                                         int(self.configuration.get("web.exception-history-size", 16)))
-        self._details = self._machine.details(_now_ms())
+        self._checkpointing = JobCheckpointing(job_id, self.job_graph, self.configuration, locate=self._locate,
+                                               fail_job=lambda error: self._events.put(("fail", error)),
+                                               stop_job=self._stop_after_savepoint)
+        self._recovery = StateRecovery(self._checkpointing.storage, self.configuration, self.job_graph)
+        self._details = self._with_checkpoints(self._machine.details(_now_ms()))
         self._events: "queue.SimpleQueue[tuple]" = queue.SimpleQueue()
+        # Guards _closed: checkpoint requests are queued only while the event loop still runs.
+        self._requests_lock = threading.Lock()
+        self._closed = False
         self._restart_at: Optional[float] = None
         self._on_terminated = on_terminated
         self._taskmanagers_used: set[str] = set()
@@ -122,6 +144,14 @@ class JobMaster:
         """A subtask changed state (from its thread): queued for the JobMaster's thread."""
         self._events.put(("task", update))
 
+    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any) -> None:
+        """A subtask stored its checkpoint state (from its thread): queued for the JobMaster's thread."""
+        self._events.put(("ack", attempt_id, checkpoint_id, state_handle))
+
+    def decline_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
+        """A subtask could not take a checkpoint (from its thread): queued."""
+        self._events.put(("decline", attempt_id, checkpoint_id, reason))
+
     def disconnect_taskmanager(self, taskmanager_id: str, cause: BaseException) -> None:
         """A TaskManager is gone: its subtasks are lost (the job fails, or restarts)."""
         self._events.put(("taskmanager_lost", taskmanager_id, cause))
@@ -136,6 +166,43 @@ class JobMaster:
     def request_job_details(self) -> JobDetails:
         """The latest published status snapshot (safe from any thread)."""
         return self._details
+
+    # ------------------------------------------------------- checkpoints on request
+    def trigger_checkpoint(self) -> CompletableFuture[str]:
+        """Take a checkpoint now (whatever the interval); the future gets its directory, or
+        fails with CheckpointFailedError saying why (e.g. the job is not running)."""
+        return self._request(CheckpointRequest(is_savepoint=False))
+
+    def trigger_savepoint(self, target_dir: Optional[str] = None) -> CompletableFuture[str]:
+        """Take a savepoint into ``target_dir`` (default: ``execution.checkpointing.savepoint-dir``,
+        else ``./savepoints``); the future gets the savepoint's directory."""
+        return self._request(CheckpointRequest(is_savepoint=True, target_dir=target_dir))
+
+    def stop_with_savepoint(self, target_dir: Optional[str] = None) -> CompletableFuture[str]:
+        """Take a savepoint, then stop the job; the future gets the savepoint's directory once
+        the job has ended. If the savepoint fails, the job keeps running (as in Flink).
+
+        Deviation from Flink: the job is cancelled after the savepoint (it ends CANCELED, not
+        FINISHED, and its sources are not stopped at the savepoint's barrier, so records read
+        after it may still reach sinks before the tasks stop; restoring the savepoint reads
+        them again).
+        """
+        return self._request(CheckpointRequest(is_savepoint=True, target_dir=target_dir, stop=True))
+
+    def _request(self, request: CheckpointRequest) -> CompletableFuture[str]:
+        with self._requests_lock:
+            if not self._closed:
+                self._events.put(("request", request))
+                return request.future
+        status = self._details.status.name
+        request.future.complete_exceptionally(CheckpointFailedError(
+            f"cannot take a {request.kind} of job {self.job_name!r}: the job is {status}"))
+        return request.future
+
+    def _stop_after_savepoint(self, request: CheckpointRequest, path: str) -> None:
+        """The savepoint of a stop-with-savepoint completed: end the job, then answer."""
+        self.result_future.add_done_callback(lambda _: request.future.complete(path))
+        self._events.put(("cancel",))
 
     def add_status_listener(self, listener: Callable[[JobDetails], None]) -> None:
         """Call ``listener(details)`` now and after every change of the job's status.
@@ -153,9 +220,12 @@ class JobMaster:
         except Exception:  # noqa: BLE001 - a listener must not break the job
             _LOG.exception("status listener of job %r failed", self.job_name)
 
+    def _with_checkpoints(self, details: JobDetails) -> JobDetails:
+        return dataclasses.replace(details, checkpoints=self._checkpointing.stats())
+
     def _publish(self) -> None:
         previous = self._details.status
-        self._details = self._machine.details(_now_ms())
+        self._details = self._with_checkpoints(self._machine.details(_now_ms()))
         if self._details.status is not previous:
             with self._listeners_lock:
                 listeners = list(self._listeners)
@@ -182,21 +252,57 @@ class JobMaster:
         try:
             self._handle(self._machine.start(_now_ms()))
             while not self._machine.is_terminal:
-                timeout = None
-                if self._restart_at is not None:
-                    timeout = max(0.0, self._restart_at - time.monotonic())
                 try:
-                    event = self._events.get(timeout=timeout)
+                    event = self._events.get(timeout=self._timeout())
                 except queue.Empty:
-                    self._restart_at = None
-                    self._handle(self._machine.restart_due(_now_ms()))
-                    continue
-                self._dispatch(event)
+                    event = None
+                if event is not None:
+                    self._dispatch(event)
+                self._fire_timers()
         except BaseException as exc:  # noqa: BLE001 - a driver bug must still end the job
             _LOG.exception("JobMaster of %r crashed", self.job_name)
             self.result_future.complete(JobResult(self._job_id, self.job_name, JobStatus.FAILED,
                                                   0, {}, exc, None))
             self._release_resources()
+        finally:
+            self._close_requests()
+
+    def _timeout(self) -> Optional[float]:
+        """How long the event loop may wait: until the restart backoff or the next checkpoint timer."""
+        deadlines = []
+        if self._restart_at is not None:
+            deadlines.append(self._restart_at - time.monotonic())
+        wakeup = self._checkpointing.next_wakeup_ms()
+        if wakeup is not None:
+            deadlines.append((wakeup - _now_ms()) / 1000)
+        return max(0.001, min(deadlines)) if deadlines else None
+
+    def _fire_timers(self) -> None:
+        if self._machine.is_terminal:
+            return
+        if self._restart_at is not None and time.monotonic() >= self._restart_at:
+            self._restart_at = None
+            self._handle(self._machine.restart_due(_now_ms()))
+        wakeup = self._checkpointing.next_wakeup_ms()
+        if wakeup is not None and _now_ms() >= wakeup:
+            self._checkpointing.tick(_now_ms())
+            self._publish()
+
+    def _close_requests(self) -> None:
+        """The event loop ended: checkpoint requests still queued fail (the job is over)."""
+        with self._requests_lock:
+            self._closed = True
+        status = self._details.status.name
+        while True:
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                return
+            if event[0] == "request":
+                event[1].future.complete_exceptionally(CheckpointFailedError(
+                    f"cannot take a {event[1].kind} of job {self.job_name!r}: the job is {status}"))
+            elif event[0] == "ack":
+                self._checkpointing.storage.discard_state(event[3])
 
     def _dispatch(self, event: tuple) -> None:
         kind, now = event[0], _now_ms()
@@ -205,10 +311,35 @@ class JobMaster:
             update: TaskExecutionState = event[1]
             self._handle(machine.task_state_changed(update.attempt_id, update.state, update.error, now,
                                                     update.metrics))
+        elif kind in ("ack", "decline"):
+            attempt_id = event[1]
+            execution = machine.executions.get((attempt_id.vertex_id, attempt_id.subtask_index))
+            current = execution is not None and execution.attempt_number == attempt_id.attempt_number
+            if kind == "ack":
+                self._checkpointing.acknowledge(attempt_id, event[2], event[3], current, now)
+            else:
+                self._checkpointing.decline(attempt_id, event[2], event[3], current, now)
+            self._publish()
+        elif kind == "request":
+            self._checkpointing.request(event[1], now)
+            self._publish()
+        elif kind == "fail":
+            self._handle(machine.fail_globally(event[1], now))
         elif kind == "cancel":
             self._handle(machine.cancel(now))
         elif kind == "taskmanager_lost":
             self._handle(machine.taskmanager_lost(event[1], event[2], now))
+
+    def _locate(self, key: SubtaskKey) -> Optional[tuple[Any, ExecutionAttemptId]]:
+        """The TaskExecutor and attempt id of a deployed subtask (for checkpoint messages)."""
+        execution = self._machine.executions.get(key)
+        if execution is None or execution.slot is None or execution.state.is_terminal:
+            return None
+        try:
+            gateway = self._resource_manager.task_executor_gateway(execution.slot.taskmanager_id)
+        except Exception:  # noqa: BLE001 - the TaskManager is gone: its loss is being handled
+            return None
+        return gateway, self._machine.attempt_id(key)
 
     def _handle(self, actions: list[Action]) -> None:
         """Carry out actions (they may produce more), then publish the new status."""
@@ -218,6 +349,14 @@ class JobMaster:
             if isinstance(action, RequestSlots):
                 pending.extend(self._request_slots(action.count))
             elif isinstance(action, DeployTask):
+                if action.attempt_number != self._descriptor_attempt:
+                    try:
+                        self._prepare_attempt(action.attempt_number)
+                    except Exception as error:  # noqa: BLE001 - a corrupt savepoint, state without uid ...
+                        _LOG.error("job %r cannot restore its state: %s", self.job_name, error)
+                        pending = deque(a for a in pending if not isinstance(a, DeployTask))
+                        pending.extend(self._machine.restore_failed(error, _now_ms()))
+                        continue
                 self._deploy(action)
             elif isinstance(action, CancelTask):
                 self._cancel_task(action)
@@ -233,6 +372,7 @@ class JobMaster:
                 _LOG.info("job %r restarts in %d ms (%s)", self.job_name, action.delay_ms,
                           self._machine.restart_strategy.describe())
             elif isinstance(action, JobTerminated):
+                self._checkpointing.job_terminated(action.result.status, _now_ms())
                 self._publish()
                 if self._on_terminated is not None:
                     try:
@@ -240,6 +380,9 @@ class JobMaster:
                     except Exception:  # noqa: BLE001
                         _LOG.exception("on_terminated callback of job %r failed", self.job_name)
                 self.result_future.complete(action.result)
+        machine = self._machine
+        self._checkpointing.on_job_progress(machine.status, machine.attempt,
+                                            {k: e.state for k, e in machine.executions.items()}, _now_ms())
         self._publish()
 
     def _request_slots(self, count: int) -> list[Action]:
@@ -257,30 +400,42 @@ class JobMaster:
     def restored_state_for(self, attempt: int) -> Optional[Mapping[SubtaskKey, Mapping[str, Any]]]:
         """The state attempt ``attempt`` of the job starts from: subtask -> its restored state.
 
-        THE integration point for checkpoints: called once per attempt (0 for the first
-        deployment, then once per restart) before the subtasks are deployed; each subtask's
-        entry goes into its ``TaskDeploymentDescriptor.restored_state`` (the shape
-        :mod:`streamkernel.runtime.task_checkpoint` restores). None, or a subtask missing,
-        means "start from scratch": without checkpoints a restarted job reprocesses its
-        sources from the beginning, as Flink does. For now it always returns None; the
-        checkpoint coordinator will answer with the latest completed checkpoint (or, for
-        attempt 0, the savepoint of ``execution.state-recovery.path``). Runs in the
-        JobMaster's thread.
+        Called once per attempt (0 for the first deployment, then once per restart) before
+        its subtasks are deployed; each subtask's entry goes into its
+        ``TaskDeploymentDescriptor.restored_state`` (the shape
+        :mod:`streamkernel.runtime.task_checkpoint` restores). Attempt 0 starts from
+        ``execution.state-recovery.path`` (1.x ``execution.savepoint.path``) if set; a restart
+        from the latest valid completed checkpoint (corrupt ones are skipped and reported in
+        the exception history and the log), else from the first attempt's checkpoint. None
+        means "start from scratch": the sources read from the beginning, as in Flink.
+        Raises (and the job fails) when the state cannot be restored: a missing or corrupt
+        savepoint, state without a matching uid, a parallelism above the max parallelism.
+        Runs in the JobMaster's thread.
         """
-        return None
+        choice = self._recovery.choose(attempt, self._checkpointing.completed_ids)
+        now = _now_ms()
+        for skipped in choice.skipped:
+            message = choice.describe_skipped(skipped)
+            _LOG.warning("job %r: %s", self.job_name, message)
+            self._machine.report_warning(CheckpointCorruptedError(skipped.path, message), now)
+        if choice.checkpoint is None:
+            return None
+        restored = self._recovery.assign(choice.checkpoint)
+        self._checkpointing.restored(choice.checkpoint, now)
+        _LOG.info("job %r attempt %d restores %r", self.job_name, attempt, choice.checkpoint)
+        return restored
 
-    def _descriptor(self, key: SubtaskKey, attempt: int) -> TaskDeploymentDescriptor:
-        if attempt != self._descriptor_attempt:
-            descriptors = build_deployment_descriptors(self._job_id, self.job_graph, attempt_number=attempt,
-                                                       configuration=self.configuration)
-            restored = self.restored_state_for(attempt) or {}
-            self._descriptors = {k: dataclasses.replace(tdd, restored_state=restored[k]) if restored.get(k) else tdd
-                                 for k, tdd in descriptors.items()}
-            self._descriptor_attempt = attempt
-        return self._descriptors[key]
+    def _prepare_attempt(self, attempt: int) -> None:
+        """The deployment descriptors of attempt ``attempt``, with the state it starts from."""
+        descriptors = build_deployment_descriptors(self._job_id, self.job_graph, attempt_number=attempt,
+                                                   configuration=self.configuration)
+        restored = self.restored_state_for(attempt) or {}
+        self._descriptors = {k: dataclasses.replace(tdd, restored_state=restored[k]) if restored.get(k) else tdd
+                             for k, tdd in descriptors.items()}
+        self._descriptor_attempt = attempt
 
     def _deploy(self, action: DeployTask) -> None:
-        tdd = self._descriptor(action.key, action.attempt_number)
+        tdd = self._descriptors[action.key]
         try:
             gateway = self._resource_manager.task_executor_gateway(action.slot.taskmanager_id)
             self._taskmanagers_used.add(action.slot.taskmanager_id)

@@ -8,7 +8,9 @@ writer is told, for ``SinkContext.current_watermark``), as do idleness changes.
 
 Checkpoints are a two-phase commit: ``snapshot_state`` asks the writer to prepare (flush,
 list what the checkpoint will publish) and stores that as ``{"writer": ...}``;
-``notify_checkpoint_complete`` commits; ``initialize_state`` hands a restored state back.
+``notify_checkpoint_complete`` commits; ``initialize_state`` hands a restored state back
+(``writer.restore(state)``), or, when the parallelism changed, every old subtask's state
+(``writer.restore_rescaled([...])``, see :mod:`streamkernel.runtime.sinks.base`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,12 @@ class SinkOperator(StreamOperator):
     def initialize_state(self) -> None:
         """Give the writer the state of the checkpoint being restored, if any."""
         restored = self.context.restored_state
-        if restored is not None and restored.get("writer") is not None:
+        if restored is None:
+            return
+        if "raw_all" in restored:
+            states = [(raw or {}).get("writer") for raw in restored["raw_all"]]
+            self.writer.restore_rescaled(states)  # type: ignore[union-attr]
+        elif restored.get("writer") is not None:
             self.writer.restore(restored["writer"])  # type: ignore[union-attr]
 
     def open(self) -> None:

@@ -19,8 +19,16 @@ operator also does what Flink's SourceOperator does around the reader:
   at once. The next record or watermark marks it active again;
 * **end of input**: when the reader finishes, MAX_WATERMARK is emitted (Flink: event time
   ends with the source) and ``emit_next`` returns False; the Task then sends END_OF_PARTITION;
-* **checkpoints**: ``snapshot_state`` returns ``{"position": reader.snapshot_position()}``,
-  restored from ``context.restored_state`` in ``initialize_state``.
+* **checkpoints**: ``snapshot_state`` returns ``{"splits": reader.snapshot_splits()}`` for a
+  reader with split-level positions, else ``{"position": reader.snapshot_position()}``;
+  ``initialize_state`` restores it from ``context.restored_state``. At the same parallelism
+  a subtask gets back exactly what it snapshotted. At another parallelism it gets
+  ``{"raw_all": [every old subtask's state]}`` (see ``checkpoint.restore``): it
+  concatenates the old subtasks' splits in old subtask order, lets the reader cut them
+  finer (``rebalance_splits``) and keeps those its reader ``owns_split`` (by default split
+  *i* -> subtask ``i % parallelism``), so every split, finished or not, lands on exactly
+  one new subtask. A per-subtask position cannot be
+  redistributed: restoring one at another parallelism is refused with a clear error.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from streamkernel.common.config_options import parse_duration_ms
 from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK, TimestampAssigner
+from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.transformations import OperatorSpec
 from streamkernel.runtime.operators.base import OperatorContext, Output, StreamOperator
 from streamkernel.runtime.operators.contexts import wrap_user_error
@@ -113,10 +122,41 @@ class SourceOperator(StreamOperator):
         self._idle_timeout_ms = strategy.idle_timeout_ms
 
     def initialize_state(self) -> None:
-        """Move the reader to the restored position, if any."""
+        """Move the reader to the restored position, if any (redistributing splits after a rescale)."""
         restored = self.context.restored_state
-        if restored is not None and restored.get("position") is not None:
-            self.reader.restore_position(restored["position"])  # type: ignore[union-attr]
+        if restored is None:
+            return
+        reader = self.reader
+        assert reader is not None
+        if "raw_all" in restored:
+            self._restore_rescaled(reader, restored["raw_all"])
+        elif restored.get("splits") is not None:
+            self._require_splits(reader, "its checkpointed position is a list of splits")
+            reader.restore_splits(list(restored["splits"]))
+        elif restored.get("position") is not None:
+            reader.restore_position(restored["position"])
+
+    def _restore_rescaled(self, reader: SourceReader, raw_all: list) -> None:
+        """Take this subtask's share of every old subtask's splits (module docstring)."""
+        old = [raw for raw in raw_all if raw is not None]
+        positions = [raw for raw in old if raw.get("position") is not None]
+        if positions:
+            raise InvalidProgramError(
+                f"cannot restore {self._describe()} from {len(raw_all)} subtasks at parallelism "
+                f"{self.context.task_info.parallelism}: its reader ({type(reader).__name__}) keeps one position "
+                f"per subtask, not splits; restore it at parallelism {len(raw_all)}, or give the reader "
+                f"snapshot_splits() / restore_splits()")
+        if not any(raw.get("splits") is not None for raw in old):
+            return  # nothing was read anywhere: start afresh
+        self._require_splits(reader, "it is restored at another parallelism")
+        every = reader.rebalance_splits([split for raw in old for split in (raw.get("splits") or ())])
+        reader.restore_splits([split for index, split in enumerate(every) if reader.owns_split(index, split)])
+
+    def _require_splits(self, reader: SourceReader, why: str) -> None:
+        if not reader.supports_splits:
+            raise InvalidProgramError(
+                f"cannot restore {self._describe()}: {why}, but its reader ({type(reader).__name__}) has no "
+                f"snapshot_splits() / restore_splits(); was the source replaced by another kind of source?")
 
     def open(self) -> None:
         """Open the reader; mark the output idle if it has nothing assigned."""
@@ -226,8 +266,12 @@ class SourceOperator(StreamOperator):
 
     # ------------------------------------------------------------- checkpoints
     def snapshot_state(self, checkpoint_id: int) -> dict:
-        """``{"position": ...}``: where the reader stands after the last emitted batch."""
-        return {"position": self.reader.snapshot_position()}  # type: ignore[union-attr]
+        """``{"splits": [...]}`` (or ``{"position": ...}``): where the reader stands after the last emitted batch."""
+        reader = self.reader
+        assert reader is not None
+        if reader.supports_splits:
+            return {"splits": reader.snapshot_splits()}
+        return {"position": reader.snapshot_position()}
 
     def _describe(self) -> str:
         if self.context is None:

@@ -12,7 +12,16 @@ Checkpoints (two-phase commit, as Flink's TwoPhaseCommittingSink): ``prepare_com
 flushes and returns this writer's state for checkpoint ``id`` (e.g. the part files it will
 commit); ``commit(id)`` runs when that checkpoint completed everywhere;
 ``restore(state)`` gets the state of the checkpoint a job restarts from (and commits what
-that checkpoint had prepared, since it completed).
+that checkpoint had prepared, since it completed). Restored at another parallelism, every
+new subtask gets ``restore_rescaled(states)`` with every old subtask's state (None where
+one had none), in old subtask order; a writer that can recover them takes its share (old
+subtask *j* belongs to new subtask ``j % parallelism``: :meth:`BatchSinkWriter.owned_states`),
+one that cannot refuses clearly (the default).
+
+Exactly-once sinks (FileSink, CollectSink, PandasSink) stage what they write and make it
+visible only when the covering checkpoint completes, when the job checkpoints
+(:func:`checkpointing_enabled`); without checkpointing they publish at once, so a
+restarted job (which replays its sources from the beginning) may publish records twice.
 """
 
 from __future__ import annotations
@@ -20,9 +29,23 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from streamkernel.datastream.connectors.sink_writer import SinkContext
+from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.operators.base import OperatorContext
 
-__all__ = ["BatchSinkWriter"]
+__all__ = ["BatchSinkWriter", "checkpointing_enabled"]
+
+
+def checkpointing_enabled(configuration: Any) -> bool:
+    """True if the job checkpoints (``execution.checkpointing.interval`` set and > 0)."""
+    from streamkernel.common.config_options import parse_duration_ms
+
+    raw = configuration.get("execution.checkpointing.interval")
+    if raw in (None, ""):
+        return False
+    try:
+        return parse_duration_ms(raw) > 0
+    except ValueError:
+        return False
 
 
 class BatchSinkWriter:
@@ -65,6 +88,20 @@ class BatchSinkWriter:
 
     def restore(self, state: Any) -> None:
         """Restart from a completed checkpoint whose ``prepare_commit`` returned ``state``."""
+
+    def restore_rescaled(self, states: list) -> None:
+        """Restart at another parallelism from every old subtask's ``prepare_commit`` state
+        (None entries: no state). By default only possible when there is no state at all."""
+        if any(state is not None for state in states):
+            raise InvalidProgramError(
+                f"sink {self.context.node.name!r} ({type(self.sink).__name__}) cannot be restored at another "
+                f"parallelism ({len(states)} -> {self.parallelism}): its writer keeps per-subtask state it cannot "
+                f"redistribute; restore at parallelism {len(states)}")
+
+    def owned_states(self, states: list) -> dict[int, Any]:
+        """Old subtask index -> state, for the old subtasks this subtask recovers (``j % parallelism``)."""
+        return {j: state for j, state in enumerate(states)
+                if state is not None and j % self.parallelism == self.subtask_index}
 
     def close(self) -> None:
         """Release resources; called last, also after a failure."""

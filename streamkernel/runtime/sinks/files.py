@@ -12,10 +12,19 @@ FileSink, per sink subtask (Flink's FileWriter + FileCommitter, in one object):
    completes (``commit``); and at the end of a bounded input (``finish``).
 
 ``prepare_commit`` (at a checkpoint) flushes the in-progress files and returns the state a
-restart needs: the pending files (committed on restore: their checkpoint completed) and
-each in-progress file with its size (truncated back to it on restore and appended to,
-as Flink's local recoverable writer does). So a restarted job neither loses nor repeats
-lines.
+restart needs: the pending files (committed on restore: their checkpoint completed), each
+in-progress file with its size (truncated back to it on restore and appended to, as
+Flink's local recoverable writer does) and the part counter. A restored subtask also
+removes its part files numbered from that counter on: they were written after the
+checkpoint by the failed attempt (in progress, or committed at its end of input), and
+the sources replay their records. So a restarted job neither loses nor repeats lines:
+the committed files equal those of a run without failures.
+
+Restored at another parallelism, new subtask ``j % parallelism`` recovers old subtask
+``j``'s files: commits its pending files and its in-progress files cut back to their
+checkpointed size (they are not continued), and removes its files written after the
+checkpoint. Old subtask ``j``'s names are used by no one else meanwhile (new subtask
+``j`` recovers them itself when it exists), so the subtasks never touch each other's files.
 
 CsvSink writes its file in place (visible while the job runs, flushed after every batch);
 on restore from a checkpoint it is truncated back to its size at that checkpoint.
@@ -25,6 +34,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+import logging
 import os
 import re
 from typing import Any, Optional
@@ -34,22 +44,11 @@ from streamkernel.common.typeinfo.text import java_formatter
 from streamkernel.common.types import Row
 from streamkernel.runtime.operators.contexts import wrap_user_error
 from streamkernel.runtime.operators.simple import failed_index
-from streamkernel.runtime.sinks.base import BatchSinkWriter
+from streamkernel.runtime.sinks.base import BatchSinkWriter, checkpointing_enabled
 
 __all__ = ["FileSinkWriter", "CsvSinkWriter", "checkpointing_enabled"]
 
-
-def checkpointing_enabled(configuration: Any) -> bool:
-    """True if the job checkpoints (``execution.checkpointing.interval`` set and > 0)."""
-    from streamkernel.common.config_options import parse_duration_ms
-
-    raw = configuration.get("execution.checkpointing.interval")
-    if raw in (None, ""):
-        return False
-    try:
-        return parse_duration_ms(raw) > 0
-    except ValueError:
-        return False
+_log = logging.getLogger(__name__)
 
 
 class _PartFile:
@@ -75,10 +74,13 @@ def _commit_file(in_progress: str, final: str) -> None:
 class FileSinkWriter(BatchSinkWriter):
     """Writes a FileSink's part files for one subtask (see the module docstring)."""
 
+    _restored: Optional[dict] = None  # old subtask index -> its checkpoint state (set before open)
+    _rescaled = False  # whether that state comes from another parallelism
+
     def open(self) -> None:
         """Prepare the base path, the part counter and the rolling timer."""
         sink = self.sink
-        self._base = sink.base_path
+        self._base = os.path.normpath(sink.base_path)  # bucket keys compare with dirname() of part files
         os.makedirs(self._base, exist_ok=True)
         config = sink.output_file_config
         self._prefix, self._suffix = config.part_prefix, config.part_suffix
@@ -92,24 +94,31 @@ class FileSinkWriter(BatchSinkWriter):
         self._charset = getattr(encoder, "_charset", None) if type(encoder) is SimpleStringEncoder else None
         self._text = java_formatter(self.input_type)
         self._encode = encoder.encode
-        self._parts: dict[str, _PartFile] = getattr(self, "_parts", {})
+        self._parts: dict[str, _PartFile] = {}  # bucket directory -> its in-progress file
         self._pending: list[tuple[str, str]] = []  # rolled since the last checkpoint
         self._prepared: dict[int, list[tuple[str, str]]] = {}  # checkpoint id -> rolled before it
-        if not hasattr(self, "_counter"):
-            self._counter = self._first_free_counter()
+        restored = self._restored or {}
+        for old_index, state in sorted(restored.items()):
+            self._recover(old_index, state, resume=old_index == self.subtask_index and not self._rescaled)
+        own = restored.get(self.subtask_index)
+        self._counter = max(int(own["counter"]) if own is not None else 0, self._first_free_counter())
         self._timer: Any = None
         self._schedule_check()
 
-    def _first_free_counter(self) -> int:
-        pattern = re.compile(rf"^\.?{re.escape(self._prefix)}-{self.subtask_index}-(\d+)"
+    def _part_files(self, subtask_index: int) -> list[tuple[str, int]]:
+        """(path, part number) of every part file of ``subtask_index`` (in progress or committed)."""
+        pattern = re.compile(rf"^\.?{re.escape(self._prefix)}-{subtask_index}-(\d+)"
                              rf"{re.escape(self._suffix)}(\.inprogress)?$")
-        highest = -1
+        found = []
         for root, _dirs, files in os.walk(self._base):
             for name in files:
                 match = pattern.match(name)
                 if match:
-                    highest = max(highest, int(match.group(1)))
-        return highest + 1
+                    found.append((os.path.join(root, name), int(match.group(1))))
+        return found
+
+    def _first_free_counter(self) -> int:
+        return max((n for _, n in self._part_files(self.subtask_index)), default=-1) + 1
 
     def _bucket_dir(self, now_ms: int) -> str:
         fmt = self._assigner.strftime_format
@@ -200,19 +209,38 @@ class FileSinkWriter(BatchSinkWriter):
                 _commit_file(in_progress, final)
 
     def restore(self, state: Any) -> None:
-        """Commit what the restored checkpoint prepared; continue its in-progress files where it stood."""
+        """Restart from this subtask's state at a completed checkpoint (applied in ``open``)."""
+        self._restored, self._rescaled = {self.subtask_index: state}, False
+
+    def restore_rescaled(self, states: list) -> None:
+        """Restart at another parallelism: recover the old subtasks ``j`` with ``j % parallelism == mine``."""
+        self._restored, self._rescaled = self.owned_states(states), True
+
+    def _recover(self, old_index: int, state: Any, resume: bool) -> None:
+        """Commit old subtask ``old_index``'s pending files, cut its in-progress files back to the
+        checkpoint (continued when ``resume``, else committed), remove its files written after it."""
+        counter = int(state["counter"])
+        for path, number in self._part_files(old_index):
+            if number >= counter:
+                os.remove(path)
         for in_progress, final in state["pending"]:
             _commit_file(in_progress, final)
-        now = self.context.processing_time.current_processing_time()
-        self._parts = {}
+        now = self._now()
         for in_progress, final, size in state["in_progress"]:
             if not os.path.exists(in_progress):
-                continue
+                if not os.path.exists(final):
+                    _log.warning("FileSink %s: part file %s of the restored checkpoint is gone; its %d bytes are "
+                                 "lost", self._base, in_progress, size)
+                    continue
+                os.replace(final, in_progress)  # committed at the end of input after the checkpoint: undo
             stream = open(in_progress, "r+b")
             stream.truncate(size)
-            stream.seek(size)
-            self._parts[os.path.dirname(in_progress)] = _PartFile(in_progress, final, stream, size, now)
-        self._counter = state["counter"]
+            if resume:
+                stream.seek(size)
+                self._parts[os.path.dirname(in_progress)] = _PartFile(in_progress, final, stream, size, now)
+            else:
+                stream.close()
+                _commit_file(in_progress, final)
 
     def finish(self) -> None:
         """End of input: roll every in-progress file and commit everything."""

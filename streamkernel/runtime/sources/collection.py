@@ -1,12 +1,13 @@
 """Reader of a CollectionSource: the elements in order, all on subtask 0.
 
 A collection source is non-parallel; should it run with more subtasks anyway, the others
-own nothing and finish at once. Position: the index of the next element.
+own nothing and finish at once. Position: one split, the index of the next element, on
+subtask 0 (``[next]``; the other subtasks have none).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Callable, Optional
 
 from streamkernel.datastream.connectors.collection import CollectionSource
 from streamkernel.runtime.sources.base import Batch, SourceReader
@@ -20,7 +21,9 @@ class CollectionReader(SourceReader):
     def __init__(self, source: CollectionSource, subtask_index: int, parallelism: int,
                  now_ms: Optional[Callable[[], int]] = None) -> None:
         super().__init__(subtask_index, parallelism, now_ms)
-        self._elements = source.elements if subtask_index == 0 else []
+        self._source = source
+        self._owner = subtask_index == 0  # whether this subtask reads the collection
+        self._elements = source.elements if self._owner else []
         self._next = 0
 
     def read_batch(self, max_records: int) -> Optional[Batch]:
@@ -32,10 +35,12 @@ class CollectionReader(SourceReader):
         self._next = min(stop, len(self._elements))
         return self._elements[start:stop], None
 
-    def snapshot_position(self) -> int:
-        """The index of the next element."""
-        return self._next
+    def snapshot_splits(self) -> list[int]:
+        """``[index of the next element]`` on the subtask that reads the collection, else ``[]``."""
+        return [self._next] if self._owner else []
 
-    def restore_position(self, position: Any) -> None:
-        """Continue at element ``position``."""
-        self._next = int(position)
+    def restore_splits(self, splits: list) -> None:
+        """Continue at the restored index (no split: nothing to read)."""
+        self._owner = bool(splits)
+        self._elements = self._source.elements if self._owner else []
+        self._next = int(splits[0]) if self._owner else 0

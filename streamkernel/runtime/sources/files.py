@@ -11,8 +11,14 @@ Each file is a split and is read whole by one subtask:
   are remembered and never read twice; a file is read as it is when discovered (write
   files elsewhere and move them in, as with Flink).
 
-Records are the lines without their terminator (``\\n``, ``\\r\\n`` or ``\\r``). Position:
-the files finished, the current file and how many of its lines were emitted.
+Records are the lines without their terminator (``\\n``, ``\\r\\n`` or ``\\r``).
+
+Position: one split per file this subtask finished, is reading or has queued, as
+``(path, lines emitted)``, with None instead of a count once the file is done. Restored at
+another parallelism, a file's split goes to the subtask that owns its path under the same
+rule as above (sorted index or crc32, ``owns_split``), so the subtask that would discover a
+file is the one that knows it was read, and a half-read file is continued by exactly one
+subtask. The static rule assumes the file set does not change while the job runs.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ class FileReader(SourceReader):
         self._paths = source.paths
         self._charset = source.stream_format.charset_name
         self._interval_ms = source.discovery_interval_ms
-        self._pending: list[str] = []  # files of this subtask not started yet, in order
+        self._queue: list[tuple[str, int]] = []  # files to read next: (path, lines already emitted)
         self._done: list[str] = []  # files of this subtask read completely
         self._seen: set[str] = set()  # every file this subtask has discovered (any owner)
         self._current: Optional[str] = None
@@ -59,6 +65,7 @@ class FileReader(SourceReader):
         self._file: Optional[TextIO] = None
         self._next_scan_ms = 0
         self._opened = False
+        self._static_index: Optional[dict[str, int]] = None  # path -> sorted index (static rule)
 
     @property
     def monitoring(self) -> bool:
@@ -77,11 +84,11 @@ class FileReader(SourceReader):
             if path in self._seen:
                 continue
             self._seen.add(path)
-            if self._owns(index, path) and path not in self._done and path != self._current:
-                self._pending.append(path)
+            if self._owns(index, path):
+                self._queue.append((path, 0))
         if self.monitoring:
             self._next_scan_ms = self.now_ms() + self._interval_ms  # type: ignore[operator]
-        self.is_idle = self._current is None and not self._pending
+        self.is_idle = self._current is None and not self._queue
 
     def open(self) -> None:
         """List the files (skipping what a restored position says was read)."""
@@ -93,12 +100,11 @@ class FileReader(SourceReader):
         self._discover()
 
     def _open_next(self) -> bool:
-        """Open the current file (or the next pending one); False if there is none."""
+        """Open the current file (or the next queued one); False if there is none."""
         if self._current is None:
-            if not self._pending:
+            if not self._queue:
                 return False
-            self._current = self._pending.pop(0)
-            self._lines_read = 0
+            self._current, self._lines_read = self._queue.pop(0)
         # newline=None: universal newlines, so "\r\n" and "\r" arrive as "\n"
         self._file = open(self._current, "r", encoding=self._charset, newline=None)
         if self._lines_read:
@@ -115,7 +121,7 @@ class FileReader(SourceReader):
                 if self.now_ms() < self._next_scan_ms:
                     return [], None
                 self._discover()
-                if not self._pending:
+                if not self._queue:
                     return [], None
                 continue
             lines = list(itertools.islice(self._file, max_records))  # type: ignore[arg-type]
@@ -131,7 +137,7 @@ class FileReader(SourceReader):
             self._file = None
             self._done.append(self._current)  # type: ignore[arg-type]
             self._current = None
-            self.is_idle = not self._pending
+            self.is_idle = not self._queue
 
     def poll_delay_seconds(self) -> float:
         """Until the next directory scan (when monitoring)."""
@@ -139,22 +145,35 @@ class FileReader(SourceReader):
             return DEFAULT_POLL_DELAY_SECONDS
         return min(max(0.0, (self._next_scan_ms - self.now_ms()) / 1000.0), 0.5)
 
-    def snapshot_position(self) -> dict:
-        """``{"done": [...], "current": path or None, "lines": n}``."""
-        return {"done": list(self._done), "current": self._current, "lines": self._lines_read}
-
-    def restore_position(self, position: Any) -> None:
-        """Resume after the files ``done``, ``lines`` lines into ``current``."""
-        self.close()
-        self._done = list(position["done"])
-        self._current = position["current"]
-        self._lines_read = position["lines"]
-        self._pending = []
-        self._seen = set(self._done)
+    # ------------------------------------------------------------- positions
+    def snapshot_splits(self) -> list[tuple[str, Optional[int]]]:
+        """``[(path, lines emitted or None once done), ...]``: done, current, then queued files."""
+        splits: list[tuple[str, Optional[int]]] = [(path, None) for path in self._done]
         if self._current is not None:
-            self._seen.add(self._current)
+            splits.append((self._current, self._lines_read))
+        splits.extend(self._queue)
+        return splits
+
+    def restore_splits(self, splits: list) -> None:
+        """Skip the files done, continue the others after the lines already emitted."""
+        self.close()
+        self._current, self._lines_read = None, 0
+        self._done = [path for path, lines in splits if lines is None]
+        self._queue = [(path, int(lines)) for path, lines in splits if lines is not None]
+        self._seen = {path for path, _ in splits}
         if self._opened:
             self._discover()
+
+    def owns_split(self, index: int, split: Any) -> bool:
+        """The file's owner under the discovery rule (a file no longer listed: by crc32 of its path)."""
+        path = split[0]
+        if not self.monitoring:
+            if self._static_index is None:
+                self._static_index = {p: i for i, p in enumerate(list_files(self._paths))}
+            position = self._static_index.get(path)
+            if position is not None:
+                return position % self.parallelism == self.subtask_index
+        return zlib.crc32(path.encode("utf-8", "surrogatepass")) % self.parallelism == self.subtask_index
 
     def close(self) -> None:
         """Close the open file."""

@@ -4,8 +4,10 @@ Partition ``p`` belongs to subtask ``p % parallelism`` (Kafka's rule of thumb, m
 a subtask with no partition is **idle** (``is_idle``; the SourceOperator marks its output
 idle so it does not hold back watermarks) and, when the source is bounded, finishes at
 once; a subtask with several partitions reads them in turn, each in offset order.
-Bounded readers stop at the end offsets present when they open. Position: the next offset
-per partition (and the stop offsets), so replay resumes exactly.
+Bounded readers stop at the end offsets present when they open. Position: one split per
+partition, ``(partition, next offset, stop offset or None)``, so replay resumes exactly.
+Restored at another parallelism, partition ``p``'s split goes to subtask
+``p % parallelism`` (``owns_split``: the same rule), which continues at its offset.
 """
 
 from __future__ import annotations
@@ -78,15 +80,22 @@ class MemoryLogReader(SourceReader):
         """A short poll interval (longer for an idle subtask)."""
         return _IDLE_POLL_DELAY_SECONDS if self.is_idle else DEFAULT_POLL_DELAY_SECONDS
 
-    def snapshot_position(self) -> dict:
-        """``{"offsets": {partition: next offset}, "stop": {partition: stop offset} or None}``."""
-        return {"offsets": dict(self._offsets or {}), "stop": dict(self._stop) if self._stop is not None else None}
+    def snapshot_splits(self) -> list[tuple[int, int, Optional[int]]]:
+        """``[(partition, next offset, stop offset or None), ...]`` (none before ``open``)."""
+        offsets, stop = self._offsets or {}, self._stop or {}
+        return [(p, offsets[p], stop.get(p)) for p in self.partitions if p in offsets]
 
-    def restore_position(self, position: Any) -> None:
-        """Continue at the saved offsets (a partition missing from them starts as configured)."""
-        saved = {int(p): int(o) for p, o in position["offsets"].items()}
-        saved_stop = {int(p): int(o) for p, o in (position.get("stop") or {}).items()}
+    def restore_splits(self, splits: list) -> None:
+        """Continue each split's partition at its offset (an own partition without a split starts as configured)."""
+        restored = {int(p): int(offset) for p, offset, _stop in splits}
+        self.partitions = sorted(set(self.partitions) | set(restored))
+        self.is_idle = not self.partitions
         ends = self._log.end_offsets()
-        self._offsets = {p: saved.get(p, 0 if self._earliest else ends[p]) for p in self.partitions}
+        self._offsets = {p: restored.get(p, 0 if self._earliest else ends[p]) for p in self.partitions}
         if self._bounded:
-            self._stop = {p: saved_stop.get(p, ends[p]) for p in self.partitions}
+            stops = {int(p): stop for p, _offset, stop in splits if stop is not None}
+            self._stop = {p: int(stops.get(p, ends[p])) for p in self.partitions}
+
+    def owns_split(self, index: int, split: Any) -> bool:
+        """Partition ``p`` belongs to subtask ``p % parallelism``."""
+        return int(split[0]) % self.parallelism == self.subtask_index

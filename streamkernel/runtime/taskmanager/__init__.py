@@ -4,10 +4,13 @@
   (TaskExecutorGateway, JobMasterGateway, ResourceManagerGateway) and their messages.
 * :class:`TaskExecutor`: the TaskManager itself, the same for every backend.
 * :mod:`.local`: the ``local`` backend, TaskManagers as objects of this process.
+* :mod:`.checkpoint_responder`: how tasks acknowledge checkpoints to their JobMaster and
+  where they write their state.
 """
 
 from __future__ import annotations
 
+from streamkernel.runtime.taskmanager.checkpoint_responder import TaskCheckpointResponder, task_checkpoint_storage
 from streamkernel.runtime.taskmanager.gateway import (
     AllocatedSlot,
     JobMasterGateway,
@@ -40,4 +43,6 @@ __all__ = [
     "TaskFactory",
     "start_local_taskmanagers",
     "local_taskmanager_id",
+    "TaskCheckpointResponder",
+    "task_checkpoint_storage",
 ]

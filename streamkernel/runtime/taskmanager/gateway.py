@@ -17,7 +17,9 @@ Who calls what::
     TaskExecutor  --register_task_executor-->  ResourceManager
     JobMaster     --request_slots/release_slots--> ResourceManager
     JobMaster     --submit_task/cancel_task/release_job--> TaskExecutor
+    JobMaster     --trigger_checkpoint/notify_checkpoint_complete--> TaskExecutor
     TaskExecutor  --update_task_execution_state--> JobMaster
+    TaskExecutor  --acknowledge_checkpoint/decline_checkpoint--> JobMaster   (from task threads)
     ResourceManager --heartbeat--> TaskExecutor, --disconnect_taskmanager--> JobMaster
 """
 
@@ -166,6 +168,18 @@ class TaskExecutorGateway(Protocol):
     def release_job(self, job_id: str) -> None:
         """The job ended: free its channels (``shuffle.release(job_id)``) and forget its tasks."""
 
+    def trigger_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, timestamp: int,
+                           is_savepoint: bool = False) -> None:
+        """Tell a source subtask to take checkpoint ``checkpoint_id`` between two batches and
+        send its barrier downstream (Flink's ``triggerCheckpoint``); returns at once.
+
+        Unknown or ended attempts are ignored: the JobMaster learns of their end anyway.
+        """
+
+    def notify_checkpoint_complete(self, attempt_id: ExecutionAttemptId, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed: the subtask's operators may commit
+        (Flink's ``confirmCheckpoint``); returns at once, ignores unknown or ended attempts."""
+
     def heartbeat(self) -> TaskExecutorHeartbeat:
         """Answer a heartbeat with the slot report and live task metrics; raises once stopped."""
 
@@ -183,6 +197,14 @@ class JobMasterGateway(Protocol):
 
     def update_task_execution_state(self, update: TaskExecutionState) -> None:
         """A subtask changed state (called from the subtask's thread: must not block)."""
+
+    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any) -> None:
+        """A subtask stored its state for ``checkpoint_id`` (a StateHandle, or the snapshot
+        itself when handed over in memory). Called from the task's thread: must not block."""
+
+    def decline_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
+        """A subtask could not take ``checkpoint_id`` (its snapshot failed, or a newer barrier
+        overtook it). Called from the task's thread: must not block."""
 
     def disconnect_taskmanager(self, taskmanager_id: str, cause: BaseException) -> None:
         """A TaskManager is gone (stopped, or missed its heartbeats): its subtasks are lost."""

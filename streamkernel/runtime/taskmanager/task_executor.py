@@ -6,6 +6,11 @@ ResourceManager, JobMasters deploy subtasks into the slots allocated to their jo
 thread. The TaskExecutor forwards every state change of its tasks to the task's JobMaster
 and answers heartbeats with its slot report and the live metrics of its tasks.
 
+Checkpoints: the JobMaster triggers them at source tasks (``trigger_checkpoint``) and
+confirms completed ones to every task (``notify_checkpoint_complete``); tasks answer through
+the ``checkpoint_responder`` of the services they get, which forwards to their JobMaster
+(:mod:`.checkpoint_responder`), and write their state through its ``checkpoint_storage``.
+
 It is the same object for every backend: ``local`` creates it in the kernel's process
 (:mod:`.local`), ``process``/``spark`` in a worker process behind a TCP gateway.
 
@@ -16,6 +21,7 @@ more, so the ResourceManager only notices through missed heartbeats, as in Flink
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from dataclasses import dataclass
@@ -23,6 +29,7 @@ from typing import Any, Callable, Optional
 
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, TaskDeploymentDescriptor
+from streamkernel.runtime.taskmanager.checkpoint_responder import TaskCheckpointResponder, task_checkpoint_storage
 from streamkernel.runtime.taskmanager.gateway import (
     AllocatedSlot,
     JobMasterGateway,
@@ -63,8 +70,10 @@ class TaskExecutor:
     """A TaskManager with ``number_of_slots`` task slots (Flink's TaskExecutor).
 
     ``services`` is what its tasks share (a :class:`~streamkernel.runtime.task.TaskServices`:
-    shuffle environment, clock, id, working directory); ``task_factory`` builds a task from
-    a deployment descriptor (the runtime's Task unless given, e.g. by tests).
+    shuffle environment, clock, id, working directory); a checkpoint responder (forwarding
+    to each task's JobMaster) and the checkpoint storage factory are filled in when the
+    services leave them unset. ``task_factory`` builds a task from a deployment descriptor
+    (the runtime's Task unless given, e.g. by tests).
 
     >>> tm = TaskExecutor("taskmanager-1", 2, services=None)     # doctest: +SKIP
     >>> tm.register_at(resource_manager)                          # doctest: +SKIP
@@ -77,7 +86,7 @@ class TaskExecutor:
                              f"got {number_of_slots!r}")
         self._taskmanager_id = taskmanager_id
         self.number_of_slots = number_of_slots
-        self.services = services
+        self.services = _with_checkpoint_services(services, TaskCheckpointResponder(self._job_master_of))
         self._task_factory = task_factory
         self.index: Optional[int] = None
         # The lock guards _tasks and _running; nothing calls out (to a JobMaster, a task)
@@ -172,6 +181,34 @@ class TaskExecutor:
         except Exception:  # noqa: BLE001 - a JobMaster gone must not kill the task's thread
             _LOG.exception("could not report %s of %s to its JobMaster", state.value, attempt_id)
 
+    def _job_master_of(self, attempt_id: ExecutionAttemptId) -> Optional[JobMasterGateway]:
+        """The JobMaster a task reports to (None if unknown, or if this TaskManager plays dead)."""
+        with self._lock:
+            deployed = self._tasks.get(attempt_id)
+            return None if deployed is None or self._killed else deployed.job_master
+
+    def _live_task(self, attempt_id: ExecutionAttemptId) -> Any:
+        with self._lock:
+            deployed = self._tasks.get(attempt_id)
+        return None if deployed is None or deployed.state.is_terminal else deployed.task
+
+    def trigger_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, timestamp: int,
+                           is_savepoint: bool = False) -> None:
+        """Tell a source subtask to take checkpoint ``checkpoint_id`` (it runs between two batches
+        in the task's thread); unknown or ended attempts are ignored."""
+        self._check_reachable()
+        trigger = getattr(self._live_task(attempt_id), "trigger_checkpoint", None)
+        if trigger is not None:
+            trigger(checkpoint_id, timestamp, is_savepoint)
+
+    def notify_checkpoint_complete(self, attempt_id: ExecutionAttemptId, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed: the subtask's operators may commit now (in its
+        thread); unknown or ended attempts are ignored."""
+        self._check_reachable()
+        notify = getattr(self._live_task(attempt_id), "notify_checkpoint_complete", None)
+        if notify is not None:
+            notify(checkpoint_id)
+
     def cancel_task(self, attempt_id: ExecutionAttemptId) -> None:
         """Cancel a subtask; unknown or finished attempts are ignored."""
         self._check_reachable()
@@ -264,6 +301,19 @@ class TaskExecutor:
             busy = sum(1 for d in self._tasks.values() if not d.state.is_terminal)
         state = ", killed" if self._killed else "" if self._running else ", stopped"
         return f"TaskExecutor({self._taskmanager_id!r}, {self.number_of_slots} slots, {busy} running tasks{state})"
+
+
+def _with_checkpoint_services(services: Any, responder: TaskCheckpointResponder) -> Any:
+    """``services`` with the checkpoint responder and storage factory filled in where unset
+    (services that are not TaskServices, e.g. a test's None, are left alone)."""
+    if not dataclasses.is_dataclass(services) or not hasattr(services, "checkpoint_responder"):
+        return services
+    changes: dict[str, Any] = {}
+    if services.checkpoint_responder is None:
+        changes["checkpoint_responder"] = responder
+    if getattr(services, "checkpoint_storage", None) is None:
+        changes["checkpoint_storage"] = task_checkpoint_storage
+    return dataclasses.replace(services, **changes) if changes else services
 
 
 def _metrics_of(task: Any) -> dict:
