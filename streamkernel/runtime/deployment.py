@@ -95,6 +95,9 @@ class TaskDeploymentDescriptor:
     configuration: Mapping[str, str] = field(default_factory=dict)
     job_parameters: Mapping[str, str] = field(default_factory=dict)
     restored_state: Optional[Mapping[str, Any]] = None
+    #: For each output channel whose consumer runs in *another* TaskManager process: the
+    #: (host, port) of that TaskManager's data listener. Channels not listed are in-process.
+    shuffle_addresses: Mapping[ChannelId, tuple[str, int]] = field(default_factory=dict)
 
     @property
     def attempt_id(self) -> ExecutionAttemptId:
