@@ -8,7 +8,19 @@ control time and failures:
   checkpoints happen meanwhile);
 * :class:`Fail` ``(message, times=1)`` — the source raises the first ``times`` times it
   reaches this point (a task failure the job must recover from); after that it passes;
+* :class:`Gate` — every source subtask holds here, idle, until the test calls
+  :meth:`Gate.open` (the job keeps running and checkpointing meanwhile; it cannot finish);
 * :class:`End` — the source ends here (records after it are ignored).
+
+A Gate makes recovery tests deterministic: put one after the records that must flow
+before a failure is injected, inject the failure (``MiniCluster.fail_operator``,
+``kill_taskmanager``, a savepoint), then open the gate. Without it a fast job may end
+before the failure, and the test races the job::
+
+    gate = Gate()
+    source = ScriptedSource(words[:100] + [gate] + words[100:])
+    ...  # submit, wait for the first results, kill a TaskManager
+    gate.open()
 
 The source is replayable: its position is the index in the script, so a job restored from
 a checkpoint continues exactly after the last record the checkpoint covers. Records are
@@ -28,9 +40,10 @@ from typing import Any, Optional, Sequence
 
 from streamkernel.datastream.connectors.base import Boundedness, Source
 from streamkernel.runtime.clock import ManualClock
-from streamkernel.runtime.sources.base import SourceReader
+from streamkernel.runtime.sources.base import DEFAULT_POLL_DELAY_SECONDS, SourceReader
 
-__all__ = ["ScriptedSource", "Pause", "Fail", "End", "ManualClock", "InjectedFailure"]
+__all__ = ["ScriptedSource", "Pause", "Fail", "Gate", "End", "ManualClock", "InjectedFailure"]
+
 
 
 class InjectedFailure(RuntimeError):
@@ -67,12 +80,63 @@ class Fail:
         return self._fired
 
 
+class Gate:
+    """A point in the script where every source subtask holds until :meth:`open` is called.
+
+    A held subtask emits nothing and stays responsive (checkpoints, cancellation, injected
+    failures). Its position stays *at* the gate, so a checkpoint taken while it holds
+    restores to the gate, and the restored job holds again unless the gate is open by then.
+    One Gate is shared by every subtask and every attempt of the job; once open it stays
+    open. Opening is thread-safe (call it from the test while the job runs).
+
+    >>> gate = Gate("after part one")
+    >>> gate.is_open, gate.reached
+    (False, False)
+    >>> gate.open()
+    >>> gate.is_open
+    True
+    """
+
+    def __init__(self, name: str = "gate") -> None:
+        self.name = name
+        self._opened = threading.Event()
+        self._reached = threading.Event()
+
+    def open(self) -> None:
+        """Let every subtask held here (and every later one) pass."""
+        self._opened.set()
+
+    @property
+    def is_open(self) -> bool:
+        """True once :meth:`open` was called."""
+        return self._opened.is_set()
+
+    @property
+    def reached(self) -> bool:
+        """True once a source subtask has held here (it emitted everything before the gate)."""
+        return self._reached.is_set()
+
+    def wait_reached(self, timeout: Optional[float] = None) -> bool:
+        """Block until a source subtask holds here (or ``timeout`` seconds); returns :attr:`reached`."""
+        return self._reached.wait(timeout)
+
+    def _hold(self) -> bool:
+        """Called by a reader at the gate: True while it must hold."""
+        if self._opened.is_set():
+            return False
+        self._reached.set()
+        return True
+
+    def __repr__(self) -> str:
+        return f"Gate({self.name!r}, {'open' if self.is_open else 'closed'})"
+
+
 @dataclass(frozen=True)
 class End:
     """The source ends here."""
 
 
-_MARKERS = (Pause, Fail, End)
+_MARKERS = (Pause, Fail, Gate, End)
 
 
 class ScriptedSource(Source):
@@ -138,6 +202,13 @@ class ScriptedReader(SourceReader):
                 item.fire()
                 self.position += 1
                 continue
+            if isinstance(item, Gate):
+                if out:
+                    return out, None  # emit what came before the gate first
+                if item._hold():
+                    return out, None  # held: the position stays at the gate
+                self.position += 1
+                continue
             if self._record_index % self.parallelism == self.subtask_index:
                 out.append(item)
             self._record_index += 1
@@ -147,7 +218,11 @@ class ScriptedReader(SourceReader):
         return out, None
 
     def poll_delay_seconds(self) -> float:
-        """While paused: how long until the pause ends."""
+        """While paused: how long until the pause ends; while held at a closed Gate: a short poll."""
+        script = self.source.script
+        if self.position < len(script) and isinstance(script[self.position], Gate) \
+                and not script[self.position].is_open:
+            return DEFAULT_POLL_DELAY_SECONDS  # a checkpoint or cancellation ends the wait early
         if self._paused_until is None:
             return 0.0
         return max(0.0, (self._paused_until - self.now_ms()) / 1000)

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import collections
+import time
+
 import pytest
 
 from streamkernel.common import WatermarkStrategy
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import JobExecutionError
-from streamkernel.testing import End, Fail, InjectedFailure, Pause, ScriptedSource
+from streamkernel.common.job_status import JobStatus
+from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.testing import End, Fail, Gate, InjectedFailure, Pause, ScriptedSource
 
 
 def _read_all(reader) -> list:
@@ -61,3 +66,59 @@ def test_a_job_over_a_scripted_source_fails_with_the_injected_failure() -> None:
         .add_sink(lambda v: None)
     with pytest.raises(JobExecutionError, match="scripted crash"):
         env.execute("scripted")
+
+
+def test_a_gate_holds_every_subtask_after_the_records_before_it_until_opened() -> None:
+    gate = Gate("middle")
+    source = ScriptedSource([1, 2, 3, gate, 4, 5])
+    readers = [source.create_reader(i, 2) for i in range(2)]
+    assert [r.read_batch(10) for r in readers] == [([1, 3], None), ([2], None)]  # what came before
+    assert not gate.reached
+    for _ in range(3):  # held: nothing, however often the task asks
+        assert [r.read_batch(10) for r in readers] == [([], None), ([], None)]
+    assert gate.reached and gate.wait_reached(0) and not gate.is_open
+    assert readers[0].poll_delay_seconds() > 0  # the task waits between polls, it does not spin
+    gate.open()
+    assert [_read_all(r) for r in readers] == [[5], [4]]  # the round-robin split goes on
+    assert source.records() == [1, 2, 3, 4, 5]
+
+
+def test_a_position_snapshotted_at_a_closed_gate_restores_to_the_gate() -> None:
+    gate = Gate()
+    source = ScriptedSource(["a", "b", gate, "c"])
+    reader = source.create_reader(0, 1)
+    assert reader.read_batch(10) == (["a", "b"], None)
+    assert reader.read_batch(10) == ([], None)
+    position = reader.snapshot_position()  # a checkpoint while held
+    restored = source.create_reader(0, 1)
+    restored.restore_position(position)
+    assert restored.read_batch(10) == ([], None)  # still closed: the restored reader holds too
+    gate.open()
+    assert _read_all(restored) == ["c"]
+
+
+def _wait_until(predicate, what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.005)
+
+
+def test_a_job_cannot_finish_before_its_gate_is_opened() -> None:
+    gate = Gate()
+    words = [f"w{i % 5}" for i in range(60)]
+    seen: list = []
+    with MiniCluster(1, 2):
+        env = StreamExecutionEnvironment.get_execution_environment()
+        env.set_parallelism(2)
+        env.from_source(ScriptedSource(words[:40] + [gate] + words[40:]), WatermarkStrategy.no_watermarks(),
+                        "gated").add_sink(seen.append)
+        client = env.execute_async("gated")
+        assert gate.wait_reached(20)
+        _wait_until(lambda: len(seen) == 40 and client.get_job_status().result() is JobStatus.RUNNING,
+                    "the records before the gate, the job running")
+        # everything before the gate went through, nothing after it, and the job goes on: the sources hold
+        assert len(seen) == 40 and not client.get_job_status().result().is_globally_terminal_state()
+        gate.open()
+        client.get_job_execution_result().result(30)
+    assert collections.Counter(seen) == collections.Counter(words)

@@ -3,22 +3,41 @@
 Thin calls into the cluster's public API (``MiniCluster.trigger_checkpoint``,
 ``trigger_savepoint``, ``stop_with_savepoint``, ``checkpoint_history``) and into the
 environment (restoring is submitting the dataflow with ``execution.state-recovery.path``).
+
+``%flink restore`` checks before it submits what the job would otherwise only find out
+in the background, after the cell has returned: that the path holds a valid checkpoint
+(metadata and checksums) and that its state fits the dataflow at the new parallelism
+(every operator's state has a matching uid, no parallelism above a max parallelism). The
+check is the restore's own assignment (``assign_restored_state``), run once more up front.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 from typing import Any
 
 from IPython.core.error import UsageError
 
 from streamkernel.common.configuration import Configuration
 
-__all__ = ["CheckpointCommands"]
+__all__ = ["CheckpointCommands", "HISTORY_COLUMNS", "ACK_COLUMNS"]
+
+RECOVERY_PATH = "execution.state-recovery.path"
+
+HISTORY_COLUMNS = ["job", "id", "type", "status", "trigger_time", "duration_ms", "state_size", "acknowledged",
+                   "path", "failure"]
+"""The columns of the ``%flink checkpoints`` table (one row per checkpoint, newest first)."""
+ACK_COLUMNS = ["job", "checkpoint", "task", "subtask", "ack_after_ms", "state_size"]
+"""The columns of the acknowledgement table of ``%flink checkpoints`` (one row per subtask)."""
 
 
 class CheckpointCommands:
-    """Runs the checkpoint subcommands for the notebook (uses the cluster commands' helpers)."""
+    """Runs the checkpoint subcommands for the notebook (uses the cluster commands' helpers).
+
+    A checkpoint's or savepoint's path is bound to ``checkpoint`` / ``savepoint`` in the
+    user's namespace, so the next line can say ``%flink restore {savepoint}``.
+    """
 
     def __init__(self, cluster_commands: Any) -> None:
         self.cluster_commands = cluster_commands
@@ -28,7 +47,8 @@ class CheckpointCommands:
         cluster = self.cluster_commands.cluster_or_usage("checkpoint")
         job = self.cluster_commands.running_job(cluster, args.job, "checkpoint")
         path = self._call(cluster.trigger_checkpoint, "checkpoint", job.job_id)
-        print(f"Checkpoint of job {job.name!r} completed: {path}")
+        self.cluster_commands.session.shell.push({"checkpoint": path})
+        print(f"Checkpoint of job {job.name!r} completed: {path} (bound to `checkpoint`)")
 
     def savepoint(self, args: argparse.Namespace) -> None:
         """``%flink savepoint [JOB] [--dir D] [--stop]``: take a savepoint (and stop the job)."""
@@ -36,34 +56,138 @@ class CheckpointCommands:
         job = self.cluster_commands.running_job(cluster, args.job, "savepoint")
         call = cluster.stop_with_savepoint if args.stop else cluster.trigger_savepoint
         path = self._call(call, "savepoint", job.job_id, args.dir)
+        self.cluster_commands.session.shell.push({"savepoint": path})
         stopped = " and stopped the job" if args.stop else ""
-        print(f"Savepoint of job {job.name!r} written to {path}{stopped}. Restore it with: %flink restore {path}")
+        print(f"Savepoint of job {job.name!r} written to {path}{stopped} (bound to `savepoint`). "
+              f"Restore it with: %flink restore {{savepoint}}")
 
+    # ------------------------------------------------------------------ restore
     def restore(self, args: argparse.Namespace) -> Any:
-        """``%flink restore PATH [--parallelism N]``: submit the dataflow starting from PATH's state."""
-        session = self.cluster_commands.session
-        env = session.env
-        if not env.transformations:
-            raise UsageError("%flink restore: the dataflow is empty; build it (with the same uids) in %%flink cells first")
-        env.configure(Configuration.from_dict({"execution.state-recovery.path": args.path}))
-        if args.parallelism is not None:
-            env.override_parallelism(args.parallelism)
-        return self.cluster_commands.submit(args.name)
+        """``%flink restore PATH [--parallelism N]``: submit the dataflow starting from PATH's state.
 
+        The recovery path and the parallelism apply to this submission only, as
+        ``flink run -s PATH -p N`` does: the notebook's environment keeps its settings.
+        """
+        env = self.cluster_commands.session.env
+        if not env.transformations:
+            raise UsageError("%flink restore: the dataflow is empty; build it again (the same program, with the "
+                             "same uids) in a %%flink cell first, then restore")
+        completed = _load(args.path)
+        saved_default = env.get_parallelism()
+        saved_parallelism = [(t, t.parallelism) for t in env.transformations]
+        saved_path = env.to_configuration_dict().get(RECOVERY_PATH)
+        env.configure(Configuration.from_dict({RECOVERY_PATH: str(args.path)}))
+        submitted = False
+        try:
+            if args.parallelism is not None:
+                env.override_parallelism(args.parallelism)
+            self._check_assignment(env, completed, args)
+            kind = "savepoint" if completed.is_savepoint else "checkpoint"
+            at = f" at parallelism {args.parallelism}" if args.parallelism is not None else ""
+            print(f"Restoring {kind} {completed.checkpoint_id} ({completed.path}){at}.")
+            client = self.cluster_commands.submit(args.name)
+            submitted = True
+            return client
+        finally:
+            env.configure(Configuration.from_dict({RECOVERY_PATH: saved_path or ""}))
+            env.set_parallelism(saved_default)
+            if not submitted:  # the dataflow stays as it was, ready for another try
+                for transformation, parallelism in saved_parallelism:
+                    transformation.parallelism = parallelism
+
+    @staticmethod
+    def _check_assignment(env: Any, completed: Any, args: argparse.Namespace) -> None:
+        from streamkernel.errors import InvalidProgramError
+        from streamkernel.runtime.checkpoint.restore import assign_restored_state
+        from streamkernel.runtime.task_checkpoint import operator_key
+
+        graph = env.get_stream_graph()
+        for node in graph.nodes:
+            recorded = completed.metadata.operators.get(operator_key(node))
+            if recorded is not None and recorded.max_parallelism and node.parallelism > recorded.max_parallelism:
+                raise UsageError(
+                    f"%flink restore: operator {node.name!r} would run at parallelism {node.parallelism}, above "
+                    f"the max parallelism {recorded.max_parallelism} it had in {args.path} (keyed state is split "
+                    f"into that many key groups, and a key group is never split); choose a parallelism of at "
+                    f"most {recorded.max_parallelism}")
+        try:
+            assign_restored_state(completed, graph)
+        except InvalidProgramError as exc:
+            raise UsageError(f"%flink restore: {exc}") from None
+
+    # ------------------------------------------------------------------ history
     def checkpoints(self, args: argparse.Namespace) -> None:
-        """``%flink checkpoints [JOB]``: the checkpoint history as a table."""
+        """``%flink checkpoints [JOB]``: the checkpoint history as a table, then the
+        per-subtask acknowledgements of each job's newest completed checkpoint."""
         cluster = self.cluster_commands.cluster_or_usage("checkpoints")
-        jobs = [j for j in cluster.jobs() if args.job is None or str(j.job_id).startswith(args.job) or j.name == args.job]
+        everything = cluster.jobs()
+        if not everything:
+            raise UsageError("%flink checkpoints: no job has run on this cluster yet; submit one with %flink submit")
+        jobs = [j for j in everything if args.job is None or str(j.job_id).startswith(args.job) or j.name == args.job]
         if not jobs:
-            raise UsageError(f"%flink checkpoints: no job matches {args.job!r}")
+            raise UsageError(f"%flink checkpoints: no job matches {args.job!r}; jobs: {_listing(everything)}")
         import pandas as pd  # lazy: pandas only when a table is shown
 
-        rows = [dict(row, job=job.name) for job in jobs for row in cluster.checkpoint_history(job.job_id)]
-        self.cluster_commands.display(pd.DataFrame(rows))
+        rows, acks = [], []
+        for job in jobs:
+            history = cluster.checkpoint_history(job.job_id)
+            rows += [history_row(job.name, row) for row in history]
+            latest = next((row for row in history if row["status"] == "COMPLETED"), None)
+            if latest is not None:
+                vertices = cluster.get_job(job.job_id).get_job_details().vertices
+                acks += ack_rows(job.name, latest, {v.vertex_id: (v.name, v.parallelism) for v in vertices})
+        if not rows:
+            print("No checkpoints yet: enable them with env.enable_checkpointing(interval_ms), "
+                  "or take one now with %flink checkpoint.")
+            return
+        self.cluster_commands.display(pd.DataFrame(rows, columns=HISTORY_COLUMNS))
+        if acks:
+            print("Acknowledgements of the newest completed checkpoint (or savepoint), one row per subtask "
+                  "(ack_after_ms: from the trigger to the subtask's acknowledgement):")
+            self.cluster_commands.display(pd.DataFrame(acks, columns=ACK_COLUMNS))
 
     @staticmethod
     def _call(function: Any, command: str, *args: Any) -> Any:
         try:
             return function(*args)
-        except (ValueError, TimeoutError, RuntimeError) as exc:
+        except (ValueError, TimeoutError, RuntimeError, OSError) as exc:
             raise UsageError(f"%flink {command}: {exc}") from None
+
+
+def history_row(job_name: str, row: dict) -> dict:
+    """One line of the ``%flink checkpoints`` table from a ``checkpoint_history`` row."""
+    trigger = datetime.datetime.fromtimestamp(row["trigger_timestamp"] / 1000).strftime("%H:%M:%S.%f")[:-3]
+    return {"job": job_name, "id": row["id"], "type": row["type"], "status": row["status"], "trigger_time": trigger,
+            "duration_ms": row["duration_ms"], "state_size": row["state_size"], "acknowledged": row["acknowledged"],
+            "path": row["path"] or "", "failure": row["failure"] or ""}
+
+
+def ack_rows(job_name: str, row: dict, vertices: dict[int, tuple[str, int]]) -> list[dict]:
+    """One line per acknowledging subtask of a ``checkpoint_history`` row; ``vertices`` maps
+    vertex ids to (name, parallelism). Subtasks count from 1, as in task names."""
+    out = []
+    for ack in row["subtasks"]:
+        name, parallelism = vertices.get(ack["vertex_id"], (f"vertex {ack['vertex_id']}", None))
+        out.append({"job": job_name, "checkpoint": row["id"], "task": name,
+                    "subtask": f"{ack['subtask'] + 1}/{parallelism}" if parallelism else str(ack["subtask"] + 1),
+                    "ack_after_ms": ack["duration_ms"], "state_size": ack["state_size"]})
+    return out
+
+
+def _load(path: str) -> Any:
+    from streamkernel.errors import CheckpointCorruptedError
+    from streamkernel.runtime.checkpoint.storage import load_checkpoint
+
+    try:
+        return load_checkpoint(path)
+    except FileNotFoundError as exc:
+        raise UsageError(f"%flink restore: {exc}; give a savepoint directory (the path %flink savepoint "
+                         "printed) or a retained checkpoint (chk-N)") from None
+    except CheckpointCorruptedError as exc:
+        raise UsageError(f"%flink restore: {exc}; it cannot be restored: pick another savepoint or an "
+                         "older checkpoint") from None
+
+
+def _listing(jobs: list[Any]) -> str:
+    return ", ".join(f"{j.job_id} ({j.name}, {j.status.name})" for j in jobs) or "none"
+

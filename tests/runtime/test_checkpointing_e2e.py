@@ -25,7 +25,7 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.datastream import CheckpointingMode, StreamExecutionEnvironment
 from streamkernel.errors import JobExecutionError
 from streamkernel.runtime.minicluster import MiniCluster
-from streamkernel.testing import Fail, Pause, ScriptedReader, ScriptedSource
+from streamkernel.testing import Fail, Gate, Pause, ScriptedSource
 
 WORDS = [f"w{(i * 7) % 13}" for i in range(1500)]
 MORE = [f"w{(i * 5) % 17}" for i in range(1000)]
@@ -45,33 +45,6 @@ def paced(words: list, chunk: int = 25, pause_ms: int = 20) -> list:
     for i in range(0, len(words), chunk):
         script += words[i:i + chunk] + [Pause(pause_ms)]
     return script
-
-
-class GatedSource(ScriptedSource):
-    """A ScriptedSource whose readers hold at ``Gate`` points until the test opens them.
-
-    A gate is a ``Pause(0)`` in the script followed by a held position: the job keeps
-    running (and checkpointing) with its sources idle. Gates are shared by every attempt.
-    """
-
-    def __init__(self, script: list) -> None:
-        super().__init__([Pause(0) if isinstance(item, threading.Event) else item for item in script])
-        self.gates = {index + 1: item for index, item in enumerate(script) if isinstance(item, threading.Event)}
-
-    def create_reader(self, subtask_index: int, parallelism: int) -> "ScriptedReader":
-        return _GatedReader(self, subtask_index, parallelism)
-
-
-class _GatedReader(ScriptedReader):
-    def _held(self) -> bool:
-        gate = self.source.gates.get(self.position)
-        return gate is not None and not gate.is_set()
-
-    def read_batch(self, max_records: int) -> Any:
-        return ([], None) if self._held() else super().read_batch(max_records)
-
-    def poll_delay_seconds(self) -> float:
-        return 0.01 if self._held() else super().poll_delay_seconds()
 
 
 def counting_job(env: StreamExecutionEnvironment, source: ScriptedSource, latest: dict,
@@ -111,9 +84,9 @@ def wait_for_new_checkpoint(client: Any, what: str) -> None:
 # ------------------------------------------------------------------- exactly once
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 def test_counts_are_exact_after_task_failures_injected_failures_and_a_killed_taskmanager(backend, tmp_path) -> None:
-    gate, last_gate = threading.Event(), threading.Event()
-    script = (paced(WORDS[:500]) + [Pause(300), Fail("first crash")] + paced(WORDS[500:1000])
-              + [Pause(300), Fail("second crash")] + paced(WORDS[1000:]) + [gate] + paced(MORE[:600])
+    crash_1, crash_2, gate, last_gate = Gate("first crash"), Gate("second crash"), Gate(), Gate("last")
+    script = (paced(WORDS[:500]) + [crash_1, Fail("first crash")] + paced(WORDS[500:1000])
+              + [crash_2, Fail("second crash")] + paced(WORDS[1000:]) + [gate] + paced(MORE[:600])
               + [last_gate] + MORE[600:])
     latest: dict = {}
     read: list = []
@@ -121,11 +94,18 @@ def test_counts_are_exact_after_task_failures_injected_failures_and_a_killed_tas
     with MiniCluster(2, 1) as cluster:
         env = StreamExecutionEnvironment.get_execution_environment(conf(tmp_path, {"state.backend.type": backend}))
         env.enable_checkpointing(100)
-        counting_job(env, GatedSource(script), latest, read=read)
+        counting_job(env, ScriptedSource(script), latest, read=read)
         client = env.execute_async(f"exactly once on {backend}")
         job_id = client.get_job_id()
 
-        # 1. the two scripted crashes (the source raises) each restore the latest checkpoint
+        # 1. the two scripted crashes (the source raises) each restore the latest checkpoint;
+        # each crash comes once a checkpoint completed while the sources held before it
+        for restarts, (crash, words) in enumerate([(crash_1, WORDS[:500]), (crash_2, WORDS[:1000])]):
+            wait_until(lambda: latest == collections.Counter(words) and all_running(client)
+                       and client.get_job_details().num_restarts == restarts,
+                       what=f"the counts before the {crash.name}")
+            wait_for_new_checkpoint(client, f"before the {crash.name}")
+            crash.open()
         wait_until(lambda: latest == part_a and client.get_job_details().num_restarts == 2 and all_running(client),
                    what="the counts of the first part, after two scripted crashes")
         restored = client.get_job_details().checkpoints.latest_restored
@@ -140,12 +120,12 @@ def test_counts_are_exact_after_task_failures_injected_failures_and_a_killed_tas
 
         # 3. a TaskManager dies while records flow (or, on a slow machine, while the sources
         # wait at the last gate: the job cannot have finished); a replacement comes
-        gate.set()
+        gate.open()
         wait_until(lambda: latest != part_a, what="the second part flowing")
         cluster.kill_taskmanager("TM2")
         wait_until(lambda: str(job_id) in cluster.resource_manager.pending_requests(), what="the slot request")
         cluster.add_taskmanager()
-        last_gate.set()
+        last_gate.open()
         result = client.get_job_execution_result().result(60)
         details = client.get_job_details()
 
@@ -163,15 +143,15 @@ def test_counts_are_exact_after_task_failures_injected_failures_and_a_killed_tas
 
 
 def test_periodic_checkpoints_are_recorded_with_per_subtask_acknowledgements(tmp_path) -> None:
-    gate = threading.Event()
+    gate = Gate()
     with MiniCluster(1, 2) as cluster:
         env = StreamExecutionEnvironment.get_execution_environment(conf(tmp_path))
         env.enable_checkpointing(50)
-        counting_job(env, GatedSource(paced(WORDS[:100]) + [gate] + WORDS[100:200]), {})
+        counting_job(env, ScriptedSource(paced(WORDS[:100]) + [gate] + WORDS[100:200]), {})
         client = env.execute_async("statistics")
         wait_until(lambda: completed(client) >= 3, what="three checkpoints")
         rows = cluster.checkpoint_history(client.get_job_id())
-        gate.set()
+        gate.open()
         client.get_job_execution_result().result(30)
         as_dict = client.get_job_details().to_dict()["checkpoints"]
     done = [r for r in rows if r["status"] == "COMPLETED"]
@@ -186,13 +166,13 @@ def test_periodic_checkpoints_are_recorded_with_per_subtask_acknowledgements(tmp
 
 
 def test_a_corrupt_latest_checkpoint_is_skipped_with_the_reason_and_the_previous_one_restored(tmp_path) -> None:
-    gate = threading.Event()
+    gate = Gate()
     latest: dict = {}
     with MiniCluster(1, 2) as cluster:
         env = StreamExecutionEnvironment.get_execution_environment(
             conf(tmp_path, {"execution.checkpointing.num-retained": "3"}))
         env.enable_checkpointing(3_600_000)  # on, but only the checkpoints this test triggers
-        counting_job(env, GatedSource(paced(WORDS[:300]) + [gate] + WORDS[300:600]), latest)
+        counting_job(env, ScriptedSource(paced(WORDS[:300]) + [gate] + WORDS[300:600]), latest)
         client = env.execute_async("corrupt checkpoint")
         job_id = client.get_job_id()
         wait_until(lambda: latest == collections.Counter(WORDS[:300]) and all_running(client), what="part one")
@@ -206,7 +186,7 @@ def test_a_corrupt_latest_checkpoint_is_skipped_with_the_reason_and_the_previous
         cluster.fail_operator(job_id, "counts")
         wait_until(lambda: client.get_job_details().num_restarts == 1 and all_running(client), what="the restart")
         details = client.get_job_details()
-        gate.set()
+        gate.open()
         client.get_job_execution_result().result(30)
     assert details.checkpoints.latest_restored.checkpoint_id == 1
     [injected, skipped] = details.exception_history
@@ -221,8 +201,8 @@ def test_too_many_failed_checkpoints_fail_the_job(tmp_path) -> None:
     env = StreamExecutionEnvironment.get_execution_environment(conf(tmp_path, {"restart-strategy.type": "none"}))
     env.enable_checkpointing(50)
     env.set_parallelism(1)
-    gate = threading.Event()
-    (env.from_source(GatedSource(WORDS[:50] + [gate]), WatermarkStrategy.no_watermarks(), "words")
+    gate = Gate()
+    (env.from_source(ScriptedSource(WORDS[:50] + [gate]), WatermarkStrategy.no_watermarks(), "words")
         .map(lambda w: (w, threading.Lock()))  # state that cannot be pickled: every snapshot fails
         .key_by(lambda t: t[0]).reduce(lambda a, b: b).uid("locks")
         .add_sink(lambda t: None))
@@ -250,22 +230,22 @@ def test_at_least_once_recovers_every_record_and_may_count_some_twice(tmp_path) 
 
 
 def test_a_job_restores_a_retained_checkpoint_by_path(tmp_path) -> None:
-    gate = threading.Event()
+    gate = Gate()
     latest: dict = {}
     with MiniCluster(1, 2) as cluster:
         env = StreamExecutionEnvironment.get_execution_environment(
             conf(tmp_path, {"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}))
         env.enable_checkpointing(3_600_000)
-        counting_job(env, GatedSource(paced(WORDS[:400]) + [gate] + WORDS[400:800]), latest)
+        counting_job(env, ScriptedSource(paced(WORDS[:400]) + [gate] + WORDS[400:800]), latest)
         client = env.execute_async("retained")
         wait_until(lambda: latest == collections.Counter(WORDS[:400]) and all_running(client), what="part one")
         checkpoint = cluster.trigger_checkpoint(client.get_job_id())
         client.cancel().result(10)
         assert os.path.isdir(checkpoint)  # retained on cancellation
-        gate.set()
+        gate.open()
         env = StreamExecutionEnvironment.get_execution_environment(conf(
             tmp_path, {"execution.state-recovery.path": os.path.dirname(checkpoint)}))  # the job's directory
-        counting_job(env, GatedSource(paced(WORDS[:400]) + [gate] + WORDS[400:800]), latest)
+        counting_job(env, ScriptedSource(paced(WORDS[:400]) + [gate] + WORDS[400:800]), latest)
         restored = env.execute_async("restored")
         restored.get_job_execution_result().result(30)
         stats: Optional[Any] = restored.get_job_details().checkpoints

@@ -3,7 +3,11 @@ by the job's restart strategy on a MiniCluster.
 
 Without checkpoints a restarted job reads its sources from the beginning (Flink does the
 same), so these jobs end in an *overwriting* sink: the final per-key running counts of the
-last attempt must equal those of a failure-free run. Time bounds are generous on purpose.
+last attempt must equal those of a failure-free run. A failure injected from the test
+(fail_operator, kill_taskmanager) happens once every subtask runs and while the sources
+hold at a closed :class:`~streamkernel.testing.Gate`, opened only after the injection: the
+job cannot end before it, however slow or loaded the machine. Time bounds are generous on
+purpose.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import IllegalConfigurationError, JobExecutionError
 from streamkernel.runtime.jobmanager.failure_injection import FailureInjectionError
 from streamkernel.runtime.minicluster import MiniCluster
-from streamkernel.testing import Fail, InjectedFailure, Pause, ScriptedSource
+from streamkernel.testing import Fail, Gate, InjectedFailure, Pause, ScriptedSource
 
 WORDS = [f"w{i % 7}" for i in range(700)]
 EXPECTED = {w: WORDS.count(w) for w in set(WORDS)}
@@ -40,6 +44,11 @@ def _paced(words: list, chunk: int = 35, pause_ms: int = 25) -> list:
     for i in range(0, len(words), chunk):
         script += words[i:i + chunk] + [Pause(pause_ms)]
     return script
+
+
+def _gated(words: list, gate: Gate, at: int = 210) -> list:
+    """The paced words, the sources holding at ``gate`` after the first ``at`` of them."""
+    return _paced(words[:at]) + [gate] + _paced(words[at:])
 
 
 def _counting_job(env: StreamExecutionEnvironment, script: list, latest: dict, restart: Any = None) -> None:
@@ -97,16 +106,18 @@ def test_without_a_restart_strategy_and_checkpointing_the_first_failure_fails_th
 def test_fail_operator_fails_the_running_subtasks_and_the_job_recovers() -> None:
     latest: dict = {}
     statuses: list = []
+    gate = Gate()
     with MiniCluster(1, 2) as cluster:
         env = StreamExecutionEnvironment.get_execution_environment()
-        _counting_job(env, _paced(WORDS), latest, RestartStrategies.fixed_delay_restart(1, 300))
+        _counting_job(env, _gated(WORDS, gate), latest, RestartStrategies.fixed_delay_restart(1, 1000))
         client = env.execute_async("fail an operator")
         cluster.dispatcher.add_job_status_listener(client.get_job_id(), lambda d: statuses.append(d.status))
         wait_until(lambda: latest and _all_running(client), what="the first counts")
         failed = cluster.fail_operator(client.get_job_id(), "counts", subtask=1)
         assert failed == ["Counts -> Sink: Unnamed (2/2)"]
         wait_until(lambda: client.get_job_status().result() is JobStatus.RESTARTING, what="RESTARTING")
-        assert client.get_job_details().num_restarts == 0  # still waiting out the 300 ms backoff
+        assert client.get_job_details().num_restarts == 0  # still waiting out the 1 s backoff
+        gate.open()  # the failure is in (delivered asynchronously): the restarted attempt reads all
         result = client.get_job_execution_result().result(30)
         details = client.get_job_details()
     assert latest == EXPECTED and result.get_num_restarts() == 1
@@ -117,14 +128,16 @@ def test_fail_operator_fails_the_running_subtasks_and_the_job_recovers() -> None
 
 
 def test_fail_operator_says_what_it_cannot_do() -> None:
+    gate = Gate()
     with MiniCluster(1, 2) as cluster:
         env = StreamExecutionEnvironment.get_execution_environment()
-        _counting_job(env, _paced(WORDS[:70]), {})
+        _counting_job(env, _paced(WORDS[:70]) + [gate], {})
         client = env.execute_async("short")
         with pytest.raises(FailureInjectionError, match=r"no operator named 'Nope'.*'counts'"):
             cluster.fail_operator(client.get_job_id(), "Nope")
         with pytest.raises(FailureInjectionError, match="no subtask 5"):
             cluster.fail_operator(client.get_job_id(), "Counts", subtask=5)
+        gate.open()
         client.get_job_execution_result().result(30)
         with pytest.raises(FailureInjectionError, match="FINISHED"):
             cluster.fail_operator(client.get_job_id(), "Counts")
@@ -138,15 +151,19 @@ def _fast_restarts() -> dict:
 
 def test_a_killed_taskmanager_is_detected_and_the_job_restarts_on_a_replacement() -> None:
     latest: dict = {}
+    gate = Gate()
     before = set(threading.enumerate())
     with MiniCluster(2, 1, configuration=_fast_restarts()) as cluster:
         env = StreamExecutionEnvironment.get_execution_environment()
-        _counting_job(env, _paced(WORDS), latest)
+        _counting_job(env, _gated(WORDS, gate), latest)
         client = env.execute_async("lose a TaskManager")
         job_id = str(client.get_job_id())
-        wait_until(lambda: latest, what="the first counts")
+        # every subtask must be deployed before the kill: a deployment to the dead TaskManager
+        # would fail at once and restart onto it again until heartbeat.timeout notices it
+        wait_until(lambda: latest and _all_running(client), what="the first counts")
         killed_at = time.monotonic()
         assert cluster.kill_taskmanager("TM2") == "taskmanager-2"
+        gate.open()  # only now may the job end: the restarted attempt reads everything
         # the ResourceManager notices the missed heartbeats, the job restarts and asks for
         # 2 slots; only taskmanager-1's is left, so it waits for slots
         wait_until(lambda: job_id in cluster.resource_manager.pending_requests(), what="the slot request")
@@ -170,12 +187,14 @@ def test_a_killed_taskmanager_is_detected_and_the_job_restarts_on_a_replacement(
 
 def test_a_killed_taskmanager_with_spare_slots_restarts_on_the_remaining_ones() -> None:
     latest: dict = {}
+    gate = Gate()
     with MiniCluster(3, 1, configuration=_fast_restarts()) as cluster:
         env = StreamExecutionEnvironment.get_execution_environment()
-        _counting_job(env, _paced(WORDS), latest)
+        _counting_job(env, _gated(WORDS, gate), latest)
         client = env.execute_async("spare slots")
-        wait_until(lambda: latest, what="the first counts")
+        wait_until(lambda: latest and _all_running(client), what="the first counts")  # every subtask deployed
         cluster.kill_taskmanager(0)
+        gate.open()
         result = client.get_job_execution_result().result(30)
         details = client.get_job_details()
         with pytest.raises(KeyError, match="no live TaskManager 'taskmanager-1'"):
