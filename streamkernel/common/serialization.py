@@ -22,6 +22,9 @@ __all__ = [
     "ByteArraySchema",
     "Encoder",
     "SimpleStringEncoder",
+    "BulkWriter",
+    "BulkWriterFactory",
+    "RowDataBulkWriterFactory",
     "TypeSerializer",
 ]
 
@@ -127,6 +130,57 @@ class SimpleStringEncoder(Encoder):
     def encode(self, element: Any, stream: BinaryIO) -> None:
         stream.write(str(element).encode(self._charset))
         stream.write(b"\n")
+
+
+class BulkWriter(abc.ABC):
+    """Writes records into one file in a bulk-encoded format (Flink's ``BulkWriter``).
+
+    Bulk formats (Parquet, ORC ...) encode many records at once, so a file can only be cut
+    when the writer finishes it: a :class:`FileSink` with a bulk format rolls its part
+    files at every checkpoint. The sink calls ``add_elements`` per batch of records,
+    ``flush`` to push buffered data to the stream, and ``finish`` once, last (write
+    footers; the sink closes the stream itself).
+    """
+
+    def add_elements(self, elements: list) -> None:
+        """Adds a batch of records (by default one ``add_element`` call each)."""
+        for element in elements:
+            self.add_element(element)
+
+    @abc.abstractmethod
+    def add_element(self, element: Any) -> None:
+        """Adds one record."""
+
+    def flush(self) -> None:
+        """Writes what is buffered to the stream."""
+
+    @abc.abstractmethod
+    def finish(self) -> None:
+        """Completes the file (footer); no record is added afterwards."""
+
+
+class BulkWriterFactory:
+    """Creates the :class:`BulkWriter` of each part file (PyFlink's ``BulkWriterFactory``).
+
+    Subclass it and define ``create(stream)`` for a format of your own; the built-in
+    factories (``ParquetBulkWriters.for_row_type``, ``CsvBulkWriters.for_schema``) are
+    descriptions the runtime turns into writers.
+    """
+
+    def create(self, stream: BinaryIO) -> BulkWriter:
+        """A writer of records into ``stream`` (a new part file opened for writing)."""
+        raise NotImplementedError(f"{type(self).__name__} must define create(stream) -> BulkWriter")
+
+
+class RowDataBulkWriterFactory(BulkWriterFactory):
+    """A :class:`BulkWriterFactory` for records of a row type (Rows, tuples or dicts)."""
+
+    def __init__(self, row_type: TypeInformation) -> None:
+        self._row_type = row_type
+
+    def get_row_type(self) -> TypeInformation:
+        """The row type of the records written."""
+        return self._row_type
 
 
 class TypeSerializer(abc.ABC, Generic[T]):

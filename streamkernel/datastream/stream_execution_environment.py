@@ -117,6 +117,8 @@ class StreamExecutionEnvironment(EnvSettings):
                                    parallelism: Optional[int] = None, watermark_strategy: Any = None) -> "DataStream":
         from streamkernel.datastream.data_stream import DataStream
 
+        if type_info is None and callable(getattr(source, "get_produced_type", None)):
+            type_info = source.get_produced_type()  # e.g. a FileSource's row type (Parquet, CSV)
         if parallelism is None:
             parallelism = self.get_parallelism()
             if source.max_parallelism is not None:

@@ -4,12 +4,17 @@
 reads every line of the given files (or of all files under the given directories) once;
 ``.monitor_continuously(Duration.of_seconds(1))`` keeps watching the directories for new
 files, which makes the source unbounded. Each file is a split; source subtasks share them.
+
+Formats: a :class:`StreamFormat` reads a file record by record (text lines,
+``formats.csv.CsvReaderFormat``); a :class:`BulkFormat` decodes batches of records at a
+time (``formats.parquet.ParquetColumnarRowInputFormat``; with it each Parquet row group is
+a split of its own), used with ``FileSource.for_bulk_file_format(bulk_format, path)``.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from streamkernel.datastream.connectors.base import Boundedness, Source
 from streamkernel.datastream.connectors.file_sink import (
@@ -21,8 +26,8 @@ from streamkernel.datastream.connectors.file_sink import (
 from streamkernel.errors import InvalidProgramError
 
 # PyFlink keeps the file sink in this module too.
-__all__ = ["StreamFormat", "FileSource", "FileSourceBuilder", "FileSink", "OutputFileConfig", "RollingPolicy",
-           "BucketAssigner"]
+__all__ = ["StreamFormat", "BulkFormat", "FileSource", "FileSourceBuilder", "FileSink", "OutputFileConfig",
+           "RollingPolicy", "BucketAssigner"]
 
 
 class StreamFormat:
@@ -37,8 +42,24 @@ class StreamFormat:
         """One record per line, decoded with ``charset_name``, line terminators removed."""
         return StreamFormat("text_line", charset_name)
 
+    def get_produced_type(self) -> Any:
+        """The type of the records read (None: not declared, as for text lines)."""
+        return None
+
     def __repr__(self) -> str:
         return f"StreamFormat.{self.kind}_format({self.charset_name!r})"
+
+
+class BulkFormat:
+    """Reads and decodes batches of records at a time (Flink's ``BulkFormat``: Parquet, ORC).
+
+    Plan data, like a Source: the runtime reads files with the reader registered for the
+    format's class. A bulk format may cut a file into several splits (Parquet: row groups).
+    """
+
+    def get_produced_type(self) -> Any:
+        """The type of the records read (None: not declared)."""
+        return None
 
 
 class FileSource(Source):
@@ -46,8 +67,9 @@ class FileSource(Source):
 
     default_name = "FileSource"
 
-    def __init__(self, stream_format: StreamFormat, paths: tuple[str, ...],
+    def __init__(self, stream_format: Union[StreamFormat, BulkFormat], paths: tuple[str, ...],
                  discovery_interval_ms: Optional[int] = None) -> None:
+        #: the StreamFormat or BulkFormat the files are read with
         self.stream_format = stream_format
         self.paths = paths
         self.discovery_interval_ms = discovery_interval_ms
@@ -56,6 +78,20 @@ class FileSource(Source):
     def for_record_stream_format(stream_format: StreamFormat, *paths: str) -> "FileSourceBuilder":
         """A builder for a source reading ``paths`` (files or directories) with ``stream_format``."""
         return FileSourceBuilder(stream_format, paths)
+
+    @staticmethod
+    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str) -> "FileSourceBuilder":
+        """A builder for a source reading ``paths`` (files or directories) with ``bulk_format``::
+
+            source = FileSource.for_bulk_file_format(
+                ParquetColumnarRowInputFormat(Types.ROW_NAMED(["id", "name"], [Types.LONG(), Types.STRING()])),
+                "/data/events").build()
+        """
+        return FileSourceBuilder(bulk_format, paths, bulk=True)
+
+    def get_produced_type(self) -> Any:
+        """The type of the records read, as the format declares it (None when unknown)."""
+        return self.stream_format.get_produced_type()
 
     def get_boundedness(self) -> Boundedness:
         """BOUNDED for a static file set, CONTINUOUS_UNBOUNDED when monitoring."""
@@ -70,12 +106,18 @@ class FileSource(Source):
 class FileSourceBuilder:
     """Configures a :class:`FileSource`; finish with :meth:`build`."""
 
-    def __init__(self, stream_format: StreamFormat, paths: tuple[str, ...]) -> None:
-        if not isinstance(stream_format, StreamFormat):
-            raise InvalidProgramError(
-                f"FileSource.for_record_stream_format: stream_format must be a StreamFormat, got {stream_format!r}")
+    def __init__(self, stream_format: Union[StreamFormat, BulkFormat], paths: tuple[str, ...],
+                 bulk: bool = False) -> None:
+        call, expected = (("for_bulk_file_format", BulkFormat) if bulk
+                          else ("for_record_stream_format", StreamFormat))
+        if not isinstance(stream_format, expected):
+            hint = ""
+            if isinstance(stream_format, (StreamFormat, BulkFormat)):
+                other = "for_record_stream_format" if bulk else "for_bulk_file_format"
+                hint = f" (a {type(stream_format).__name__} goes to FileSource.{other})"
+            raise InvalidProgramError(f"FileSource.{call}: expected a {expected.__name__}, got {stream_format!r}{hint}")
         if not paths:
-            raise InvalidProgramError("FileSource.for_record_stream_format: give at least one path")
+            raise InvalidProgramError(f"FileSource.{call}: give at least one path")
         self._format = stream_format
         self._paths = tuple(os.fspath(p) for p in paths)
         self._discovery_interval_ms: Optional[int] = None

@@ -26,6 +26,12 @@ checkpointed size (they are not continued), and removes its files written after 
 checkpoint. Old subtask ``j``'s names are used by no one else meanwhile (new subtask
 ``j`` recovers them itself when it exists), so the subtasks never touch each other's files.
 
+Bulk formats (``FileSink.for_bulk_format``): each part file gets its own bulk writer
+(``bulk.create_bulk_writer``: Parquet, CSV, a factory of your own) that receives the
+batches; rolling finishes it (footer) before the file is closed. The rolling policy is
+on-checkpoint, so ``prepare_commit`` rolls every in-progress file: a bulk sink's
+checkpoint state never holds an in-progress file, only pending (complete) ones.
+
 CsvSink writes its file in place (visible while the job runs, flushed after every batch);
 on restore from a checkpoint it is truncated back to its size at that checkpoint.
 """
@@ -54,7 +60,7 @@ _log = logging.getLogger(__name__)
 class _PartFile:
     """An open in-progress part file."""
 
-    __slots__ = ("in_progress", "final", "stream", "size", "opened_ms", "last_write_ms")
+    __slots__ = ("in_progress", "final", "stream", "size", "opened_ms", "last_write_ms", "writer")
 
     def __init__(self, in_progress: str, final: str, stream: Any, size: int, now_ms: int) -> None:
         self.in_progress = in_progress
@@ -63,6 +69,7 @@ class _PartFile:
         self.size = size
         self.opened_ms = now_ms
         self.last_write_ms = now_ms
+        self.writer: Any = None  # the bulk writer (bulk formats only)
 
 
 def _commit_file(in_progress: str, final: str) -> None:
@@ -88,12 +95,13 @@ class FileSinkWriter(BatchSinkWriter):
         self._assigner = sink.bucket_assigner
         self._now = self.context.processing_time.current_processing_time
         self._checkpointing = checkpointing_enabled(self.context.configuration)
+        self._factory = sink.writer_factory  # bulk format (None: row format)
         encoder = sink.encoder
         # fast path: SimpleStringEncoder's output for a batch is one join, encoded once; its text
         # of a record is Java's toString() of the record's declared type, as in PyFlink
         self._charset = getattr(encoder, "_charset", None) if type(encoder) is SimpleStringEncoder else None
         self._text = java_formatter(self.input_type)
-        self._encode = encoder.encode
+        self._encode = encoder.encode if encoder is not None else None
         self._parts: dict[str, _PartFile] = {}  # bucket directory -> its in-progress file
         self._pending: list[tuple[str, str]] = []  # rolled since the last checkpoint
         self._prepared: dict[int, list[tuple[str, str]]] = {}  # checkpoint id -> rolled before it
@@ -137,6 +145,16 @@ class FileSinkWriter(BatchSinkWriter):
         self._counter += 1
         in_progress = os.path.join(bucket, f".{name}.inprogress")
         part = _PartFile(in_progress, os.path.join(bucket, name), open(in_progress, "wb"), 0, now_ms)
+        if self._factory is not None:
+            from streamkernel.runtime.sinks.bulk import create_bulk_writer
+
+            try:
+                part.writer = create_bulk_writer(self._factory, part.stream, f"FileSink {self._base!r} (sink "
+                                                 f"subtask {self.subtask_index + 1}/{self.parallelism})")
+            except BaseException:
+                part.stream.close()
+                os.remove(in_progress)
+                raise
         self._parts[bucket] = part
         return part
 
@@ -145,7 +163,9 @@ class FileSinkWriter(BatchSinkWriter):
         now = self._now()
         bucket = self._bucket_dir(now)
         part = self._parts.get(bucket) or self._new_part(bucket, now)
-        if self._charset is not None:
+        if part.writer is not None:
+            self._write_bulk(part, values)
+        elif self._charset is not None:
             data = ("\n".join(map(self._text, values)) + "\n").encode(self._charset)
             part.stream.write(data)
             part.size += len(data)
@@ -162,8 +182,26 @@ class FileSinkWriter(BatchSinkWriter):
         if self._policy.should_roll(part.size, part.opened_ms, now, now):
             self._roll(bucket)
 
+    def _write_bulk(self, part: _PartFile, values: list) -> None:
+        from streamkernel.runtime.sinks.bulk import RecordShapeError
+
+        try:
+            part.writer.add_elements(values)
+        except RecordShapeError as exc:
+            raise wrap_user_error(self, exc.record, exc) from exc
+        except Exception as exc:
+            raise wrap_user_error(self, values[0], exc, where=f"a batch of {len(values)} records starting with "
+                                                             f"{values[0]!r}") from exc
+        part.size = part.stream.tell()
+
     def _roll(self, bucket: str) -> None:
         part = self._parts.pop(bucket)
+        if part.writer is not None:
+            try:
+                part.writer.finish()
+            except BaseException:
+                part.stream.close()
+                raise
         part.stream.close()
         if self._checkpointing:
             self._pending.append((part.in_progress, part.final))
@@ -260,6 +298,9 @@ class FileSinkWriter(BatchSinkWriter):
             self._timer.cancel()
         self._timer = None
         for part in getattr(self, "_parts", {}).values():
+            discard = getattr(part.writer, "discard", None)  # a bulk writer abandoning its file
+            if callable(discard):
+                discard()
             part.stream.close()
         self._parts = {}
 

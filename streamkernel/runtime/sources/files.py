@@ -1,38 +1,53 @@
-"""Reader of a FileSource: the lines of this subtask's files, decoded with the format's charset.
+"""Reader of a FileSource: the records of this subtask's file splits, read with the source's format.
 
 Files: each given path that is a file, and every file under each given directory
 (recursively; hidden files, those starting with ``.`` or ``_``, are skipped as Flink does).
-Each file is a split and is read whole by one subtask:
+A **format reader** (:class:`FormatReader`: text lines here, CSV in ``csv``, Parquet in
+``parquet``) cuts each file into splits (a whole file; a Parquet row group) and reads a
+split from any record on. Each split is read whole by one subtask:
 
-* static file set: all files sorted by path, file ``i`` to subtask ``i % parallelism``;
+* static file set: the splits of all files (files sorted by path, each file's splits in
+  order), split ``i`` to subtask ``i % parallelism``;
 * monitoring (``monitor_continuously``): each subtask rescans the paths every discovery
   interval on its own, so the owner of a file must not depend on which other files exist
-  at scan time: a file goes to subtask ``crc32(path) % parallelism``. Files already seen
-  are remembered and never read twice; a file is read as it is when discovered (write
-  files elsewhere and move them in, as with Flink).
+  at scan time: every split of a file goes to subtask ``crc32(path) % parallelism``. Files
+  already seen are remembered and never read twice; a file is read as it is when
+  discovered (write files elsewhere and move them in, as with Flink).
 
-Records are the lines without their terminator (``\\n``, ``\\r\\n`` or ``\\r``).
+Text lines are the lines without their terminator (``\\n``, ``\\r\\n`` or ``\\r``).
 
-Position: one split per file this subtask finished, is reading or has queued, as
-``(path, lines emitted)``, with None instead of a count once the file is done. Restored at
-another parallelism, a file's split goes to the subtask that owns its path under the same
-rule as above (sorted index or crc32, ``owns_split``), so the subtask that would discover a
-file is the one that knows it was read, and a half-read file is continued by exactly one
-subtask. The static rule assumes the file set does not change while the job runs.
+Position: one entry per split this subtask finished, is reading or has queued, as
+``(split, records emitted)``, with None instead of a count once the split is done (a
+text or CSV split is its path; a Parquet split is ``(path, row group)``). Restored at
+another parallelism, a split goes to the subtask that owns it under the same rule as
+above (sorted index or crc32, ``owns_split``), so the subtask that would discover a file
+is the one that knows it was read, and a half-read split is continued by exactly one
+subtask, after the records already emitted. The static rule assumes the file set does
+not change while the job runs.
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import os
 import zlib
-from typing import Any, Callable, Optional, TextIO
+from abc import ABC, abstractmethod
+from typing import Any, Callable, Hashable, Optional
 
 from streamkernel.datastream.connectors.file_system import FileSource
 from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.sources.base import DEFAULT_POLL_DELAY_SECONDS, Batch, SourceReader
 
-__all__ = ["FileReader", "list_files"]
+__all__ = ["FileReader", "FormatReader", "SplitCursor", "TextLineFormatReader", "list_files", "format_reader",
+           "FORMAT_READERS"]
+
+#: format class name -> "module:FormatReaderClass" under streamkernel.runtime.sources
+FORMAT_READERS = {
+    "CsvReaderFormat": "csv:CsvFormatReader",
+    "ParquetColumnarRowInputFormat": "parquet:ParquetFormatReader",
+    "StreamFormat": "files:TextLineFormatReader",
+}
 
 
 def list_files(paths: tuple[str, ...]) -> list[str]:
@@ -48,74 +63,160 @@ def list_files(paths: tuple[str, ...]) -> list[str]:
     return sorted(found)
 
 
+def split_path(split: Any) -> str:
+    """The file a split belongs to (a split is a path, or a tuple starting with one)."""
+    return split if isinstance(split, str) else split[0]
+
+
+def _hashable(split: Any) -> Any:
+    """A split as snapshotted, hashable again (a tuple split may come back as a list)."""
+    return split if isinstance(split, str) else tuple(split)
+
+
+class SplitCursor(ABC):
+    """Reads one split from a given record on."""
+
+    @abstractmethod
+    def read(self, max_records: int) -> list:
+        """Up to ``max_records`` records; an empty list once the split is done."""
+
+    def close(self) -> None:
+        """Release the file."""
+
+
+class FormatReader(ABC):
+    """How one file format cuts files into splits and reads them (Flink's format readers)."""
+
+    def splits(self, path: str) -> list[Hashable]:
+        """The splits of the file ``path`` (picklable, hashable; by default the whole file)."""
+        return [path]
+
+    @abstractmethod
+    def open_split(self, split: Any, skip: int) -> SplitCursor:
+        """A cursor reading ``split`` after its first ``skip`` records."""
+
+
+class _TextLineCursor(SplitCursor):
+    def __init__(self, path: str, charset: str, skip: int) -> None:
+        # newline=None: universal newlines, so "\r\n" and "\r" arrive as "\n"
+        self._file = open(path, "r", encoding=charset, newline=None)
+        if skip:
+            for _ in itertools.islice(self._file, skip):
+                pass
+
+    def read(self, max_records: int) -> list:
+        lines = list(itertools.islice(self._file, max_records))
+        if not lines:
+            return lines
+        # one C-level join/split per batch instead of a strip per line
+        text = "".join(lines)
+        values = text.split("\n")
+        if text.endswith("\n"):
+            values.pop()
+        return values
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class TextLineFormatReader(FormatReader):
+    """``StreamFormat.text_line_format``: one record per line, the whole file one split."""
+
+    def __init__(self, stream_format: Any, where: str) -> None:
+        self._charset = stream_format.charset_name
+
+    def open_split(self, split: Any, skip: int) -> SplitCursor:
+        return _TextLineCursor(split, self._charset, skip)
+
+
+def format_reader(stream_format: Any, where: str) -> FormatReader:
+    """The format reader of a FileSource's StreamFormat or BulkFormat (``where`` names the subtask in errors)."""
+    for cls in type(stream_format).__mro__:
+        target = FORMAT_READERS.get(cls.__name__)
+        if target is not None and cls.__module__.startswith("streamkernel.datastream"):
+            if cls.__name__ == "StreamFormat" and stream_format.kind != "text_line":
+                break
+            module_name, class_name = target.split(":")
+            module = importlib.import_module(f"streamkernel.runtime.sources.{module_name}")
+            return getattr(module, class_name)(stream_format, where)
+    raise InvalidProgramError(f"{where}: cannot read files in format {stream_format!r}; streamkernel reads "
+                              f"StreamFormat.text_line_format(), CsvReaderFormat and ParquetColumnarRowInputFormat")
+
+
 class FileReader(SourceReader):
-    """Reads the lines of the files this subtask owns; rescans directories when monitoring."""
+    """Reads the file splits this subtask owns; rescans directories when monitoring."""
 
     def __init__(self, source: FileSource, subtask_index: int, parallelism: int,
                  now_ms: Optional[Callable[[], int]] = None) -> None:
         super().__init__(subtask_index, parallelism, now_ms)
         self._paths = source.paths
-        self._charset = source.stream_format.charset_name
+        self._where = f"FileSource (source subtask {subtask_index + 1}/{parallelism})"
+        self._format = format_reader(source.stream_format, self._where)
         self._interval_ms = source.discovery_interval_ms
-        self._queue: list[tuple[str, int]] = []  # files to read next: (path, lines already emitted)
-        self._done: list[str] = []  # files of this subtask read completely
+        self._queue: list[tuple[Any, int]] = []  # splits to read next: (split, records already emitted)
+        self._done: list[Any] = []  # splits of this subtask read completely
         self._seen: set[str] = set()  # every file this subtask has discovered (any owner)
-        self._current: Optional[str] = None
-        self._lines_read = 0  # lines of the current file emitted so far
-        self._file: Optional[TextIO] = None
+        self._current: Any = None
+        self._emitted = 0  # records of the current split emitted so far
+        self._cursor: Optional[SplitCursor] = None
         self._next_scan_ms = 0
         self._opened = False
-        self._static_index: Optional[dict[str, int]] = None  # path -> sorted index (static rule)
+        self._static: Optional[tuple[list[str], dict[Any, int]]] = None  # files, split -> sorted index
 
     @property
     def monitoring(self) -> bool:
         """True when the paths are rescanned for new files (unbounded)."""
         return self._interval_ms is not None
 
-    def _owns(self, index: int, path: str) -> bool:
-        if self.monitoring:
-            return zlib.crc32(path.encode("utf-8", "surrogatepass")) % self.parallelism == self.subtask_index
-        return index % self.parallelism == self.subtask_index
+    def _crc_owner(self, path: str) -> bool:
+        return zlib.crc32(path.encode("utf-8", "surrogatepass")) % self.parallelism == self.subtask_index
+
+    def _static_splits(self) -> tuple[list[str], dict[Any, int]]:
+        """The files and, for each split of all of them, its index in the static order (listed once)."""
+        if self._static is None:
+            files = list_files(self._paths)
+            splits = [split for path in files for split in self._format.splits(path)]
+            self._static = (files, {split: index for index, split in enumerate(splits)})
+        return self._static
 
     def _discover(self) -> None:
-        """Scan the paths; queue the new files this subtask owns."""
-        files = list_files(self._paths)
-        for index, path in enumerate(files):
-            if path in self._seen:
-                continue
-            self._seen.add(path)
-            if self._owns(index, path):
-                self._queue.append((path, 0))
+        """Scan the paths; queue the splits of new files that this subtask owns."""
         if self.monitoring:
+            for path in list_files(self._paths):
+                if path not in self._seen:
+                    self._seen.add(path)
+                    if self._crc_owner(path):
+                        self._queue.extend((split, 0) for split in self._format.splits(path))
             self._next_scan_ms = self.now_ms() + self._interval_ms  # type: ignore[operator]
+        else:
+            files, index = self._static_splits()
+            for split, i in index.items():
+                if split_path(split) not in self._seen and i % self.parallelism == self.subtask_index:
+                    self._queue.append((split, 0))
+            self._seen.update(files)
         self.is_idle = self._current is None and not self._queue
 
     def open(self) -> None:
-        """List the files (skipping what a restored position says was read)."""
+        """List the files and their splits (skipping what a restored position says was read)."""
         missing = [p for p in self._paths if not os.path.exists(p)]
         if missing and not self.monitoring:  # a monitored directory may appear later
-            raise InvalidProgramError(f"FileSource: path {missing[0]!r} does not exist (source subtask "
-                                      f"{self.subtask_index + 1}/{self.parallelism})")
+            raise InvalidProgramError(f"{self._where}: path {missing[0]!r} does not exist")
         self._opened = True
         self._discover()
 
     def _open_next(self) -> bool:
-        """Open the current file (or the next queued one); False if there is none."""
+        """Open the current split (or the next queued one); False if there is none."""
         if self._current is None:
             if not self._queue:
                 return False
-            self._current, self._lines_read = self._queue.pop(0)
-        # newline=None: universal newlines, so "\r\n" and "\r" arrive as "\n"
-        self._file = open(self._current, "r", encoding=self._charset, newline=None)
-        if self._lines_read:
-            for _ in itertools.islice(self._file, self._lines_read):
-                pass
+            self._current, self._emitted = self._queue.pop(0)
+        self._cursor = self._format.open_split(self._current, self._emitted)
         return True
 
     def read_batch(self, max_records: int) -> Optional[Batch]:
-        """The next lines of the current file; moves through the files, rescans when monitoring."""
+        """The next records of the current split; moves through the splits, rescans when monitoring."""
         while True:
-            if self._file is None and not self._open_next():
+            if self._cursor is None and not self._open_next():
                 if not self.monitoring:
                     return None
                 if self.now_ms() < self._next_scan_ms:
@@ -124,18 +225,13 @@ class FileReader(SourceReader):
                 if not self._queue:
                     return [], None
                 continue
-            lines = list(itertools.islice(self._file, max_records))  # type: ignore[arg-type]
-            if lines:
-                self._lines_read += len(lines)
-                # one C-level join/split per batch instead of a strip per line
-                text = "".join(lines)
-                values = text.split("\n")
-                if text.endswith("\n"):
-                    values.pop()
+            values = self._cursor.read(max_records)  # type: ignore[union-attr]
+            if values:
+                self._emitted += len(values)
                 return values, None
-            self._file.close()  # type: ignore[union-attr]
-            self._file = None
-            self._done.append(self._current)  # type: ignore[arg-type]
+            self._cursor.close()  # type: ignore[union-attr]
+            self._cursor = None
+            self._done.append(self._current)
             self._current = None
             self.is_idle = not self._queue
 
@@ -146,37 +242,35 @@ class FileReader(SourceReader):
         return min(max(0.0, (self._next_scan_ms - self.now_ms()) / 1000.0), 0.5)
 
     # ------------------------------------------------------------- positions
-    def snapshot_splits(self) -> list[tuple[str, Optional[int]]]:
-        """``[(path, lines emitted or None once done), ...]``: done, current, then queued files."""
-        splits: list[tuple[str, Optional[int]]] = [(path, None) for path in self._done]
+    def snapshot_splits(self) -> list[tuple[Any, Optional[int]]]:
+        """``[(split, records emitted or None once done), ...]``: done, current, then queued splits."""
+        splits: list[tuple[Any, Optional[int]]] = [(split, None) for split in self._done]
         if self._current is not None:
-            splits.append((self._current, self._lines_read))
+            splits.append((self._current, self._emitted))
         splits.extend(self._queue)
         return splits
 
     def restore_splits(self, splits: list) -> None:
-        """Skip the files done, continue the others after the lines already emitted."""
+        """Skip the splits done, continue the others after the records already emitted."""
         self.close()
-        self._current, self._lines_read = None, 0
-        self._done = [path for path, lines in splits if lines is None]
-        self._queue = [(path, int(lines)) for path, lines in splits if lines is not None]
-        self._seen = {path for path, _ in splits}
+        self._current, self._emitted = None, 0
+        self._done = [_hashable(split) for split, count in splits if count is None]
+        self._queue = [(_hashable(split), int(count)) for split, count in splits if count is not None]
+        self._seen = {split_path(split) for split, _ in splits}
         if self._opened:
             self._discover()
 
     def owns_split(self, index: int, split: Any) -> bool:
-        """The file's owner under the discovery rule (a file no longer listed: by crc32 of its path)."""
-        path = split[0]
+        """The split's owner under the discovery rule (a file no longer listed: by crc32 of its path)."""
+        key = _hashable(split[0])
         if not self.monitoring:
-            if self._static_index is None:
-                self._static_index = {p: i for i, p in enumerate(list_files(self._paths))}
-            position = self._static_index.get(path)
+            position = self._static_splits()[1].get(key)
             if position is not None:
                 return position % self.parallelism == self.subtask_index
-        return zlib.crc32(path.encode("utf-8", "surrogatepass")) % self.parallelism == self.subtask_index
+        return self._crc_owner(split_path(key))
 
     def close(self) -> None:
-        """Close the open file."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        """Close the open split."""
+        if self._cursor is not None:
+            self._cursor.close()
+            self._cursor = None
