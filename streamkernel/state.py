@@ -8,14 +8,14 @@ parses, every file has its recorded size and SHA-256)::
     from streamkernel.state import read_checkpoint
 
     view = read_checkpoint("savepoints/savepoint-3f2a1c-0123456789ab")
-    view.operators                      # ['counts', 'node-1', ...]: uids, or node-<id>
+    view.operators                      # ['counts', 'node-3f9c...', ...]: uids, or node-<generated id>
     view.keyed_state("counts")          # operator, state, key_group, key, namespace, value
     view.keyed_state("counts", "sum")   # one state only
     view.operator_state("source")       # operator list / union / broadcast state
     view.timers("windows")              # registered event- and processing-time timers
     view.raw_state("source")            # {subtask: what the operator stored, e.g. a source position}
 
-Operators are named by key (uid, else ``node-<id>``) or, when unambiguous, by name.
+Operators are named by key (uid, else ``node-<generated id>``) or, when unambiguous, by name.
 Reading unpickles the state files: read only checkpoints you trust.
 """
 
@@ -84,7 +84,7 @@ class CheckpointView:
 
     @property
     def operators(self) -> list[str]:
-        """The keys of the operators in the checkpoint (uid, else ``node-<id>``)."""
+        """The keys of the operators in the checkpoint (uid, else ``node-<generated id>``)."""
         keys = list(self.metadata.operators)
         return keys + [key for key in self._by_operator if key not in self.metadata.operators]
 

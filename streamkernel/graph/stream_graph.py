@@ -10,6 +10,7 @@ otherwise.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
@@ -55,6 +56,18 @@ class StreamNode:
     max_parallelism_configured: bool = False
     state_key_selectors: tuple[Any, ...] = ()
     output_type: Any = None
+    generated_id: str = ""
+
+    @property
+    def operator_id(self) -> str:
+        """The name the operator's state goes by in checkpoints: its uid, else ``node-<generated id>``.
+
+        The generated id (Flink's StreamGraphHasherV2) hashes the operator's position in the
+        program and its inputs' ids, so the same program built twice, in this kernel or in
+        another process, maps its state to the same operators without uids. Set ``uid()``
+        on stateful operators anyway, as Flink advises: a changed program keeps its state.
+        """
+        return self.uid or f"node-{self.generated_id or self.id}"
 
     @property
     def is_source(self) -> bool:
@@ -168,10 +181,13 @@ def build_stream_graph(
     groups: dict[int, str] = {}
     nodes: list[StreamNode] = []
     edges: list[StreamEdge] = []
+    generated: dict[int, str] = {}
     for t in ordered:
         if not t.is_physical:
             continue
         upstream_by_input = [_resolve(i) for i in t.inputs]
+        generated[t.id] = _generated_id(len(nodes), t.operator.kind,  # type: ignore[attr-defined]
+                                        [generated[u.node_id] for ups in upstream_by_input for u in ups])
         groups[t.id] = _slot_sharing_group(t, [u.node_id for ups in upstream_by_input for u in ups], groups)
         max_par, configured = _max_parallelism(t, default_max_parallelism_setting)
         nodes.append(StreamNode(
@@ -179,7 +195,7 @@ def build_stream_graph(
             max_parallelism=max_par, slot_sharing_group=groups[t.id],
             chaining_strategy=t.chaining_strategy, uid=t.uid, description=t.description,
             buffer_timeout=t.buffer_timeout, max_parallelism_configured=configured,
-            state_key_selectors=_state_keys(t), output_type=t.output_type,
+            state_key_selectors=_state_keys(t), output_type=t.output_type, generated_id=generated[t.id],
         ))
         two_input = isinstance(t, TwoInputTransformation)
         for input_index, ups in enumerate(upstream_by_input):
@@ -188,6 +204,12 @@ def build_stream_graph(
                                    type_number=input_index + 1 if two_input else 0))
     return StreamGraph(job_name=job_name, nodes=tuple(nodes), edges=tuple(edges),
                        chaining_enabled=chaining_enabled, configuration=dict(configuration or {}))
+
+
+def _generated_id(position: int, kind: str, input_ids: list[str]) -> str:
+    """A node's id from its position among the program's operators, its kind and its inputs' ids."""
+    text = "|".join([str(position), kind, *input_ids])
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
 def _topological(transformations: Iterable[Transformation]) -> list[Transformation]:

@@ -36,8 +36,16 @@ class ClusterCommands:
         running = current_cluster()
         if running is not None and running.is_running:
             raise UsageError(f"%flink start: a cluster is already running ({running!r}); %flink stop it first")
-        cluster = MiniCluster(taskmanagers=args.taskmanagers, slots_per_taskmanager=args.slots,
-                              backend=args.backend).start()
+        spark_session = None
+        name = getattr(args, "spark_session", None)
+        if name:
+            spark_session = self.session.shell.user_ns.get(name)
+            if spark_session is None:
+                raise UsageError(f"%flink start: --spark-session {name}: no variable {name!r} in this notebook; "
+                                 f"create it first (spark = SparkSession.builder.getOrCreate())")
+        backend = "spark" if spark_session is not None or getattr(args, "master", None) else args.backend
+        cluster = MiniCluster(taskmanagers=args.taskmanagers, slots_per_taskmanager=args.slots, backend=backend,
+                              spark_session=spark_session, spark_master=getattr(args, "master", None)).start()
         self.session.shell.push({"cluster": cluster})
         print(f"Started {cluster!r}; bound to `cluster`. Every env.execute() in this kernel now runs on it.")
         return self.cluster(args)
@@ -99,7 +107,7 @@ class ClusterCommands:
         cluster = self.cluster_or_usage("kill-taskmanager")
         target: Any = args.taskmanager
         if target.isdigit():
-            target = int(target) - 1  # the notebook counts TaskManagers from 1, as the slot table does
+            target = f"TM{int(target)}"  # the notebook counts TaskManagers from 1, as the slot table does
         try:
             killed = cluster.kill_taskmanager(target)
         except KeyError as exc:
@@ -129,8 +137,14 @@ class ClusterCommands:
         if wanted is not None:
             jobs = [j for j in jobs if str(j.job_id).startswith(wanted) or j.name == wanted]
         if len(jobs) != 1:
-            listing = ", ".join(f"{j.job_id} ({j.name})" for j in cluster.jobs()) or "none"
-            what = "no running job matches" if not jobs else "several running jobs match; name one with --job"
+            listing = ", ".join(f"{j.job_id} ({j.name}, {j.status.name})" for j in cluster.jobs()) or "none"
+            how = "--job JOB" if command == "fail" else "its name or id after the subcommand"
+            if jobs:
+                what = f"several running jobs match; pick one with {how}"
+            elif wanted is None:
+                what = "no job is running"
+            else:
+                what = f"no running job matches {wanted!r}"
             raise UsageError(f"%flink {command}: {what}; jobs: {listing}")
         return jobs[0]
 

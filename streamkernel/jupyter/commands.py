@@ -18,7 +18,7 @@ from IPython.core.magic_arguments import MagicArgumentParser
 __all__ = ["BACKENDS", "GRAPH_KINDS", "SHOW_CHOICES", "cell_parser", "line_parser", "parse_cell_options", "parse_line", "usage"]
 
 GRAPH_KINDS = ("stream", "job", "execution")
-BACKENDS = ("local",)
+BACKENDS = ("local", "process", "spark")
 SHOW_CHOICES = (*GRAPH_KINDS, "plan")
 
 
@@ -73,8 +73,13 @@ def line_parser() -> MagicArgumentParser:
     start = sub.add_parser("start", add_help=False, help="start a cluster: a JobManager and TaskManagers")
     start.add_argument("--taskmanagers", "-t", type=_positive_int, default=1, help="number of TaskManagers (default 1)")
     start.add_argument("--slots", "-s", type=_positive_int, default=2, help="task slots per TaskManager (default 2)")
-    start.add_argument("--backend", "-b", choices=BACKENDS, default="local",
-                       help="where TaskManagers run: local = threads in this kernel (default)")
+    start.add_argument("--backend", "-b", choices=BACKENDS, default=None,
+                       help="where TaskManagers run: local = threads in this kernel (default), process = one "
+                            "child process each, spark = long-running Spark tasks")
+    start.add_argument("--master", "-m", default=None,
+                       help="spark backend: the Spark master (local[N,F], spark://host:7077, yarn, k8s://...)")
+    start.add_argument("--spark-session", default=None, metavar="NAME",
+                       help="spark backend: the notebook variable holding the SparkSession to use")
     sub.add_parser("stop", add_help=False, help="stop the cluster: cancel its jobs, end every TaskManager")
     sub.add_parser("cluster", add_help=False, help="the cluster's TaskManagers and what runs in each slot")
     sub.add_parser("jobs", add_help=False, help="the jobs of the cluster with their status")

@@ -134,19 +134,8 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
     data_stream.sink_to(sink).name("Collect Sink").set_parallelism(1)  # one collector, as Flink's CollectSinkOperator
     stream_graph = env.get_stream_graph(job_execution_name, clear_transformations=True)
     client = submit_stream_graph(env, stream_graph)
-    buffer = sink.buffer
+    buffer = sink.buffer  # ended with the job by MiniCluster.submit (watch_collect_buffers)
     dispatcher = client._dispatcher  # the cluster the job runs on (current or transient)
-
-    def on_status(details: JobDetails) -> None:
-        # From the JobMaster's thread: unblock sink writers so cancellation can finish.
-        if details.status in (JobStatus.FAILING, JobStatus.FAILED, JobStatus.CANCELLING, JobStatus.CANCELED):
-            error = job_execution_error(details)
-            error.__cause__ = details.failure_cause
-            buffer.fail(error)
-        elif details.status is JobStatus.FINISHED:
-            buffer.close()
-
-    dispatcher.add_job_status_listener(client.get_job_id(), on_status)
     closed = threading.Event()
 
     def close() -> None:

@@ -13,8 +13,14 @@ transient cluster sized for the job and stops it afterwards, as PyFlink's local 
 Everything a notebook shows comes from :meth:`MiniCluster.snapshot`, a plain dict built
 from published snapshots, safe to call from any thread while jobs run.
 
+Where TaskManagers run is the cluster's *backend* (:mod:`.minicluster_taskmanagers`):
+``local`` (threads in this process, the default), ``process`` (one child process per
+TaskManager) or ``spark`` (TaskManagers in long-running Spark tasks). Without an explicit
+``backend`` the configuration's ``streamkernel.backend`` (default: ``$STREAMKERNEL_BACKEND``,
+else ``local``) decides, also for the transient cluster of ``env.execute()``.
+
 Failure injection, to watch recovery: :meth:`MiniCluster.kill_taskmanager` (a TaskManager
-dies; the ResourceManager notices the missed heartbeats), :meth:`MiniCluster.add_taskmanager`
+dies; the ResourceManager notices), :meth:`MiniCluster.add_taskmanager`
 (a replacement registers its slots, as YARN or Spark would relaunch one) and
 :meth:`MiniCluster.fail_operator` (an operator's running subtasks raise).
 
@@ -38,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union
 
 from streamkernel.common.job_status import JobID, JobStatus
-from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
+from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.execution_graph import SlotId
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.clock import Clock, SystemClock
@@ -47,27 +53,18 @@ from streamkernel.runtime.jobmanager.dispatcher import Dispatcher
 from streamkernel.runtime.jobmanager.failure_injection import injected_failure_message, subtasks_to_fail
 from streamkernel.runtime.jobmanager.resource_manager import ResourceManager
 from streamkernel.runtime.minicluster_checkpoints import MiniClusterCheckpoints
-from streamkernel.runtime.minicluster_job_client import MiniClusterJobClient
+from streamkernel.runtime.minicluster_job_client import MiniClusterJobClient, watch_collect_buffers
+from streamkernel.runtime.minicluster_taskmanagers import (
+    BACKENDS,
+    LOCAL_HEARTBEAT_DEFAULTS,
+    create_taskmanagers,
+    heartbeat_defaults,
+    resolve_backend,
+)
 from streamkernel.runtime.taskmanager.gateway import TaskExecutorHeartbeat
-from streamkernel.runtime.taskmanager.local import start_local_taskmanagers
-from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
 
 __all__ = ["MiniCluster", "JobInfo", "SlotOccupancy", "TaskManagerInfo", "current_cluster", "set_current_cluster",
            "BACKENDS", "LOCAL_HEARTBEAT_DEFAULTS"]
-
-#: Where TaskManagers can come from. Only ``local`` (threads in this process) exists so far.
-BACKENDS = ("local",)
-
-#: ``heartbeat.interval`` / ``heartbeat.timeout`` of the ``local`` backend unless configured.
-#: Flink's 10 s / 50 s guard against GC pauses and slow networks between machines; a
-#: local TaskManager answers a heartbeat with a method call in this process, which fails
-#: only when the TaskManager is dead (``kill_taskmanager``): it is never merely slow, so a
-#: short timeout cannot declare a healthy one lost. With 100 ms / 500 ms a killed
-#: TaskManager is noticed within about 0.6 s, and a job restarted by Flink's default
-#: strategy with checkpoints (exponential delay from 1 s) processes records again well
-#: under the issue's 2 s target; a heartbeat round (a few dict copies per task) ten times a
-#: second costs nothing measurable. Backends with real processes need longer values.
-LOCAL_HEARTBEAT_DEFAULTS = {"heartbeat.interval": "100 ms", "heartbeat.timeout": "500 ms"}
 
 _current_lock = threading.Lock()
 _current: Optional["MiniCluster"] = None
@@ -135,40 +132,40 @@ class MiniCluster(MiniClusterCheckpoints):
 
     ``taskmanagers`` and ``slots_per_taskmanager`` default to the configuration's
     ``minicluster.number-of-taskmanagers`` and ``taskmanager.numberOfTaskSlots``, else 1.
+    ``backend`` is where TaskManagers run (:data:`BACKENDS`; None: the configuration's
+    ``streamkernel.backend``, else ``$STREAMKERNEL_BACKEND``, else ``local``).
     ``configuration`` holds Flink keys for the cluster (``slot.request.timeout``,
     ``heartbeat.interval`` ...); a job's own keys override them for that job. ``clock`` is
     the processing-time clock of every task (a ManualClock makes processing time
-    deterministic in tests). ``task_factory`` and ``shuffle`` replace what runs a deployed
-    subtask and the channel registry (for tests and other backends).
+    deterministic in tests; local backend only). ``task_factory`` and ``shuffle`` replace
+    what runs a deployed subtask and the channel registry (for tests; local backend only).
+    ``spark_session`` / ``spark_master`` choose the Spark application of the ``spark`` backend.
     """
 
     def __init__(self, taskmanagers: Optional[int] = None, slots_per_taskmanager: Optional[int] = None,
-                 backend: str = "local", configuration: Optional[Mapping[str, Any]] = None,
+                 backend: Optional[str] = None, configuration: Optional[Mapping[str, Any]] = None,
                  clock: Optional[Clock] = None, *, task_factory: Optional[Callable[..., Any]] = None,
-                 shuffle: Any = None) -> None:
+                 shuffle: Any = None, spark_session: Any = None, spark_master: Optional[str] = None) -> None:
         conf = {k: str(v) for k, v in dict(configuration or {}).items()}
-        if backend not in BACKENDS:
-            raise IllegalConfigurationError(
-                f"MiniCluster: unknown backend {backend!r}; available: {', '.join(BACKENDS)} (TaskManagers as "
-                f"threads in this process). The 'process' and 'spark' backends are not built yet.")
+        explicit_local = task_factory is not None or shuffle is not None or clock is not None
+        self.backend = resolve_backend(backend or ("local" if explicit_local else None), conf)
         self.number_of_taskmanagers = _positive(
             "taskmanagers", taskmanagers if taskmanagers is not None else conf.get("minicluster.number-of-taskmanagers", 1))
         self.slots_per_taskmanager = _positive(
             "slots_per_taskmanager",
             slots_per_taskmanager if slots_per_taskmanager is not None else conf.get("taskmanager.numberOfTaskSlots", 1))
         conf["taskmanager.numberOfTaskSlots"] = str(self.slots_per_taskmanager)
-        self.backend = backend
         self.configuration = conf
         self.clock = clock or SystemClock()
         self._task_factory = task_factory
         self._shuffle_given = shuffle
+        self._spark = {"spark_session": spark_session, "spark_master": spark_master}
         # Guards start/stop; the components guard themselves.
         self._lifecycle = threading.Lock()
         self._running = False
         self._resource_manager: Optional[ResourceManager] = None
         self._dispatcher: Optional[Dispatcher] = None
-        self._taskmanagers: list[TaskExecutor] = []  # every TaskManager started, killed ones too
-        self._next_taskmanager = 0  # index of the next TaskManager (ids taskmanager-1, -2 ...)
+        self._backend: Any = None  # the TaskManagers (minicluster_taskmanagers)
         self._working_dir: Optional[str] = None
         self.shuffle: Any = None
 
@@ -178,7 +175,9 @@ class MiniCluster(MiniClusterCheckpoints):
 
         With ``make_current`` (the default) the cluster becomes the process's current
         cluster: every environment's ``execute()`` submits to it. Starting a running
-        cluster does nothing.
+        cluster does nothing. With the ``process`` and ``spark`` backends it returns once
+        every TaskManager registered, and raises TaskManagerStartError (with the reason:
+        exit code, stderr) when one could not start.
         """
         with self._lifecycle:
             if not self._running:
@@ -188,18 +187,20 @@ class MiniCluster(MiniClusterCheckpoints):
         return self
 
     def _start_locked(self) -> None:
-        resource_manager = ResourceManager({**LOCAL_HEARTBEAT_DEFAULTS, **self.configuration})  # checks heartbeats
+        resource_manager = ResourceManager({**heartbeat_defaults(self.backend), **self.configuration})
         self._working_dir = tempfile.mkdtemp(prefix="streamkernel-", dir=self.configuration.get("io.tmp.dirs"))
-        self.shuffle = self._shuffle_given if self._shuffle_given is not None else _local_shuffle()
+        self.shuffle = None
+        if self.backend == "local":
+            self.shuffle = self._shuffle_given if self._shuffle_given is not None else _local_shuffle()
         self._resource_manager = resource_manager
         self._dispatcher = Dispatcher(self._resource_manager, self.configuration)
         try:
-            self._taskmanagers = start_local_taskmanagers(
-                self.number_of_taskmanagers, self.slots_per_taskmanager, self._resource_manager,
-                shuffle=self.shuffle, clock=self.clock, working_dir=self._working_dir,
-                task_factory=self._task_factory)
-            self._next_taskmanager = self.number_of_taskmanagers
+            self._backend = create_taskmanagers(
+                self.backend, self.configuration, shuffle=self.shuffle, clock=self.clock,
+                working_dir=self._working_dir, task_factory=self._task_factory, **self._spark)
+            self._backend.start(self._resource_manager, self.number_of_taskmanagers, self.slots_per_taskmanager)
         except BaseException:
+            self._dispatcher.shutdown(1.0)
             self._resource_manager.stop()
             shutil.rmtree(self._working_dir, ignore_errors=True)
             raise
@@ -207,10 +208,11 @@ class MiniCluster(MiniClusterCheckpoints):
         self._running = True
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Cancel running jobs, stop the TaskManagers and the JobManager; no thread is left running.
+        """Cancel running jobs, stop the TaskManagers and the JobManager; no thread or process is left.
 
-        Waits up to ``timeout`` seconds for jobs and tasks to end. Stopping a stopped cluster
-        does nothing; a stopped cluster may be started again.
+        Waits up to ``timeout`` seconds for jobs and tasks to end (TaskManagers in other
+        processes are asked to shut down, then killed). Stopping a stopped cluster does
+        nothing; a stopped cluster may be started again.
         """
         global _current
         with self._lifecycle:
@@ -219,11 +221,12 @@ class MiniCluster(MiniClusterCheckpoints):
             self._running = False
             assert self._dispatcher is not None and self._resource_manager is not None
             self._dispatcher.shutdown(timeout)
-            for taskmanager in self._taskmanagers:
-                taskmanager.shutdown(timeout)
-            self._resource_manager.stop()
-            if self._working_dir is not None:
-                shutil.rmtree(self._working_dir, ignore_errors=True)
+            self._resource_manager.stop()  # no heartbeats: TaskManagers leaving now are not "lost"
+            try:
+                self._backend.shutdown(timeout)
+            finally:
+                if self._working_dir is not None:
+                    shutil.rmtree(self._working_dir, ignore_errors=True)
         with _current_lock:
             if _current is self:
                 _current = None
@@ -254,6 +257,12 @@ class MiniCluster(MiniClusterCheckpoints):
         assert self._resource_manager is not None
         return self._resource_manager
 
+    @property
+    def taskmanager_backend(self) -> Any:
+        """The object managing this cluster's TaskManagers (LocalTaskManagers or RemoteTaskManagers)."""
+        self._check_running("taskmanager_backend")
+        return self._backend
+
     def _check_running(self, what: str) -> None:
         if not self._running and self._dispatcher is None:
             raise InvalidProgramError(f"MiniCluster.{what}: the cluster was never started; call start() first")
@@ -273,6 +282,7 @@ class MiniCluster(MiniClusterCheckpoints):
             raise InvalidProgramError(
                 f"cannot submit job {stream_graph.job_name!r}: the MiniCluster is not running; call start() first")
         job_id = self.dispatcher.submit_job(stream_graph)
+        watch_collect_buffers(self.dispatcher, job_id, stream_graph)
         return MiniClusterJobClient(self.dispatcher, job_id)
 
     def jobs(self) -> list[JobInfo]:
@@ -291,46 +301,51 @@ class MiniCluster(MiniClusterCheckpoints):
         return MiniClusterJobClient(self._dispatcher, job)
 
     # ---------------------------------------------------------- failure injection
-    def _taskmanager(self, index_or_id: Union[int, str]) -> TaskExecutor:
-        live = [tm for tm in self._taskmanagers if not tm.is_killed]
-        for tm in live:
-            if index_or_id in (tm.taskmanager_id, tm.index) or (
-                    isinstance(index_or_id, str) and tm.index is not None
-                    and index_or_id.strip().upper() == f"TM{tm.index + 1}"):
+    def _taskmanager(self, index_or_id: Union[int, str]) -> str:
+        """The id of a live TaskManager given its index, id or ``TM<n>`` name."""
+        assert self._resource_manager is not None
+        indexes = {s.taskmanager_id: s.slot_id.taskmanager_index for s in self._resource_manager.slots()}
+        live = [(tm, indexes.get(tm)) for tm in self._backend.live_ids()]
+        for tm, index in live:
+            if index_or_id in (tm, index) or (
+                    isinstance(index_or_id, str) and index is not None
+                    and index_or_id.strip().upper() == f"TM{index + 1}"):
                 return tm
-        known = ", ".join(f"{tm.taskmanager_id} (index {tm.index}, TM{(tm.index or 0) + 1})" for tm in live)
+        known = ", ".join(f"{tm} (index {index}, TM{(index or 0) + 1})" for tm, index in live)
         raise KeyError(f"no live TaskManager {index_or_id!r} in this cluster; live ones: {known or 'none'}")
 
     def kill_taskmanager(self, index_or_id: Union[int, str]) -> str:
         """Kill a TaskManager as if its process died; returns its id.
 
         ``index_or_id`` is its index (``TaskManagerInfo.index``, from 0), its id
-        (``"taskmanager-2"``) or its name in graphs (``"TM2"``). Its tasks stop without
-        reporting and it answers nothing any more; after ``heartbeat.timeout`` the
-        ResourceManager unregisters it and tells the JobMasters of its jobs, which fail
-        the subtasks it ran and restart their jobs by their restart strategies on the
+        (``"taskmanager-2"``) or its name in graphs (``"TM2"``). ``local``: its tasks stop
+        without reporting and it answers nothing any more; after ``heartbeat.timeout`` the
+        ResourceManager unregisters it. ``process``: its process is SIGKILLed; the closed
+        connection unregisters it at once and a new TaskManager process replaces it
+        (``streamkernel.taskmanager.replace-lost``). Either way the JobMasters of its jobs
+        fail the subtasks it ran and restart their jobs by their restart strategies on the
         slots that remain, or wait (``slot.request.timeout``) for new ones:
-        :meth:`add_taskmanager` starts a replacement.
+        :meth:`add_taskmanager` starts one.
         """
         self._check_running("kill_taskmanager")
         with self._lifecycle:
-            taskmanager = self._taskmanager(index_or_id)
-            taskmanager.kill()
-        return taskmanager.taskmanager_id
+            taskmanager_id = self._taskmanager(index_or_id)
+            self._backend.kill(taskmanager_id)
+        return taskmanager_id
 
     def add_taskmanager(self, slots: Optional[int] = None) -> str:
-        """Start one more local TaskManager (``slots`` slots, the cluster's default if None);
-        it registers its slots with the ResourceManager, where waiting jobs find them. Returns its id."""
+        """Start one more TaskManager (``slots`` slots, the cluster's default if None) of the
+        cluster's backend; it registers its slots with the ResourceManager, where waiting
+        jobs find them. Returns its id."""
         with self._lifecycle:
-            if not self._running or self._resource_manager is None or self._working_dir is None:
+            if not self._running or self._resource_manager is None:
                 raise InvalidProgramError("MiniCluster.add_taskmanager: the cluster is not running; call start() first")
             count = self.slots_per_taskmanager if slots is None else _positive("slots", slots)
-            [taskmanager] = start_local_taskmanagers(
-                1, count, self._resource_manager, shuffle=self.shuffle, clock=self.clock,
-                working_dir=self._working_dir, first_index=self._next_taskmanager, task_factory=self._task_factory)
-            self._next_taskmanager += 1
-            self._taskmanagers.append(taskmanager)
-        return taskmanager.taskmanager_id
+            return self._backend.add(count)
+
+    def describe_taskmanager(self, taskmanager_id: str) -> dict:
+        """Where a TaskManager runs: ``backend``, ``host``, ``pid`` where known (for the cockpit)."""
+        return self._backend.describe(taskmanager_id) if self._backend is not None else {}
 
     def fail_operator(self, job_id: Union[JobID, str], operator_name_or_uid: str,
                       subtask: Optional[int] = None) -> list[str]:
@@ -348,15 +363,14 @@ class MiniCluster(MiniClusterCheckpoints):
 
         master = self.dispatcher.job_master(job_id if isinstance(job_id, JobID) else JobID.from_hex_string(str(job_id)))
         targets = subtasks_to_fail(master.job_graph, master.request_job_details(), operator_name_or_uid, subtask)
-        by_id = {tm.taskmanager_id: tm for tm in self._taskmanagers}
+        live = set(self._backend.live_ids())
         failed = []
         for target in targets:
-            taskmanager = by_id.get(target.taskmanager_id or "")
-            if taskmanager is None or taskmanager.is_killed:
+            if target.taskmanager_id not in live:
                 continue
             attempt = ExecutionAttemptId(master.job_id, target.vertex_id, target.subtask_index, target.attempt_number)
             error = InjectedFailure(injected_failure_message(operator_name_or_uid, target))
-            if taskmanager.inject_failure(attempt, error):
+            if self._backend.inject_failure(target.taskmanager_id, attempt, error):
                 failed.append(target.name)
         return failed
 
@@ -419,7 +433,7 @@ class MiniCluster(MiniClusterCheckpoints):
             jobs.append(job)
         return {
             "running": self._running, "backend": self.backend, "time": now,
-            "taskmanagers": [{"id": i.taskmanager_id, "index": i.index,
+            "taskmanagers": [{"id": i.taskmanager_id, "index": i.index, "placement": self.describe_taskmanager(i.taskmanager_id),
                               "slots": [{"slot": str(s.slot_id), "index": s.slot_id.slot_index, "job_id": s.job_id,
                                          "job_name": s.job_name, "tasks": list(s.tasks)} for s in i.slots]}
                              for i in infos],

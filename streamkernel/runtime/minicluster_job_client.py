@@ -18,7 +18,35 @@ from streamkernel.errors import JobExecutionError
 from streamkernel.runtime.jobmanager.dispatcher import Dispatcher
 from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult
 
-__all__ = ["MiniClusterJobClient", "job_execution_error", "to_job_execution_result"]
+__all__ = ["MiniClusterJobClient", "job_execution_error", "to_job_execution_result", "watch_collect_buffers"]
+
+def watch_collect_buffers(dispatcher: Dispatcher, job_id: JobID, stream_graph: Any) -> None:
+    """End the job's CollectSink buffers with the job: closed when it FINISHED, failed otherwise.
+
+    A reader iterating over ``sink.buffer`` then stops, or raises the job's
+    JobExecutionError, even when no sink subtask ever ran (a job that failed to restore or
+    to get slots) or the sink subtasks ran in another process.
+    """
+    from streamkernel.datastream.connectors.collect import CollectSink
+
+    buffers = [node.operator.params.get("sink") for node in stream_graph.sinks]
+    buffers = [sink.buffer for sink in buffers if isinstance(sink, CollectSink)]
+    if not buffers:
+        return
+
+    def on_status(details: JobDetails) -> None:
+        # From the JobMaster's thread: unblock sink writers so cancellation can finish.
+        if details.status in (JobStatus.FAILING, JobStatus.FAILED, JobStatus.CANCELLING, JobStatus.CANCELED):
+            error = job_execution_error(details)
+            error.__cause__ = details.failure_cause
+            for buffer in buffers:
+                buffer.fail(error)
+        elif details.status is JobStatus.FINISHED:
+            for buffer in buffers:
+                buffer.close()
+
+    dispatcher.add_job_status_listener(job_id, on_status)
+
 
 def job_execution_error(result: Union[JobResult, JobDetails]) -> JobExecutionError:
     """The error ``env.execute()`` raises for a job that FAILED (or FAILING) or was CANCELED.

@@ -188,8 +188,10 @@ class Task:
                 int(tdd.configuration.get("taskmanager.network.credits-per-channel", "4")))
         outputs: dict[int, RecordWriterOutput] = {}
         network_edges: list[StreamEdge] = []
+        addresses = tdd.shuffle_addresses  # consumers in other TaskManager processes: their data listeners
         for descriptor in tdd.outputs:
-            channels = [shuffle.output_channel(cid) for cid in descriptor.channel_ids]
+            channels = [shuffle.output_channel(cid, addresses[cid]) if cid in addresses else shuffle.output_channel(cid)
+                        for cid in descriptor.channel_ids]
             writer = RecordWriter(descriptor.stream_edge.partitioner, channels, tdd.subtask_index,
                                   buffer_size=self._batch_size)
             self._writers.append(writer)

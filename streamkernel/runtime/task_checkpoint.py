@@ -6,7 +6,7 @@ every operator of its chain, writes the snapshot to checkpoint storage, forwards
 barrier on every output channel and acknowledges to the JobMaster. It restores the same
 structure when it is deployed with restored state.
 
-A task snapshot maps each operator's key (its uid, or ``node-<id>`` without one) to::
+A task snapshot maps each operator's key (its uid, or ``node-<generated id>`` without one) to::
 
     {"keyed": keyed-backend snapshot or None, "timers": [timer-service snapshots],
      "operator": operator-state snapshot, "raw": what operator.snapshot_state returned}
@@ -34,8 +34,8 @@ _log = logging.getLogger(__name__)
 
 
 def operator_key(node: StreamNode) -> str:
-    """The name an operator's state goes by in checkpoints: its uid, else ``node-<id>``."""
-    return node.uid or f"node-{node.id}"
+    """The name an operator's state goes by in checkpoints (:attr:`StreamNode.operator_id`)."""
+    return node.operator_id
 
 
 class TaskCheckpointer:

@@ -178,3 +178,39 @@ def test_lookup_helpers():
     assert graph.in_edges(source.id) == ()
     with pytest.raises(KeyError):
         graph.node(-1)
+
+
+def _word_count_graph(env_factory, with_filter: bool = False, uid: str | None = None) -> StreamGraph:
+    env = env_factory()
+    words = env.from_collection(["a", "b"])
+    if with_filter:
+        words = words.filter(lambda w: w != "b")
+    counted = words.map(lambda w: (w, 1)).key_by(lambda p: p[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
+    if uid:
+        counted.uid(uid)
+    counted.print()
+    return env.get_stream_graph("count", clear_transformations=True)
+
+
+def test_operator_ids_are_the_same_when_the_same_program_is_built_again():
+    # State without uids must find its operators when the notebook builds the job again
+    # (transformation ids keep growing in the kernel; Flink's generated ids do not depend on them).
+    from streamkernel.datastream import StreamExecutionEnvironment
+
+    first = _word_count_graph(StreamExecutionEnvironment.get_execution_environment)
+    second = _word_count_graph(StreamExecutionEnvironment.get_execution_environment)
+    assert [n.id for n in first.nodes] != [n.id for n in second.nodes]
+    assert [n.operator_id for n in first.nodes] == [n.operator_id for n in second.nodes]
+    assert len({n.operator_id for n in first.nodes}) == len(first.nodes)
+    assert all(n.operator_id.startswith("node-") for n in first.nodes)
+
+
+def test_operator_ids_change_with_the_program_and_a_uid_wins():
+    from streamkernel.datastream import StreamExecutionEnvironment
+
+    plain = _word_count_graph(StreamExecutionEnvironment.get_execution_environment)
+    filtered = _word_count_graph(StreamExecutionEnvironment.get_execution_environment, with_filter=True)
+    # an operator inserted upstream moves every operator after it, as in Flink without uids
+    assert plain.nodes[-1].operator_id != filtered.nodes[-1].operator_id
+    named = _word_count_graph(StreamExecutionEnvironment.get_execution_environment, uid="counts")
+    assert [n.operator_id for n in named.nodes if n.uid] == ["counts"]

@@ -328,8 +328,8 @@ def test_snapshot_is_plain_data_with_placement_and_metrics() -> None:
 
 
 def test_unknown_backend_is_rejected() -> None:
-    with pytest.raises(ValueError, match="unknown backend 'spark'"):
-        MiniCluster(backend="spark")
+    with pytest.raises(ValueError, match="unknown backend 'yarn'"):
+        MiniCluster(backend="yarn")
     with pytest.raises(ValueError, match="slots_per_taskmanager must be an int >= 1"):
         MiniCluster(1, 0)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import collections
 import os
-import threading
 import time
 from typing import Any, Callable, Optional
 
@@ -25,7 +24,7 @@ from streamkernel.errors import CheckpointFailedError, JobExecutionError
 from streamkernel.runtime.checkpoint import load_checkpoint
 from streamkernel.runtime.minicluster import MiniCluster
 from streamkernel.state import read_checkpoint
-from streamkernel.testing import Pause, ScriptedReader, ScriptedSource
+from streamkernel.testing import Gate, ScriptedSource
 
 WORDS = [f"k{(i * 11) % 29}" for i in range(900)]
 
@@ -36,29 +35,6 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.005)
-
-
-class GatedSource(ScriptedSource):
-    """A ScriptedSource whose readers hold at each ``threading.Event`` of the script until it is set."""
-
-    def __init__(self, script: list) -> None:
-        super().__init__([Pause(0) if isinstance(item, threading.Event) else item for item in script])
-        self.gates = {index + 1: item for index, item in enumerate(script) if isinstance(item, threading.Event)}
-
-    def create_reader(self, subtask_index: int, parallelism: int) -> ScriptedReader:
-        return _GatedReader(self, subtask_index, parallelism)
-
-
-class _GatedReader(ScriptedReader):
-    def _held(self) -> bool:
-        gate = self.source.gates.get(self.position)
-        return gate is not None and not gate.is_set()
-
-    def read_batch(self, max_records: int) -> Any:
-        return ([], None) if self._held() else super().read_batch(max_records)
-
-    def poll_delay_seconds(self) -> float:
-        return 0.01 if self._held() else super().poll_delay_seconds()
 
 
 def counting_job(env: StreamExecutionEnvironment, source: ScriptedSource, latest: dict, parallelism: int,
@@ -87,28 +63,28 @@ def running(client: Any) -> bool:
 
 # ------------------------------------------------------------------ rescaling
 def test_savepoints_restored_at_parallelism_1_then_3_then_2_keep_every_key(tmp_path) -> None:
-    first, second = threading.Event(), threading.Event()
+    first, second = Gate(), Gate()
     script = WORDS[:300] + [first] + WORDS[300:600] + [second] + WORDS[600:]
     latest: dict = {}
     with MiniCluster(1, 4) as cluster:
         env = environment()
-        counting_job(env, GatedSource(script), latest, parallelism=1)
+        counting_job(env, ScriptedSource(script), latest, parallelism=1)
         client = env.execute_async("p1")
         wait_until(lambda: latest == collections.Counter(WORDS[:300]) and running(client), what="part one")
         savepoint_1 = cluster.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
         assert client.get_job_status().result() is JobStatus.CANCELED
-        first.set()
+        first.open()
 
         env = environment({"execution.state-recovery.path": savepoint_1})
-        counting_job(env, GatedSource(script), latest, parallelism=3)
+        counting_job(env, ScriptedSource(script), latest, parallelism=3)
         client = env.execute_async("p3")
         wait_until(lambda: latest == collections.Counter(WORDS[:600]) and running(client), what="part two")
         assert [v.parallelism for v in client.get_job_details().vertices] == [1, 3, 3]
         savepoint_2 = cluster.stop_with_savepoint(client.get_job_id(), str(tmp_path / "savepoints"))
-        second.set()
+        second.open()
 
         env = environment({"execution.savepoint.path": savepoint_2})  # the 1.x key works too
-        counting_job(env, GatedSource(script), latest, parallelism=2)
+        counting_job(env, ScriptedSource(script), latest, parallelism=2)
         client = env.execute_async("p2")
         client.get_job_execution_result().result(30)
         restored = client.get_job_details().checkpoints.latest_restored
@@ -123,11 +99,11 @@ def test_savepoints_restored_at_parallelism_1_then_3_then_2_keep_every_key(tmp_p
 
 
 def test_the_job_client_triggers_savepoints_and_stops_with_one(tmp_path) -> None:
-    gate = threading.Event()
+    gate = Gate()
     latest: dict = {}
     with MiniCluster(1, 2):
         env = environment({"execution.checkpointing.savepoint-dir": str(tmp_path / "configured")})
-        counting_job(env, GatedSource(WORDS[:200] + [gate] + WORDS[200:]), latest, parallelism=2)
+        counting_job(env, ScriptedSource(WORDS[:200] + [gate] + WORDS[200:]), latest, parallelism=2)
         client = env.execute_async("savepoints")
         wait_until(lambda: latest == collections.Counter(WORDS[:200]) and running(client), what="part one")
         configured = client.trigger_savepoint().result(30)
@@ -161,15 +137,15 @@ def test_a_savepoint_needs_a_running_job(tmp_path) -> None:
 # ------------------------------------------------------------------ refusals
 def _savepoint_of_part_one(cluster: MiniCluster, tmp_path: Any) -> tuple[str, list]:
     """A savepoint taken after the first 100 words, and the script (to restore the source's position)."""
-    gate = threading.Event()
+    gate = Gate()
     script = WORDS[:100] + [gate] + WORDS[100:]
     latest: dict = {}
     env = environment()
-    counting_job(env, GatedSource(script), latest, parallelism=2)
+    counting_job(env, ScriptedSource(script), latest, parallelism=2)
     client = env.execute_async("to be saved")
     wait_until(lambda: latest == collections.Counter(WORDS[:100]) and running(client), what="part one")
     savepoint = cluster.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
-    gate.set()
+    gate.open()
     return savepoint, script
 
 
@@ -197,14 +173,52 @@ def test_state_without_a_matching_uid_fails_unless_unclaimed_state_is_allowed(tm
     with MiniCluster(1, 2) as cluster:
         savepoint, script = _savepoint_of_part_one(cluster, tmp_path)
         env = environment({"execution.state-recovery.path": savepoint})
-        counting_job(env, GatedSource(script), {}, parallelism=2, counts_uid="renamed")
+        counting_job(env, ScriptedSource(script), {}, parallelism=2, counts_uid="renamed")
         with pytest.raises(JobExecutionError, match=r"operator state of 'counts' \(Counts\) has no matching uid"):
             env.execute("renamed operator")
 
         latest: dict = {}
         env = environment({"execution.state-recovery.path": savepoint,
                            "execution.state-recovery.ignore-unclaimed-state": "true"})
-        counting_job(env, GatedSource(script), latest, parallelism=2, counts_uid="renamed")
+        counting_job(env, ScriptedSource(script), latest, parallelism=2, counts_uid="renamed")
         env.execute("renamed operator, state dropped")
     # the counts started from zero; the source position (uid "words") was restored: part two only
     assert latest == collections.Counter(WORDS[100:])
+
+
+# ------------------------------------------------------------------ without uids
+def test_a_program_built_again_without_uids_restores_its_state(tmp_path) -> None:
+    # Transformation ids keep growing in a kernel; the generated operator ids do not, so
+    # running the same notebook cell again after a savepoint finds its state.
+    def job(env: StreamExecutionEnvironment, source: ScriptedSource, latest: dict) -> None:
+        (env.from_source(source, WatermarkStrategy.no_watermarks(), "words")
+            .map(lambda w: (w, 1)).key_by(lambda t: t[0]).reduce(lambda a, b: (a[0], a[1] + b[1]))
+            .add_sink(lambda t: latest.__setitem__(t[0], t[1])))
+
+    gate = Gate()
+    script = WORDS[:100] + [gate] + WORDS[100:]
+    latest: dict = {}
+    with MiniCluster(1, 2) as cluster:
+        env = environment()
+        job(env, ScriptedSource(script), latest)
+        client = env.execute_async("no uids")
+        wait_until(lambda: latest == collections.Counter(WORDS[:100]) and running(client), what="part one")
+        savepoint = cluster.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
+        gate.open()
+        env = environment({"execution.state-recovery.path": savepoint})
+        job(env, ScriptedSource(script), latest)
+        env.execute("no uids, restored")
+    assert latest == collections.Counter(WORDS)  # counts went on from the savepoint, part two read once
+
+
+def test_a_collect_sink_reader_gets_the_error_of_a_job_that_failed_to_restore(tmp_path) -> None:
+    from streamkernel.datastream.connectors.collect import CollectSink
+
+    with MiniCluster(1, 2):
+        env = environment({"execution.state-recovery.path": str(tmp_path / "nothing-here")})
+        sink = CollectSink()
+        env.from_collection(WORDS).map(lambda w: (w, 1)).sink_to(sink)
+        env.execute_async("restores from nowhere")
+        # no sink subtask ever runs: the job's end must still end the reader's iteration
+        with pytest.raises(JobExecutionError, match="no checkpoint or savepoint at .*nothing-here"):
+            list(sink.buffer)

@@ -3,7 +3,7 @@
 The metadata is what makes a directory of state files a checkpoint (Flink's
 ``CheckpointMetadata``): which job, which checkpoint, when, whether a savepoint; the
 parallelism and max parallelism of every operator (by operator key: its uid, or
-``node-<id>``) and job vertex, which restoring at another parallelism needs; and every
+``node-<generated id>``) and job vertex, which restoring at another parallelism needs; and every
 state file with its size and SHA-256, so a torn or altered file is refused. It is JSON,
 readable by people::
 

@@ -1,6 +1,6 @@
 """Assigning a completed checkpoint's state to the subtasks of a (possibly rescaled) job.
 
-Flink's ``StateAssignmentOperation``: operators are matched by key (uid, or ``node-<id>``
+Flink's ``StateAssignmentOperation``: operators are matched by key (uid, or ``node-<generated id>``
 without one), and each operator's state is redistributed to its new parallelism:
 
 * **keyed state and timers** move by key group: new subtask *i* gets every key group of

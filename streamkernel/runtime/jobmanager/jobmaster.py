@@ -10,6 +10,8 @@ the job instead: every subtask is cancelled, and after the strategy's backoff ev
 is deployed again as attempt + 1, on fresh channels. The state each attempt starts from
 comes from one place, :meth:`JobMaster.restored_state_for`: the configured savepoint for the
 first attempt, the latest completed checkpoint for a restart (:mod:`.state_recovery`).
+Deploying an attempt's subtasks, cancelling them and releasing what they used on the
+TaskManagers is the :class:`~.execution_deployer.ExecutionDeployer`'s job.
 
 Checkpoints: the JobMaster drives the job's CheckpointCoordinator (:mod:`.checkpointing`):
 periodic checkpoints when ``execution.checkpointing.interval`` is set, and checkpoints and
@@ -38,13 +40,18 @@ from typing import Any, Callable, Mapping, Optional
 
 from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_status import JobStatus
-from streamkernel.errors import CheckpointCorruptedError, CheckpointFailedError
+from streamkernel.errors import CheckpointFailedError
 from streamkernel.graph.execution_graph import build_execution_graph
 from streamkernel.graph.job_graph import build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.checkpoint.storage import resolve_checkpoint_dir
-from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, TaskDeploymentDescriptor
+from streamkernel.runtime.deployment import ExecutionAttemptId
 from streamkernel.runtime.jobmanager.checkpointing import CheckpointRequest, JobCheckpointing
+from streamkernel.runtime.jobmanager.execution_deployer import (
+    DEFAULT_SLOT_REQUEST_TIMEOUT_MS,
+    ExecutionDeployer,
+    slot_request_timeout_ms,
+)
 from streamkernel.runtime.jobmanager.job_state_machine import (
     Action,
     CancelTask,
@@ -60,27 +67,13 @@ from streamkernel.runtime.jobmanager.job_state_machine import (
 from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult
 from streamkernel.runtime.jobmanager.resource_manager import SlotRequestCancelledError
 from streamkernel.runtime.jobmanager.restart import RestartStrategy, create_restart_strategy
-from streamkernel.runtime.jobmanager.scheduler import SubtaskKey, assign_slots, build_deployment_descriptors
+from streamkernel.runtime.jobmanager.scheduler import SubtaskKey, assign_slots
 from streamkernel.runtime.jobmanager.state_recovery import StateRecovery
 from streamkernel.runtime.taskmanager.gateway import ResourceManagerGateway, TaskExecutionState
 
 __all__ = ["JobMaster", "slot_request_timeout_ms", "DEFAULT_SLOT_REQUEST_TIMEOUT_MS"]
 
 _LOG = logging.getLogger(__name__)
-
-#: ``slot.request.timeout`` default. Flink waits 5 minutes (300000 ms) for slots; in a
-#: notebook a cell that blocks 5 minutes before saying "the cluster is too small" is
-#: useless, while 30 s still covers waiting for another job of the session to end.
-DEFAULT_SLOT_REQUEST_TIMEOUT_MS = 30_000
-
-
-def slot_request_timeout_ms(configuration: Mapping[str, Any]) -> int:
-    """``slot.request.timeout`` from a configuration (ms, or Flink duration text like ``"10 s"``)."""
-    from streamkernel.common.config_options import parse_duration_ms
-
-    value = configuration.get("slot.request.timeout")
-    return DEFAULT_SLOT_REQUEST_TIMEOUT_MS if value is None else parse_duration_ms(value, "slot.request.timeout")
-
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
@@ -109,9 +102,6 @@ class JobMaster:
         self.execution_graph = build_execution_graph(self.job_graph, 1, None, slot_sharing=True)
         self.job_name = stream_graph.job_name
         self._resource_manager = resource_manager
-        self._slot_timeout_ms = slot_request_timeout_ms(self.configuration)
-        self._descriptors: dict[SubtaskKey, TaskDeploymentDescriptor] = {}
-        self._descriptor_attempt = -1
         self._machine = JobStateMachine(job_id, self.job_name, self.job_graph.vertices,
                                         self.execution_graph.slots_needed,
                                         restart_strategy or create_restart_strategy(self.configuration), _now_ms(),
@@ -119,7 +109,11 @@ class JobMaster:
         self._checkpointing = JobCheckpointing(job_id, self.job_graph, self.configuration, locate=self._locate,
                                                fail_job=lambda error: self._events.put(("fail", error)),
                                                stop_job=self._stop_after_savepoint)
-        self._recovery = StateRecovery(self._checkpointing.storage, self.configuration, self.job_graph)
+        self._deployer = ExecutionDeployer(
+            job_id, self.job_name, self.job_graph, self.configuration, resource_manager,
+            recovery=StateRecovery(self._checkpointing.storage, self.configuration, self.job_graph),
+            checkpointing=self._checkpointing, report=lambda update: self._events.put(("task", update)),
+            report_warning=self._machine.report_warning, now_ms=_now_ms)
         self._details = self._with_checkpoints(self._machine.details(_now_ms()))
         self._events: "queue.SimpleQueue[tuple]" = queue.SimpleQueue()
         # Guards _closed: checkpoint requests are queued only while the event loop still runs.
@@ -127,7 +121,6 @@ class JobMaster:
         self._closed = False
         self._restart_at: Optional[float] = None
         self._on_terminated = on_terminated
-        self._taskmanagers_used: set[str] = set()
         self._listeners: list[Callable[[JobDetails], None]] = []
         self._listeners_lock = threading.Lock()  # guards _listeners (added from any thread)
         self.result_future: CompletableFuture[JobResult] = CompletableFuture()
@@ -263,7 +256,7 @@ class JobMaster:
             _LOG.exception("JobMaster of %r crashed", self.job_name)
             self.result_future.complete(JobResult(self._job_id, self.job_name, JobStatus.FAILED,
                                                   0, {}, exc, None))
-            self._release_resources()
+            self._deployer.release_resources()
         finally:
             self._close_requests()
 
@@ -349,23 +342,23 @@ class JobMaster:
             if isinstance(action, RequestSlots):
                 pending.extend(self._request_slots(action.count))
             elif isinstance(action, DeployTask):
-                if action.attempt_number != self._descriptor_attempt:
+                if action.attempt_number != self._deployer.prepared_attempt:
                     try:
-                        self._prepare_attempt(action.attempt_number)
+                        self._deployer.prepare_attempt(action.attempt_number)
                     except Exception as error:  # noqa: BLE001 - a corrupt savepoint, state without uid ...
                         _LOG.error("job %r cannot restore its state: %s", self.job_name, error)
                         pending = deque(a for a in pending if not isinstance(a, DeployTask))
                         pending.extend(self._machine.restore_failed(error, _now_ms()))
                         continue
-                self._deploy(action)
+                self._deployer.deploy(action, self)
             elif isinstance(action, CancelTask):
-                self._cancel_task(action)
+                self._deployer.cancel(action)
             elif isinstance(action, ReleaseChannels):
-                self._release_channels()
+                self._deployer.release_channels()
             elif isinstance(action, ReleaseSlots):
                 self._resource_manager.release_slots(self._job_id)
             elif isinstance(action, ReleaseResources):
-                self._release_resources()
+                self._deployer.release_resources()
             elif isinstance(action, ScheduleRestart):
                 # No sleeping: the event loop waits for this deadline or the next event.
                 self._restart_at = time.monotonic() + action.delay_ms / 1000
@@ -388,82 +381,22 @@ class JobMaster:
     def _request_slots(self, count: int) -> list[Action]:
         """Blocks this thread until the slots come (``cancel`` interrupts the wait)."""
         try:
-            slots = self._resource_manager.request_slots(self._job_id, count, self._slot_timeout_ms,
-                                                         job_name=self.job_name, job_master=self)
+            slots = self._deployer.request_slots(count, self)
         except SlotRequestCancelledError:
             return []  # the queued cancel event follows and ends the job
         except Exception as error:  # noqa: BLE001 - NotEnoughSlotsError, or the cluster stops
             return self._machine.slot_request_failed(error, _now_ms())
         placement = assign_slots(self.execution_graph, slots)
+        self._deployer.set_placement(placement)
         return self._machine.slots_allocated(placement, _now_ms())
 
     def restored_state_for(self, attempt: int) -> Optional[Mapping[SubtaskKey, Mapping[str, Any]]]:
-        """The state attempt ``attempt`` of the job starts from: subtask -> its restored state.
-
-        Called once per attempt (0 for the first deployment, then once per restart) before
-        its subtasks are deployed; each subtask's entry goes into its
-        ``TaskDeploymentDescriptor.restored_state`` (the shape
-        :mod:`streamkernel.runtime.task_checkpoint` restores). Attempt 0 starts from
-        ``execution.state-recovery.path`` (1.x ``execution.savepoint.path``) if set; a restart
-        from the latest valid completed checkpoint (corrupt ones are skipped and reported in
-        the exception history and the log), else from the first attempt's checkpoint. None
-        means "start from scratch": the sources read from the beginning, as in Flink.
-        Raises (and the job fails) when the state cannot be restored: a missing or corrupt
-        savepoint, state without a matching uid, a parallelism above the max parallelism.
-        Runs in the JobMaster's thread.
+        """The state attempt ``attempt`` of the job starts from: subtask -> its restored state
+        (None: from scratch). Called once per attempt, before its subtasks are deployed, in
+        the JobMaster's thread; raises when the state cannot be restored (the job fails).
+        The rules: :meth:`.ExecutionDeployer.restored_state_for`.
         """
-        choice = self._recovery.choose(attempt, self._checkpointing.completed_ids)
-        now = _now_ms()
-        for skipped in choice.skipped:
-            message = choice.describe_skipped(skipped)
-            _LOG.warning("job %r: %s", self.job_name, message)
-            self._machine.report_warning(CheckpointCorruptedError(skipped.path, message), now)
-        if choice.checkpoint is None:
-            return None
-        restored = self._recovery.assign(choice.checkpoint)
-        self._checkpointing.restored(choice.checkpoint, now)
-        _LOG.info("job %r attempt %d restores %r", self.job_name, attempt, choice.checkpoint)
-        return restored
-
-    def _prepare_attempt(self, attempt: int) -> None:
-        """The deployment descriptors of attempt ``attempt``, with the state it starts from."""
-        descriptors = build_deployment_descriptors(self._job_id, self.job_graph, attempt_number=attempt,
-                                                   configuration=self.configuration)
-        restored = self.restored_state_for(attempt) or {}
-        self._descriptors = {k: dataclasses.replace(tdd, restored_state=restored[k]) if restored.get(k) else tdd
-                             for k, tdd in descriptors.items()}
-        self._descriptor_attempt = attempt
-
-    def _deploy(self, action: DeployTask) -> None:
-        tdd = self._descriptors[action.key]
-        try:
-            gateway = self._resource_manager.task_executor_gateway(action.slot.taskmanager_id)
-            self._taskmanagers_used.add(action.slot.taskmanager_id)
-            gateway.submit_task(tdd, action.slot, self)
-        except Exception as error:  # noqa: BLE001 - reported as the subtask's failure
-            # Queued, not handled here: the remaining deployments of this batch go out first,
-            # then the failure cancels all of them consistently.
-            self._events.put(("task", TaskExecutionState(tdd.attempt_id, ExecutionState.FAILED, error)))
-
-    def _cancel_task(self, action: CancelTask) -> None:
-        try:
-            self._resource_manager.task_executor_gateway(action.slot.taskmanager_id).cancel_task(action.attempt_id)
-        except Exception:  # noqa: BLE001 - the TaskManager is gone, and the task with it
-            self._events.put(("task", TaskExecutionState(action.attempt_id, ExecutionState.CANCELED)))
-
-    def _release_channels(self) -> None:
-        for taskmanager_id in sorted(self._taskmanagers_used):
-            try:
-                self._resource_manager.task_executor_gateway(taskmanager_id).release_job(self._job_id)
-            except Exception:  # noqa: BLE001 - a TaskManager gone has nothing left to release
-                _LOG.debug("could not release job %s on %s", self._job_id, taskmanager_id, exc_info=True)
-
-    def _release_resources(self) -> None:
-        self._release_channels()
-        try:
-            self._resource_manager.release_slots(self._job_id)
-        except Exception:  # noqa: BLE001
-            _LOG.exception("could not release the slots of job %r", self.job_name)
+        return self._deployer.restored_state_for(attempt)
 
     def __repr__(self) -> str:
         return f"JobMaster({self.job_name!r}, {self._job_id}, {self._details.status.name})"

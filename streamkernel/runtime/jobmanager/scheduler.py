@@ -19,6 +19,13 @@ Channel wiring, per job edge ``e`` (its index in ``job_graph.edges``):
 * consumer subtask *d*: one :class:`InputChannelDescriptor` per producer connected to it,
   by edge then producer index, with ``input_index`` 0 (1 for the second input of a
   two-input operator: ``type_number - 1``).
+
+Shuffle addresses (TaskManagers in other processes): given where every subtask runs
+(``placement``: subtask -> TaskManager id) and each TaskManager's data-listener address
+(``data_addresses``; None for a TaskManager of this process), an output channel whose
+consumer runs in *another* TaskManager that has an address gets that address in the
+producer's ``shuffle_addresses`` (:func:`shuffle_addresses`); the producing task connects
+to it. Channels between subtasks of one TaskManager stay in-process.
 """
 
 from __future__ import annotations
@@ -36,10 +43,13 @@ from streamkernel.runtime.deployment import (
 )
 from streamkernel.runtime.taskmanager.gateway import AllocatedSlot
 
-__all__ = ["SubtaskKey", "assign_slots", "build_deployment_descriptors", "deployment_order"]
+__all__ = ["SubtaskKey", "assign_slots", "build_deployment_descriptors", "deployment_order", "shuffle_addresses"]
 
 #: A subtask, as the scheduler names it: (job vertex id, subtask index).
 SubtaskKey = tuple[int, int]
+
+#: A TCP address: (host, port).
+Address = tuple[str, int]
 
 
 def assign_slots(execution_graph: ExecutionGraph,
@@ -67,15 +77,42 @@ def deployment_order(job_graph: JobGraph) -> list[SubtaskKey]:
     return [(v.id, i) for v in reversed(job_graph.vertices) for i in range(v.parallelism)]
 
 
+def shuffle_addresses(outputs: Sequence[OutputDescriptor], producer_taskmanager: Optional[str],
+                      placement: Mapping[SubtaskKey, str], consumer_vertex: Mapping[int, int],
+                      data_addresses: Mapping[str, Optional[Address]]) -> dict[ChannelId, Address]:
+    """The remote output channels of one producer subtask: channel -> its consumer TaskManager's address.
+
+    ``consumer_vertex`` maps a job edge index to its target vertex id; a channel is remote
+    when its consumer subtask is placed on a TaskManager other than ``producer_taskmanager``
+    that has a data address. Unplaced subtasks and TaskManagers without an address
+    (in this process) give in-process channels.
+    """
+    result: dict[ChannelId, Address] = {}
+    for output in outputs:
+        for channel in output.channel_ids:
+            consumer = placement.get((consumer_vertex[channel.edge_index], channel.target_subtask))
+            if consumer is None or consumer == producer_taskmanager:
+                continue
+            address = data_addresses.get(consumer)
+            if address is not None:
+                result[channel] = (str(address[0]), int(address[1]))
+    return result
+
+
 def build_deployment_descriptors(job_id: str, job_graph: JobGraph, *, attempt_number: int = 0,
                                  configuration: Optional[Mapping[str, Any]] = None,
+                                 placement: Optional[Mapping[SubtaskKey, str]] = None,
+                                 data_addresses: Optional[Mapping[str, Optional[Address]]] = None,
                                  ) -> dict[SubtaskKey, TaskDeploymentDescriptor]:
     """One TaskDeploymentDescriptor per subtask of ``job_graph``, keyed by (vertex id, subtask).
 
     ``attempt_number`` is the job's attempt (0, then +1 per restart): it goes into every
     ChannelId so that the channels of a restarted job never mix with the old ones.
     ``configuration`` (str -> str) is shipped to every task; the global job parameters are
-    read from it (``pipeline.global-job-parameters``).
+    read from it (``pipeline.global-job-parameters``). ``placement`` (subtask -> TaskManager
+    id) and ``data_addresses`` (TaskManager id -> its data listener, None in this process)
+    fill each descriptor's ``shuffle_addresses`` (:func:`shuffle_addresses`); without them
+    every channel is in-process.
     """
     conf = {k: str(v) for k, v in (configuration or job_graph.stream_graph.configuration).items()}
     job_parameters = ExecutionConfig(conf).get_global_job_parameters()
@@ -98,6 +135,9 @@ def build_deployment_descriptors(job_id: str, job_graph: JobGraph, *, attempt_nu
         for u, channels in targets.items():
             outputs.setdefault((je.source_vertex_id, u), []).append(OutputDescriptor(je.stream_edge, tuple(channels)))
 
+    consumer_vertex = {edge_index: je.target_vertex_id for edge_index, je in enumerate(job_graph.edges)}
+    placed = placement or {}
+    addresses = data_addresses or {}
     descriptors: dict[SubtaskKey, TaskDeploymentDescriptor] = {}
     for vertex in job_graph.vertices:
         members = set(vertex.operator_ids)
@@ -106,9 +146,11 @@ def build_deployment_descriptors(job_id: str, job_graph: JobGraph, *, attempt_nu
                             if e.source_id in members and e.target_id in members and id(e) not in network_edges)
         for index in range(vertex.parallelism):
             key = (vertex.id, index)
+            remote = shuffle_addresses(outputs.get(key, ()), placed.get(key), placed, consumer_vertex, addresses) \
+                if addresses else {}
             descriptors[key] = TaskDeploymentDescriptor(
                 job_id=job_id, job_name=job_graph.job_name, job_vertex=vertex, nodes=nodes,
                 chain_edges=chain_edges, subtask_index=index, inputs=tuple(inputs.get(key, ())),
                 outputs=tuple(outputs.get(key, ())), attempt_number=attempt_number, configuration=conf,
-                job_parameters=job_parameters)
+                job_parameters=job_parameters, shuffle_addresses=remote)
     return descriptors

@@ -20,17 +20,18 @@ ChannelId, and at most one gate attached to it).
 from __future__ import annotations
 
 import threading
-from typing import Iterable
+from typing import Iterable, Optional
 
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.deployment import ChannelId
 from streamkernel.runtime.network.channel import LocalChannel
 from streamkernel.runtime.network.input_gate import InputGate
 
-__all__ = ["LocalShuffleEnvironment"]
+__all__ = ["LocalShuffleEnvironment", "channel_name"]
 
 
-def _channel_name(channel_id: ChannelId) -> str:
+def channel_name(channel_id: ChannelId) -> str:
+    """A channel's name in messages: ``job/edge<i>/<source>-><target>#<attempt>``."""
     return (f"{channel_id.job_id}/edge{channel_id.edge_index}/{channel_id.source_subtask}->"
             f"{channel_id.target_subtask}#{channel_id.attempt}")
 
@@ -70,23 +71,32 @@ class LocalShuffleEnvironment:
                 existing = self._channels.get(cid)
                 if existing is not None and existing.gate is not None:
                     raise StreamKernelError(
-                        f"channel {_channel_name(cid)} already feeds input gate {existing.gate.name!r}; "
+                        f"channel {channel_name(cid)} already feeds input gate {existing.gate.name!r}; "
                         f"input gate {name!r} cannot read it too")
             for cid, input_index in wanted:
                 channel = self._channels.get(cid)
                 if channel is None:
-                    channel = self._channels[cid] = LocalChannel(_channel_name(cid))
+                    channel = self._channels[cid] = LocalChannel(channel_name(cid))
                 gate._attach(channel, input_index, credits)
             for job_id in {cid.job_id for cid in ids}:
                 self._gates.setdefault(job_id, []).append(gate)
         return gate
 
-    def output_channel(self, channel_id: ChannelId) -> LocalChannel:
-        """The channel a sender writes to for ``channel_id`` (created if the receiver is not there yet)."""
+    def output_channel(self, channel_id: ChannelId, remote_address: Optional[tuple[str, int]] = None) -> LocalChannel:
+        """The channel a sender writes to for ``channel_id`` (created if the receiver is not there yet).
+
+        ``remote_address`` must be None: every task of this environment runs in this process
+        (channels to other TaskManager processes need a NetworkShuffleEnvironment).
+        """
+        if remote_address is not None:
+            raise StreamKernelError(
+                f"channel {channel_name(channel_id)}: its consumer is in the TaskManager at {remote_address}, "
+                "but this TaskManager has an in-process (local) shuffle environment only; TaskManagers "
+                "of the process and spark backends use NetworkShuffleEnvironment")
         with self._lock:
             channel = self._channels.get(channel_id)
             if channel is None:
-                channel = self._channels[channel_id] = LocalChannel(_channel_name(channel_id))
+                channel = self._channels[channel_id] = LocalChannel(channel_name(channel_id))
             return channel
 
     def release(self, job_id: str) -> None:
@@ -99,6 +109,11 @@ class LocalShuffleEnvironment:
             gate.cancel()
         for channel in channels:
             channel.cancel()
+
+    def job_ids(self) -> set[str]:
+        """The jobs that have channels or gates here."""
+        with self._lock:
+            return {cid.job_id for cid in self._channels} | set(self._gates)
 
     def num_channels(self, job_id: str | None = None) -> int:
         """Channels registered (for ``job_id`` only, when given)."""

@@ -65,6 +65,23 @@ def bind_host(configuration: Mapping[str, str], key: str) -> str:
     return value or LOOPBACK
 
 
+def _cut_off(conn: Connection) -> None:
+    """Close a connection whose handshake takes too long. A shutdown first: on Linux a plain
+    close does not wake a thread blocked reading the socket."""
+    try:
+        sock = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        finally:
+            sock.close()
+    except (OSError, ValueError):
+        pass
+    try:
+        conn.close()
+    except OSError:
+        pass
+
+
 def connect(address: Address, authkey: bytes, timeout: float = 10.0) -> Connection:
     """Open a connection to ``address`` and pass the challenge both ways with ``authkey``.
 
@@ -78,7 +95,7 @@ def connect(address: Address, authkey: bytes, timeout: float = 10.0) -> Connecti
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = Connection(sock.detach())
         # a listener that never finishes the challenge is cut off after ``timeout``
-        timer = threading.Timer(timeout, conn.close)
+        timer = threading.Timer(timeout, _cut_off, (conn,))
         timer.daemon = True
         timer.start()
         answer_challenge(conn, authkey)
@@ -129,6 +146,9 @@ class AuthenticatedListener:
                 if self._closed.is_set():
                     return
                 continue
+            if self._closed.is_set():  # close()'s own wake-up connection: not a peer
+                conn.close()
+                return
             peer = self._peer(conn)
             threading.Thread(target=self._handshake, args=(conn, peer),
                              name=f"streamkernel-{self._name}-peer", daemon=True).start()
@@ -147,7 +167,7 @@ class AuthenticatedListener:
 
     def _handshake(self, conn: Connection, peer: Address) -> None:
         # A peer that never answers the challenge is cut off after handshake_timeout.
-        timer = threading.Timer(self._handshake_timeout, conn.close)
+        timer = threading.Timer(self._handshake_timeout, _cut_off, (conn,))
         timer.daemon = True
         timer.start()
         try:
@@ -155,6 +175,9 @@ class AuthenticatedListener:
             answer_challenge(conn, self._authkey)
         except (OSError, EOFError, AuthenticationError) as exc:
             timer.cancel()
+            if self._closed.is_set() and not isinstance(exc, AuthenticationError):
+                conn.close()  # close()'s own wake-up connection, or a peer cut off by closing
+                return
             self.refused += 1
             _LOG.warning("%s: dropped a peer from %s:%s that failed authentication (%s: %s)",
                          self._name, peer[0], peer[1], type(exc).__name__, exc)

@@ -1,0 +1,97 @@
+"""Ending the ``spark`` backend's TaskManager jobs when asking them through the protocol was not enough.
+
+The fallback of :meth:`SparkTaskManagerLauncher.stop`: cancel the job group (Spark kills
+the tasks and, after ``spark.python.task.killTimeout``, SIGKILLs their Python workers),
+wait until Spark has ended the jobs — so that a host killed afterwards is not taken for a
+failed task to retry — then SIGKILL the hosts still running at once, and wait for the
+processes to be gone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any, Callable, Iterable, Sequence
+
+from streamkernel.runtime.taskmanager.spark_host import machine_identity
+
+__all__ = ["active_jobs_of_group", "cancel_and_wait", "wait_until_gone", "pid_alive"]
+
+_LOG = logging.getLogger(__name__)
+
+
+def active_jobs_of_group(spark_context: Any, group: str) -> list[int]:
+    """Ids of the jobs of ``group`` that Spark still runs."""
+    tracker = spark_context.statusTracker()
+    running = []
+    for job_id in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job_id)
+        if info is not None and str(info.status) in ("RUNNING", "UNKNOWN"):
+            running.append(job_id)
+    return running
+
+
+def cancel_and_wait(spark_context: Any, group: str, threads: Sequence[threading.Thread],
+                    running_hosts: Callable[[], Iterable[Any]], kill: Callable[[Any], bool],
+                    timeout: float = 10.0) -> None:
+    """Cancel ``group``, wait for Spark to end its jobs, kill the hosts still running, join ``threads``."""
+    deadline = time.monotonic() + timeout
+    spark_context.cancelJobGroup(group)
+    while active_jobs_of_group(spark_context, group) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for host in running_hosts():
+        kill(host)
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t.name for t in threads if t.is_alive()]
+    if left:
+        _LOG.error("spark backend: the driver threads %s of cancelled job group %s did not end", left, group)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while process ``pid`` exists and is not a zombie (a zombie has ended: only its parent's wait is missing)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def wait_until_gone(hosts: Iterable[Any], timeout: float) -> list[Any]:
+    """Wait up to ``timeout`` s until each host's process is gone; returns those still there.
+
+    A host on this machine is gone when its pid is; one elsewhere when its control
+    connection closed (the host's handler thread ended).
+    """
+    deadline = time.monotonic() + timeout
+    here = machine_identity()
+    left = []
+    for host in hosts:
+        if host.info.machine == here:
+            # a host that reported its TaskManager finished may stay as an idle pooled worker
+            # (spark.python.worker.reuse): it no longer hosts anything
+            def gone() -> bool:
+                return host.state == "finished" or not pid_alive(host.info.pid)
+
+            while not gone() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if not gone():
+                left.append(host)
+        else:
+            host.thread.join(max(0.0, deadline - time.monotonic()))
+            if host.thread.is_alive():
+                left.append(host)
+    for host in left:
+        _LOG.error("spark backend: the Python worker of TaskManager %s (pid %d on %s) is still running",
+                   host.info.taskmanager_id, host.info.pid, host.info.host)
+    return left

@@ -1,0 +1,169 @@
+"""The TaskManager entry point for other processes: a child process or a Spark task runs this.
+
+:func:`run_taskmanager` runs one TaskManager in the calling process: it connects to the
+JobManager's RPC listener with the cluster secret, builds the same
+:class:`~.task_executor.TaskExecutor` as the ``local`` backend (with a network shuffle
+environment: channels to tasks in other TaskManagers are TCP connections to their data
+listeners), registers its slots with the ResourceManager, and serves until the JobManager
+tells it to shut down or the connection is lost (then its tasks are stopped first). While
+it runs, the process's ``sys.stdout`` / ``sys.stderr`` go to the driver and the plan's
+collect and pandas sinks write to the driver's live objects (:mod:`.forwarding`).
+
+``python -m streamkernel.runtime.taskmanager.worker --jobmanager HOST:PORT --taskmanager-id
+ID --slots N [-D key=value ...]`` runs it from a command line; the secret comes from the
+:data:`~streamkernel.runtime.rpc.transport.AUTHKEY_ENV` environment variable (hex), never
+from the command line. That command also exits when its parent process dies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+from typing import Any, Mapping, Optional, Sequence
+
+from streamkernel.common.config_options import parse_duration_ms
+from streamkernel.runtime.rpc.connection import GatewayRef, RpcConnection
+from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, bind_host, connect
+from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RESOURCE_MANAGER
+from streamkernel.runtime.taskmanager.forwarding import WorkerForwarding
+
+__all__ = ["run_taskmanager", "main", "rpc_timeout_seconds", "FORWARD_OUTPUT_KEY"]
+
+_LOG = logging.getLogger(__name__)
+
+#: ``false`` keeps the TaskManager's stdout/stderr in its own process (tests running a worker in a thread).
+FORWARD_OUTPUT_KEY = "taskmanager.forward-output"
+_POLL_S = 0.2
+
+
+def rpc_timeout_seconds(configuration: Mapping[str, str]) -> float:
+    """Flink's ``pekko.ask.timeout`` (1.x ``akka.ask.timeout``): how long an RPC call waits, default 10 s."""
+    for key in ("pekko.ask.timeout", "akka.ask.timeout"):
+        if configuration.get(key):
+            return parse_duration_ms(configuration[key], key) / 1000
+    return 10.0
+
+
+def _shuffle_environment(taskmanager_id: str, secret: bytes, configuration: Mapping[str, str]) -> Any:
+    try:
+        from streamkernel.runtime.network.network_shuffle import NetworkShuffleEnvironment
+    except ImportError:  # pragma: no cover - until the network shuffle lands
+        from streamkernel.runtime.network.shuffle import LocalShuffleEnvironment
+
+        _LOG.warning("TaskManager %s: no network shuffle available; channels to other TaskManagers will not "
+                     "work", taskmanager_id)
+        return LocalShuffleEnvironment()
+    return NetworkShuffleEnvironment(taskmanager_id, secret, bind_host(configuration, "taskmanager.bind-host"))
+
+
+def _adopt_driver_environment(environment: Mapping[str, Any]) -> None:
+    """Append the driver's ``sys.path`` entries this process lacks (so user modules import alike)."""
+    for entry in environment.get("sys_path", ()):
+        if entry not in sys.path and (entry == "" or os.path.exists(entry)):
+            sys.path.append(entry)
+
+
+def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmanager_id: str, slots: int,
+                    configuration: Mapping[str, str], *, stop_event: Optional[threading.Event] = None) -> None:
+    """Run one TaskManager in this process until the JobManager stops it or the connection is lost.
+
+    ``configuration`` holds Flink keys (``taskmanager.bind-host`` for the data listener,
+    ``pekko.ask.timeout``, ``io.tmp.dirs``; ``taskmanager.forward-output: false`` keeps
+    stdout here). Setting ``stop_event`` stops it too (as a lost connection does). Raises
+    ConnectionRefusedByPeerError when the JobManager cannot be reached or refuses the secret.
+    """
+    from streamkernel.runtime.clock import SystemClock
+    from streamkernel.runtime.task import TaskServices
+    from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
+
+    conf = {str(k): str(v) for k, v in configuration.items()}
+    timeout = rpc_timeout_seconds(conf)
+    forwarding = WorkerForwarding()
+    rpc = RpcConnection(connect(tuple(jobmanager_address), secret, timeout), name=f"{taskmanager_id}->JobManager",
+                        hooks=forwarding.hooks, default_timeout=timeout)
+    forwarding.bind(rpc)
+    rpc.start()
+    shuffle: Any = None
+    working_dir: Optional[str] = None
+    task_executor: Optional[TaskExecutor] = None
+    try:
+        _adopt_driver_environment(rpc.call(DRIVER_SERVICES, "worker_environment"))
+        shuffle = _shuffle_environment(taskmanager_id, secret, conf)
+        working_dir = tempfile.mkdtemp(prefix=f"streamkernel-{taskmanager_id}-", dir=conf.get("io.tmp.dirs"))
+        services = TaskServices(shuffle=shuffle, clock=SystemClock(), taskmanager_id=taskmanager_id,
+                                working_dir=working_dir)
+        task_executor = TaskExecutor(taskmanager_id, int(slots), services)
+        resource_manager = rpc.proxy(GatewayRef(RESOURCE_MANAGER, "ResourceManagerGateway"))
+        forward = conf.get(FORWARD_OUTPUT_KEY, "true").strip().lower() != "false"
+        if forward:
+            with forwarding.redirect_output():
+                _serve(task_executor, resource_manager, rpc, stop_event)
+        else:
+            _serve(task_executor, resource_manager, rpc, stop_event)
+    finally:
+        if task_executor is not None and task_executor.is_running:
+            task_executor.shutdown(timeout)  # connection lost or stop_event: tasks end first
+        rpc.close(timeout)
+        close = getattr(shuffle, "close", None)
+        if close is not None:
+            close()
+        if working_dir is not None:
+            shutil.rmtree(working_dir, ignore_errors=True)
+
+
+def _serve(task_executor: Any, resource_manager: Any, rpc: RpcConnection,
+           stop_event: Optional[threading.Event]) -> None:
+    task_executor.register_at(resource_manager)
+    _LOG.info("TaskManager %s registered (index %s)", task_executor.taskmanager_id, task_executor.index)
+    wait = stop_event.wait if stop_event is not None else threading.Event().wait
+    while task_executor.is_running and not rpc.closed:
+        if wait(_POLL_S):
+            break
+
+
+# ----------------------------------------------------------------------- command line
+def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m streamkernel.runtime.taskmanager.worker",
+                                     description="Run one streamkernel TaskManager connected to a JobManager. "
+                                                 f"The cluster secret is read (hex) from ${AUTHKEY_ENV}.")
+    parser.add_argument("--jobmanager", required=True, help="HOST:PORT of the JobManager's RPC listener")
+    parser.add_argument("--taskmanager-id", required=True, help="this TaskManager's id")
+    parser.add_argument("--slots", type=int, required=True, help="number of task slots")
+    parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
+                        help="a configuration entry (Flink's dynamic properties); repeatable")
+    return parser.parse_args(argv)
+
+
+def _watch_parent(stop: threading.Event) -> None:
+    parent = os.getppid()
+    while not stop.wait(1.0):
+        if os.getppid() != parent:  # re-parented: the driver is gone
+            stop.set()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Command-line entry point; returns the exit code (2: bad arguments or no secret)."""
+    args = _parse(argv)
+    secret_hex = os.environ.pop(AUTHKEY_ENV, "")
+    if not secret_hex:
+        print(f"streamkernel worker: the cluster secret is missing: set ${AUTHKEY_ENV} (hex)", file=sys.stderr)
+        return 2
+    host, _, port = args.jobmanager.rpartition(":")
+    configuration = dict(entry.split("=", 1) for entry in args.dynamic if "=" in entry)
+    logging.basicConfig(level=logging.WARNING, format=f"[{args.taskmanager_id}] %(levelname)s %(name)s: %(message)s")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    threading.Thread(target=_watch_parent, args=(stop,), name="streamkernel-parent-watch", daemon=True).start()
+    run_taskmanager((host, int(port)), bytes.fromhex(secret_hex), args.taskmanager_id, args.slots, configuration,
+                    stop_event=stop)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through the process backend
+    sys.exit(main())
