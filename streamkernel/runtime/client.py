@@ -21,11 +21,10 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.graph.execution_graph import build_execution_graph
 from streamkernel.graph.job_graph import build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
-from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult
+from streamkernel.runtime.jobmanager.job_status import JobResult
 from streamkernel.runtime.minicluster import MiniCluster, current_cluster
 from streamkernel.runtime.minicluster_job_client import (
     MiniClusterJobClient,
-    job_execution_error,
     to_job_execution_result,
 )
 

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 from streamkernel.graph.keygroups import key_group_range_for_operator
 from streamkernel.graph.stream_graph import StreamEdge, StreamNode
 from streamkernel.runtime.chain import OperatorChain, RecordWriterOutput
-from streamkernel.runtime.clock import Clock, SystemClock
+from streamkernel.runtime.clock import Clock
 from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, TaskDeploymentDescriptor
 from streamkernel.runtime.metrics import TaskMetrics
 from streamkernel.runtime.operators.base import OperatorContext, StreamOperator, TaskInfo, TwoInputStreamOperator

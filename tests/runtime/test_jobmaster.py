@@ -5,7 +5,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Optional
 
-import pytest
 
 from streamkernel.common.job_status import JobStatus
 from streamkernel.errors import NotEnoughSlotsError

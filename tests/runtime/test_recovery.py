@@ -69,7 +69,7 @@ def _all_running(client: Any) -> bool:
 # ------------------------------------------------------------------------ task failures
 def test_fixed_delay_restarts_a_failed_job_which_ends_with_the_failure_free_counts() -> None:
     latest: dict = {}
-    with MiniCluster(1, 2) as cluster:
+    with MiniCluster(1, 2):
         env = StreamExecutionEnvironment.get_execution_environment()
         _counting_job(env, WORDS[:300] + [Fail("scripted crash")] + WORDS[300:], latest,
                       RestartStrategies.fixed_delay_restart(3, 20))

@@ -235,51 +235,62 @@ class FileSink(Sink):
         return f"FileSink({self.base_path!r})"
 
 
-class RowFormatBuilder:
-    """Configures a row-format :class:`FileSink` (PyFlink's ``FileSink.RowFormatBuilder``)."""
+class _FileSinkBuilder:
+    """What both FileSink builders configure: base path, part file names, buckets."""
 
-    def __init__(self, base_path: str, encoder: Encoder) -> None:
+    _method = ""  # the FileSink method that made the builder, for messages
+
+    def __init__(self, base_path: str) -> None:
         if not isinstance(base_path, (str, os.PathLike)) or not os.fspath(base_path):
-            raise InvalidProgramError(f"FileSink.for_row_format: base_path must be a path, got {base_path!r}")
-        if not isinstance(encoder, Encoder):
-            raise InvalidProgramError(
-                f"FileSink.for_row_format: encoder must be an Encoder (e.g. Encoder.simple_string_encoder()), "
-                f"got {encoder!r}")
+            raise InvalidProgramError(f"FileSink.{self._method}: base_path must be a path, got {base_path!r}")
         self._base_path = os.fspath(base_path)
-        self._encoder = encoder
         self._output_file_config = OutputFileConfig()
-        self._rolling_policy = RollingPolicy.default_rolling_policy()
         self._bucket_assigner = BucketAssigner.base_path_bucket_assigner()
         self._bucket_check_interval = 60 * 1000
 
-    def with_output_file_config(self, output_file_config: OutputFileConfig) -> "RowFormatBuilder":
-        """Part file prefix and suffix."""
+    def with_output_file_config(self, output_file_config: OutputFileConfig) -> Any:
+        """Part file prefix and suffix (e.g. ``.with_part_suffix(".parquet")``)."""
         if not isinstance(output_file_config, OutputFileConfig):
             raise InvalidProgramError(f"with_output_file_config: expected an OutputFileConfig, "
                                       f"got {output_file_config!r}")
         self._output_file_config = output_file_config
         return self
 
-    def with_rolling_policy(self, rolling_policy: RollingPolicy) -> "RowFormatBuilder":
-        """When part files roll."""
-        if not isinstance(rolling_policy, RollingPolicy):
-            raise InvalidProgramError(f"with_rolling_policy: expected a RollingPolicy, got {rolling_policy!r}")
-        self._rolling_policy = rolling_policy
-        return self
-
-    def with_bucket_assigner(self, bucket_assigner: BucketAssigner) -> "RowFormatBuilder":
+    def with_bucket_assigner(self, bucket_assigner: BucketAssigner) -> Any:
         """Which sub-directory records go to."""
         if not isinstance(bucket_assigner, BucketAssigner):
             raise InvalidProgramError(f"with_bucket_assigner: expected a BucketAssigner, got {bucket_assigner!r}")
         self._bucket_assigner = bucket_assigner
         return self
 
-    def with_bucket_check_interval(self, interval: int) -> "RowFormatBuilder":
+    def with_bucket_check_interval(self, interval: int) -> Any:
         """How often (ms) time-based rolling is checked when no records arrive."""
         if isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0:
             raise InvalidProgramError(f"with_bucket_check_interval: interval must be a positive int (ms), "
                                       f"got {interval!r}")
         self._bucket_check_interval = interval
+        return self
+
+
+class RowFormatBuilder(_FileSinkBuilder):
+    """Configures a row-format :class:`FileSink` (PyFlink's ``FileSink.RowFormatBuilder``)."""
+
+    _method = "for_row_format"
+
+    def __init__(self, base_path: str, encoder: Encoder) -> None:
+        super().__init__(base_path)
+        if not isinstance(encoder, Encoder):
+            raise InvalidProgramError(
+                f"FileSink.for_row_format: encoder must be an Encoder (e.g. Encoder.simple_string_encoder()), "
+                f"got {encoder!r}")
+        self._encoder = encoder
+        self._rolling_policy = RollingPolicy.default_rolling_policy()
+
+    def with_rolling_policy(self, rolling_policy: RollingPolicy) -> "RowFormatBuilder":
+        """When part files roll."""
+        if not isinstance(rolling_policy, RollingPolicy):
+            raise InvalidProgramError(f"with_rolling_policy: expected a RollingPolicy, got {rolling_policy!r}")
+        self._rolling_policy = rolling_policy
         return self
 
     def build(self) -> FileSink:
@@ -289,29 +300,18 @@ class RowFormatBuilder:
                         bucket_check_interval=self._bucket_check_interval)
 
 
-class BulkFormatBuilder:
+class BulkFormatBuilder(_FileSinkBuilder):
     """Configures a bulk-format :class:`FileSink` (PyFlink's ``FileSink.BulkFormatBuilder``)."""
 
+    _method = "for_bulk_format"
+
     def __init__(self, base_path: str, writer_factory: BulkWriterFactory) -> None:
-        if not isinstance(base_path, (str, os.PathLike)) or not os.fspath(base_path):
-            raise InvalidProgramError(f"FileSink.for_bulk_format: base_path must be a path, got {base_path!r}")
+        super().__init__(base_path)
         if not isinstance(writer_factory, BulkWriterFactory):
             raise InvalidProgramError(
                 f"FileSink.for_bulk_format: writer_factory must be a BulkWriterFactory (e.g. "
                 f"ParquetBulkWriters.for_row_type(row_type)), got {writer_factory!r}")
-        self._base_path = os.fspath(base_path)
         self._factory = writer_factory
-        self._output_file_config = OutputFileConfig()
-        self._bucket_assigner = BucketAssigner.base_path_bucket_assigner()
-        self._bucket_check_interval = 60 * 1000
-
-    def with_output_file_config(self, output_file_config: OutputFileConfig) -> "BulkFormatBuilder":
-        """Part file prefix and suffix (e.g. ``.with_part_suffix(".parquet")``)."""
-        if not isinstance(output_file_config, OutputFileConfig):
-            raise InvalidProgramError(f"with_output_file_config: expected an OutputFileConfig, "
-                                      f"got {output_file_config!r}")
-        self._output_file_config = output_file_config
-        return self
 
     def with_rolling_policy(self, rolling_policy: RollingPolicy) -> "BulkFormatBuilder":
         """Only ``RollingPolicy.on_checkpoint_rolling_policy()``: bulk part files roll at checkpoints."""
@@ -319,21 +319,6 @@ class BulkFormatBuilder:
             raise InvalidProgramError(f"with_rolling_policy: a bulk format rolls its part files at every "
                                       f"checkpoint only; pass RollingPolicy.on_checkpoint_rolling_policy(), "
                                       f"got {rolling_policy!r}")
-        return self
-
-    def with_bucket_assigner(self, bucket_assigner: BucketAssigner) -> "BulkFormatBuilder":
-        """Which sub-directory records go to."""
-        if not isinstance(bucket_assigner, BucketAssigner):
-            raise InvalidProgramError(f"with_bucket_assigner: expected a BucketAssigner, got {bucket_assigner!r}")
-        self._bucket_assigner = bucket_assigner
-        return self
-
-    def with_bucket_check_interval(self, interval: int) -> "BulkFormatBuilder":
-        """How often (ms) the sink checks its buckets (kept for PyFlink compatibility)."""
-        if isinstance(interval, bool) or not isinstance(interval, int) or interval <= 0:
-            raise InvalidProgramError(f"with_bucket_check_interval: interval must be a positive int (ms), "
-                                      f"got {interval!r}")
-        self._bucket_check_interval = interval
         return self
 
     def build(self) -> FileSink:

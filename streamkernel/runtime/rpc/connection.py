@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
 import pickle
 import queue
-import socket
 import threading
 import weakref
 from concurrent.futures import Future
@@ -40,6 +38,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.rpc.serialization import UnpickleHooks, dumps, loads, portable_exception
+from streamkernel.runtime.rpc.transport import close_connection
 
 __all__ = ["RpcConnection", "GatewayRef", "RpcConnectionLostError", "RpcTimeoutError", "RpcError"]
 
@@ -72,24 +71,6 @@ class GatewayRef:
     kind: str
     attributes: tuple[tuple[str, Any], ...] = ()
     home: str = "sender"
-
-
-def _close_connection(conn: Any) -> None:
-    """Close ``conn``, first shutting its socket down: on Linux a plain close does not wake a
-    thread blocked in ``recv`` on it, a shutdown does."""
-    try:
-        fd = conn.fileno()
-        sock = socket.socket(fileno=os.dup(fd))
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        finally:
-            sock.close()
-    except (OSError, ValueError):
-        pass
-    try:
-        conn.close()
-    except OSError:
-        pass
 
 
 class _CallThreads:
@@ -393,7 +374,7 @@ class RpcConnection:
             self._cause = cause or RpcConnectionLostError(f"{self.name}: closed")
             pending = list(self._pending.values())
             self._pending.clear()
-        _close_connection(self._conn)
+        close_connection(self._conn)
         error = self._lost_error()
         for future in pending:
             if not future.done():

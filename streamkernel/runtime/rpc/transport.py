@@ -30,12 +30,12 @@ import socket
 import threading
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection, Listener, answer_challenge, deliver_challenge
-from typing import Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from streamkernel.errors import StreamKernelError
 
 __all__ = ["Address", "AuthenticatedListener", "ConnectionRefusedByPeerError", "connect", "new_cluster_secret",
-           "bind_host", "LOOPBACK", "AUTHKEY_ENV"]
+           "bind_host", "close_connection", "LOOPBACK", "AUTHKEY_ENV"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -65,9 +65,9 @@ def bind_host(configuration: Mapping[str, str], key: str) -> str:
     return value or LOOPBACK
 
 
-def _cut_off(conn: Connection) -> None:
-    """Close a connection whose handshake takes too long. A shutdown first: on Linux a plain
-    close does not wake a thread blocked reading the socket."""
+def close_connection(conn: Any) -> None:
+    """Close ``conn``, first shutting its socket down: on Linux a plain close does not wake a
+    thread blocked reading it, a shutdown does."""
     try:
         sock = socket.socket(fileno=os.dup(conn.fileno()))
         try:
@@ -95,7 +95,7 @@ def connect(address: Address, authkey: bytes, timeout: float = 10.0) -> Connecti
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = Connection(sock.detach())
         # a listener that never finishes the challenge is cut off after ``timeout``
-        timer = threading.Timer(timeout, _cut_off, (conn,))
+        timer = threading.Timer(timeout, close_connection, (conn,))
         timer.daemon = True
         timer.start()
         answer_challenge(conn, authkey)
@@ -167,7 +167,7 @@ class AuthenticatedListener:
 
     def _handshake(self, conn: Connection, peer: Address) -> None:
         # A peer that never answers the challenge is cut off after handshake_timeout.
-        timer = threading.Timer(self._handshake_timeout, _cut_off, (conn,))
+        timer = threading.Timer(self._handshake_timeout, close_connection, (conn,))
         timer.daemon = True
         timer.start()
         try:
