@@ -38,14 +38,21 @@ class ClusterCommands:
             raise UsageError(f"%flink start: a cluster is already running ({running!r}); %flink stop it first")
         spark_session = None
         name = getattr(args, "spark_session", None)
+        master = getattr(args, "master", None)
+        if (name or master) and args.backend not in (None, "spark"):
+            option = "--spark-session" if name else "--master"
+            raise UsageError(f"%flink start: {option} is for the spark backend, not --backend {args.backend}")
         if name:
             spark_session = self.session.shell.user_ns.get(name)
             if spark_session is None:
                 raise UsageError(f"%flink start: --spark-session {name}: no variable {name!r} in this notebook; "
                                  f"create it first (spark = SparkSession.builder.getOrCreate())")
-        backend = "spark" if spark_session is not None or getattr(args, "master", None) else args.backend
+            if not hasattr(spark_session, "sparkContext"):
+                raise UsageError(f"%flink start: --spark-session {name}: {name!r} is a "
+                                 f"{type(spark_session).__name__}, not a SparkSession")
+        backend = "spark" if spark_session is not None or master else args.backend
         cluster = MiniCluster(taskmanagers=args.taskmanagers, slots_per_taskmanager=args.slots, backend=backend,
-                              spark_session=spark_session, spark_master=getattr(args, "master", None)).start()
+                              spark_session=spark_session, spark_master=master).start()
         self.session.shell.push({"cluster": cluster})
         print(f"Started {cluster!r}; bound to `cluster`. Every env.execute() in this kernel now runs on it.")
         return self.cluster(args)
