@@ -369,6 +369,31 @@ def test_functions_of_modules_the_peer_cannot_import_travel_by_value(tmp_path) -
     assert importable_by_peer("json") and importable_by_peer("streamkernel.runtime.rpc.connection")
 
 
+def test_a_user_subclass_of_an_abc_travels_by_value_with_the_peers_own_metaclass(tmp_path) -> None:
+    """Python 3.11 freezes abc, os, io ...: their classes go by reference, so a user's
+    ProcessWindowFunction (an ABC, through Generic) is rebuilt in the peer without a metaclass conflict."""
+    assert all(importable_by_peer(m) for m in ("abc", "os", "io", "codecs"))
+    source = tmp_path / "user_window_code.py"
+    source.write_text(
+        "from streamkernel.datastream import ProcessWindowFunction\n"
+        "from streamkernel.datastream.window import TimeWindow\n"
+        "class Sizes(ProcessWindowFunction[tuple, int, str, TimeWindow]):\n"
+        "    def process(self, key, context, elements):\n"
+        "        yield len(elements)\n"
+        "    def __call__(self, x):\n"
+        "        return sum(self.process('k', None, [0] * x))\n")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("not_on_any_path.user_window_code", source)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        assert _load_in_fresh_python(dumps(module.Sizes()), list(sys.path)) == "6"
+    finally:
+        del sys.modules[spec.name]
+
+
 def test_unpicklable_exceptions_become_remote_errors() -> None:
     class Unpicklable(Exception):
         def __init__(self) -> None:

@@ -56,8 +56,9 @@ def importable_by_peer(module_name: str) -> bool:
 
     Asks the import system's finders (``sys.meta_path``: ``sys.path`` entries, editable
     installs) the way a fresh import does, ignoring ``sys.modules``, which holds modules
-    pytest or runpy loaded from a file under any name. Built-in and frozen modules, and
-    streamkernel's own, count as importable.
+    pytest or runpy loaded from a file under any name. Built-in and frozen modules (Python
+    3.11 freezes ``abc``, ``os``, ``io``, ``codecs`` ...: their spec's origin is ``"frozen"``
+    though the module has a ``__file__``), and streamkernel's own, count as importable.
     """
     module = sys.modules.get(module_name)
     if module is None or module_name == "__main__":
@@ -77,6 +78,8 @@ def importable_by_peer(module_name: str) -> bool:
         path = list(spec.submodule_search_locations or [])
     if spec is None or spec.origin is None:
         return False
+    if spec.origin in ("frozen", "built-in"):
+        return True  # a frozen stdlib module (abc, os, io ... since 3.11): the same in every process
     try:
         return os.path.samefile(spec.origin, origin)
     except OSError:
