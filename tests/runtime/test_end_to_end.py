@@ -111,11 +111,11 @@ def test_late_records_go_to_the_side_output_once_the_watermark_passed_their_wind
                 .window(TumblingEventTimeWindows.of(Duration.of_seconds(1)))
                 .side_output_late_data(late)
                 .reduce(lambda x, y: (x[0], max(x[1], y[1]))))
-    on_time: list = []
-    late_rows: list = []
-    windowed.filter(lambda r: r[0] != "c").add_sink(on_time.append)
-    windowed.get_side_output(late).add_sink(late_rows.append)
-    env.execute("late data")
+    tagged = windowed.filter(lambda r: r[0] != "c").map(lambda r: ("on time", r)) \
+        .union(windowed.get_side_output(late).map(lambda r: ("late", r)))
+    rows = list(tagged.execute_and_collect("late data"))  # collected: runs the same on every backend
+    on_time = [r for tag, r in rows if tag == "on time"]
+    late_rows = [r for tag, r in rows if tag == "late"]
     assert late_rows == [("a", 900)]  # its window [0, 1000) closed when the watermark passed 999
     assert sorted(on_time) == [("a", 1500), ("a", 2500), ("a", 6000), ("b", 1200), ("b", 5200)]
 
