@@ -225,3 +225,23 @@ def test_a_dataframe_source_read_by_taskmanagers_hosted_on_spark(spark: Any) -> 
         source.cleanup()
     assert sorted(got) == [(i, str(i)) for i in range(3000)]
     assert spark.sparkContext.statusTracker().getActiveJobsIds() == []  # the TaskManagers' Spark job ended
+
+
+def test_an_environment_configured_for_spark_runs_on_the_notebooks_session_and_leaves_it_running(spark: Any) -> None:
+    """``streamkernel.backend: spark`` in the environment's configuration: the job's transient
+    cluster hosts its TaskManagers on the SparkSession already running (it is not stopped)."""
+    from streamkernel.common import Configuration
+
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration.from_dict({"streamkernel.backend": "spark"}))
+    env.set_parallelism(2)
+    pids = (env.from_collection(list(range(40))).rebalance()
+            .map(lambda x: __import__("os").getpid()).execute_and_collect("configured for spark", limit=40))
+    assert os.getpid() not in pids and len(set(pids)) == 1  # one TaskManager with 2 slots, in a Spark worker
+    import time
+
+    deadline = time.monotonic() + 30  # the transient cluster stops (its Spark job ends) just after the job
+    while spark.sparkContext.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert spark.sparkContext.statusTracker().getActiveJobsIds() == []
+    assert spark.sparkContext._jsc is not None and spark.range(3).count() == 3  # the session still runs
