@@ -119,8 +119,8 @@ class ClusterCommands:
             killed = cluster.kill_taskmanager(target)
         except KeyError as exc:
             raise UsageError(f"%flink kill-taskmanager: {exc.args[0] if exc.args else exc}") from None
-        print(f"Killed {killed}: its tasks stopped without a word; the ResourceManager notices the missed "
-              f"heartbeats and the JobMaster restarts the affected jobs by their restart strategy.")
+        replaced = str(cluster.configuration.get("streamkernel.taskmanager.replace-lost", "true")).lower() == "true"
+        print(_kill_story(cluster.backend, killed, replaced))
         if args.replace:
             print(f"Started {cluster.add_taskmanager()} as a replacement.")
 
@@ -161,3 +161,19 @@ class ClusterCommands:
 
         cluster = self.cluster_or_usage("metrics")
         self.display(_frame(metric_rows(cluster.snapshot(), args.job)))
+
+
+def _kill_story(backend: str, killed: str, replaced_by_resource_manager: bool = True) -> str:
+    """What happens after ``%flink kill-taskmanager`` on each backend, for the notebook."""
+    restart = "the JobMaster restarts the affected jobs by their restart strategy"
+    if backend == "local":
+        return (f"Killed {killed}: its tasks stopped without a word; the ResourceManager notices the missed "
+                f"heartbeats and {restart}.")
+    if backend == "spark":
+        replaced = "Spark relaunches its task, which registers as a new TaskManager"
+    elif replaced_by_resource_manager:
+        replaced = "a new TaskManager process replaces it"
+    else:
+        replaced = "nothing replaces it (streamkernel.taskmanager.replace-lost is false; `--replace` starts one)"
+    return (f"Killed {killed} (SIGKILL to its process): the ResourceManager notices its closed connection at once "
+            f"and {restart}; {replaced}.")

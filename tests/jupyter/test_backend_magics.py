@@ -73,6 +73,28 @@ def test_start_with_the_process_backend_runs_jobs_in_child_processes_and_stop_en
     assert not set(_child_pids()) - before, "a TaskManager process outlived %flink stop"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks processes through /proc")
+def test_kill_taskmanager_on_the_process_backend_kills_its_process_and_a_new_one_registers(shell, capsys) -> None:
+    ip, _ = shell
+    ip.run_line_magic("flink", "start --backend process --taskmanagers 2 --slots 1")
+    cluster = ip.user_ns["cluster"]
+    victim = cluster.describe_taskmanager("taskmanager-1")["pid"]
+    capsys.readouterr()
+    ip.run_line_magic("flink", "kill-taskmanager 1")
+    out = capsys.readouterr().out
+    assert "Killed taskmanager-1 (SIGKILL to its process)" in out and "closed connection at once" in out
+    assert "a new TaskManager process replaces it" in out and "missed heartbeats" not in out
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and (len(cluster.taskmanager_backend.live_ids()) < 2
+                                           or "taskmanager-1" in cluster.taskmanager_backend.live_ids()):
+        time.sleep(0.05)
+    live = sorted(cluster.taskmanager_backend.live_ids())
+    assert len(live) == 2 and "taskmanager-1" not in live
+    assert victim not in {cluster.describe_taskmanager(tm)["pid"] for tm in live}
+    ip.run_cell(COUNT_CELL, store_history=False).raise_error()  # jobs run on the replacement
+    assert ip.user_ns["totals"] == {f"w{i}": 100 for i in range(7)}
+
+
 def test_spark_options_are_refused_with_another_backend_and_a_missing_session_is_named(shell) -> None:
     ip, _ = shell
     with pytest.raises(UsageError, match="--master is for the spark backend, not --backend process"):

@@ -365,6 +365,18 @@ def test_resource_manager_fills_the_first_taskmanager_first_and_releases_by_job(
     assert all(s.is_free for s in rm.slots())
 
 
+def test_taskmanagers_are_numbered_by_their_ids_whatever_order_they_register_in() -> None:
+    rm = ResourceManager()
+    for name in ("taskmanager-2", "taskmanager-1", "taskmanager-1.1", "taskmanager-2", "other"):
+        if name in rm.taskmanager_ids:
+            rm.unregister_task_executor(name)  # lost, then a new one with the same id registers
+        TaskExecutor(name, 1, None, Scripts()).register_at(rm)
+    indexes = {s.taskmanager_id: s.slot_id.taskmanager_index for s in rm.slots()}
+    # an index is never given twice: the second taskmanager-2 and the unnamed ones take the next ones
+    assert indexes == {"taskmanager-1": 0, "taskmanager-1.1": 2, "taskmanager-2": 3, "other": 4}
+    assert [str(s) for s in rm.request_slots("j", 2, 100)] == ["TM1/slot1", "TM3/slot1"]
+
+
 def test_a_waiting_slot_request_is_woken_by_release_cancel_and_stop() -> None:
     rm = ResourceManager()
     TaskExecutor("a", 1, None, Scripts()).register_at(rm)

@@ -107,6 +107,7 @@ class ResourceManager:
         self._pending: dict[str, int] = {}
         self._cancelled: set[str] = set()
         self._next_index = 0
+        self._used_indexes: set[int] = set()
         self._running = True
         self._stop_heartbeats = threading.Event()
         self._heartbeat_thread: Optional[threading.Thread] = None
@@ -114,15 +115,23 @@ class ResourceManager:
     # ---------------------------------------------------------- TaskManager registry
     def register_task_executor(self, gateway: TaskExecutorGateway,
                                slot_report: SlotReport) -> TaskExecutorRegistration:
-        """A TaskManager joins with its slots; it gets the next TaskManager index."""
+        """A TaskManager joins with its slots; it gets a TaskManager index (``TM<index + 1>`` in tables).
+
+        ``taskmanager-<n>`` gets index n - 1 unless that index was taken already, so the
+        tables number TaskManagers as their ids do whatever order they register in (the
+        ``process`` and ``spark`` backends start them at once); any other id gets the next index.
+        """
         with self._cond:
             if not self._running:
                 raise ResourceManagerStoppedError("the ResourceManager is stopped; cannot register a TaskManager")
             taskmanager_id = gateway.taskmanager_id
             if taskmanager_id in self._taskmanagers:
                 raise ValueError(f"TaskManager {taskmanager_id!r} is already registered")
-            index = self._next_index
-            self._next_index += 1
+            index = _index_named_by(taskmanager_id)
+            if index is None or index in self._used_indexes:
+                index = self._next_index
+            self._used_indexes.add(index)
+            self._next_index = max(self._next_index, index + 1)
             self._taskmanagers[taskmanager_id] = _Registered(gateway, index, slot_report.number_of_slots,
                                                              time.monotonic())
             self._cond.notify_all()
@@ -289,3 +298,13 @@ class ResourceManager:
         slots = self.slots()
         return (f"ResourceManager({len(self._taskmanagers)} TaskManagers, "
                 f"{sum(1 for s in slots if s.is_free)} of {len(slots)} slots free)")
+
+
+def _index_named_by(taskmanager_id: str) -> Optional[int]:
+    """n - 1 for an id ``taskmanager-<n>`` (n >= 1), else None.
+
+        >>> _index_named_by("taskmanager-2"), _index_named_by("taskmanager-1.1"), _index_named_by("tm")
+        (1, None, None)
+    """
+    prefix, _, number = taskmanager_id.rpartition("-")
+    return int(number) - 1 if prefix == "taskmanager" and number.isdigit() and int(number) >= 1 else None

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from streamkernel.common.config_options import parse_duration_ms
 from streamkernel.runtime.rpc.connection import GatewayRef, RpcConnection
-from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, bind_host, connect
+from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, ConnectionRefusedByPeerError, bind_host, connect
 from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RESOURCE_MANAGER
 from streamkernel.runtime.taskmanager.forwarding import WorkerForwarding
 
@@ -160,8 +160,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     threading.Thread(target=_watch_parent, args=(stop,), name="streamkernel-parent-watch", daemon=True).start()
-    run_taskmanager((host, int(port)), bytes.fromhex(secret_hex), args.taskmanager_id, args.slots, configuration,
-                    stop_event=stop)
+    try:
+        run_taskmanager((host, int(port)), bytes.fromhex(secret_hex), args.taskmanager_id, args.slots, configuration,
+                        stop_event=stop)
+    except ConnectionRefusedByPeerError as error:  # the JobManager is gone (stopped while we started)
+        print(f"streamkernel worker {args.taskmanager_id}: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
