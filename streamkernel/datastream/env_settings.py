@@ -10,6 +10,7 @@ included (``set_restart_strategy``, ``set_state_backend``).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from typing import Any, Mapping, Optional
@@ -24,9 +25,14 @@ from streamkernel.datastream.state_backend import StateBackend, state_backend_fr
 from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
 from streamkernel.graph.keygroups import UPPER_BOUND_MAX_PARALLELISM
 
-__all__ = ["EnvSettings", "DEFAULT_BUFFER_TIMEOUT_MS"]
+__all__ = ["EnvSettings", "DEFAULT_BUFFER_TIMEOUT_MS", "CONTEXT_CONFIGURATION_ENV", "context_configuration"]
 
 DEFAULT_BUFFER_TIMEOUT_MS = 100
+
+#: Environment variable holding a JSON object of configuration keys every environment of
+#: the process starts from, before its own (``streamkernel run -p N -D k=v`` sets it, as
+#: ``flink run`` configures the program's context environment).
+CONTEXT_CONFIGURATION_ENV = "STREAMKERNEL_CONFIGURATION"
 
 # Flink 2.x key first, then the 1.x spellings still found in the wild.
 _PARALLELISM = ("parallelism.default",)
@@ -38,6 +44,21 @@ _STATE_BACKEND = ("state.backend.type", "state.backend")
 _RESTART = ("restart-strategy.type", "restart-strategy")
 _SAVEPOINT_DIR = ("execution.checkpointing.savepoint-dir", "state.savepoints.dir")
 _WATERMARK_INTERVAL = ("pipeline.auto-watermark-interval",)
+
+
+def context_configuration() -> dict[str, str]:
+    """The keys of ``$STREAMKERNEL_CONFIGURATION`` (empty when unset); a clear error when it is not a JSON object."""
+    text = os.environ.get(CONTEXT_CONFIGURATION_ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise IllegalConfigurationError(f"${CONTEXT_CONFIGURATION_ENV}: not JSON ({error}): {text[:200]!r}") from None
+    if not isinstance(value, dict):
+        raise IllegalConfigurationError(f"${CONTEXT_CONFIGURATION_ENV}: expected a JSON object of configuration keys, "
+                                        f"got {text[:200]!r}")
+    return {str(k): str(v) for k, v in value.items()}
 
 
 def _first(conf: Mapping[str, str], keys: tuple[str, ...]) -> Optional[str]:
@@ -79,6 +100,9 @@ class EnvSettings:
         self._cached_files: list[tuple[str, str, bool]] = []
         self._python_files: list[str] = []
         self._jars: list[str] = []
+        context = context_configuration()
+        if context:
+            self.configure(Configuration.from_dict(context))
         if configuration is not None:
             self.configure(configuration)
 

@@ -206,3 +206,21 @@ def test_async_data_stream_adds_an_async_wait_operator() -> None:
     assert spec.params["timeout"] == 1000 and spec.params["capacity"] == 5 and spec.params["output_mode"] == "ORDERED"
     with pytest.raises(InvalidProgramError, match="capacity"):
         AsyncDataStream.unordered_wait(env.from_collection([1]), _Echo(), 1000, capacity=0)
+
+
+def test_the_context_configuration_of_the_process_is_the_start_of_every_environment(monkeypatch) -> None:
+    from streamkernel.common import Configuration
+    from streamkernel.datastream import StreamExecutionEnvironment
+    from streamkernel.errors import IllegalConfigurationError
+
+    monkeypatch.setenv("STREAMKERNEL_CONFIGURATION", '{"parallelism.default": "5", "pipeline.max-parallelism": 64}')
+    env = StreamExecutionEnvironment.get_execution_environment()
+    assert env.get_parallelism() == 5 and env.get_max_parallelism() == 64
+    own = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict({"parallelism.default": "2"}))
+    assert own.get_parallelism() == 2  # the environment's own configuration wins
+    monkeypatch.setenv("STREAMKERNEL_CONFIGURATION", "parallelism=3")
+    with pytest.raises(IllegalConfigurationError, match=r"\$STREAMKERNEL_CONFIGURATION: not JSON"):
+        StreamExecutionEnvironment.get_execution_environment()
+    monkeypatch.setenv("STREAMKERNEL_CONFIGURATION", "[1, 2]")
+    with pytest.raises(IllegalConfigurationError, match="expected a JSON object"):
+        StreamExecutionEnvironment.get_execution_environment()

@@ -1,0 +1,149 @@
+"""``streamkernel run job.py [options] [-- program arguments]``: run a job script from the shell, as ``flink run`` does.
+
+The script is a PyFlink-style program (``env = StreamExecutionEnvironment.get_execution_environment()
+... env.execute()``). It runs as ``__main__`` in this process with ``sys.argv = [script,
+*arguments]``, and the options reach every environment it creates through the context
+configuration (:data:`CONTEXT_CONFIGURATION_ENV`, read by ``StreamExecutionEnvironment``),
+exactly as ``flink run`` hands its options to the program's context environment:
+
+* ``-p N`` / ``--parallelism N``: ``parallelism.default`` (the program's own
+  ``set_parallelism`` still wins, as in Flink);
+* ``-D key=value``: any configuration key (repeatable), e.g. ``-D restart-strategy.type=none``;
+* ``--backend local|process|spark``: where TaskManagers run (``streamkernel.backend``);
+* ``--taskmanagers T --slots S``: start one cluster of that shape for the whole script (every
+  ``execute()`` submits to it; stopped when the script ends) instead of a transient cluster
+  per job;
+* ``--detached`` / ``-d``: start the same command in a background process and return at
+  once, printing its pid and the log file its output goes to (``--log FILE``).
+
+Exit status: 0 when the script ended normally (or ``sys.exit(0)``), the script's
+``sys.exit`` code, 1 when it raised (the traceback is printed), 2 for bad options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import subprocess
+import sys
+import traceback
+from typing import Sequence
+
+__all__ = ["run_parser", "main", "run", "CONTEXT_CONFIGURATION_ENV"]
+
+from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV
+
+
+def run_parser() -> argparse.ArgumentParser:
+    """The parser of ``streamkernel run``."""
+    parser = argparse.ArgumentParser(
+        prog="streamkernel run", description=__doc__.split("\n\n")[0],
+        usage="streamkernel run [OPTIONS] SCRIPT [OPTIONS] [-- SCRIPT ARGUMENTS]",
+        epilog="Options may come before or after the script; arguments the options do not know, and "
+               "everything after --, go to the script.")
+    parser.add_argument("script", help="the job script (.py)")
+    parser.add_argument("-p", "--parallelism", type=_positive, default=None,
+                        help="default parallelism of the script's jobs (parallelism.default)")
+    parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
+                        help="a configuration key for the script's jobs (repeatable)")
+    parser.add_argument("--backend", "-b", choices=("local", "process", "spark"), default=None,
+                        help="where TaskManagers run (default: $STREAMKERNEL_BACKEND, else local)")
+    parser.add_argument("--taskmanagers", type=_positive, default=None,
+                        help="start one cluster with this many TaskManagers for the whole script")
+    parser.add_argument("--slots", type=_positive, default=None, help="slots per TaskManager of that cluster")
+    parser.add_argument("--detached", "-d", action="store_true", help="run in a background process and return at once")
+    parser.add_argument("--log", default=None, help="with --detached: the file for the script's output")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    """``streamkernel run ARGV``: parse, then run the script (or start it detached)."""
+    argv = list(argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args, unknown = run_parser().parse_known_args(argv[:cut])
+    args.arguments = unknown + argv[cut + 1:]
+    return run(args, argv)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def _context_configuration(args: argparse.Namespace) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    existing = os.environ.get(CONTEXT_CONFIGURATION_ENV)
+    if existing:
+        conf.update(json.loads(existing))
+    for entry in args.dynamic:
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"-D {entry!r}: expected KEY=VALUE")
+        conf[key.strip()] = value.strip()
+    if args.parallelism is not None:
+        conf["parallelism.default"] = str(args.parallelism)
+    if args.backend is not None:
+        conf["streamkernel.backend"] = args.backend
+    return conf
+
+
+def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """Carry out parsed ``streamkernel run`` arguments (``argv``: the command's own, for --detached)."""
+    if not os.path.isfile(args.script):
+        print(f"streamkernel run: no such script: {args.script}", file=sys.stderr)
+        return 2
+    if args.slots is not None and args.taskmanagers is None:
+        args.taskmanagers = 1
+    try:
+        conf = _context_configuration(args)
+    except (ValueError, json.JSONDecodeError) as error:
+        print(f"streamkernel run: {error}", file=sys.stderr)
+        return 2
+    if args.detached:
+        return _detach(args, argv)
+    os.environ[CONTEXT_CONFIGURATION_ENV] = json.dumps(conf)
+    arguments = list(args.arguments)
+    cluster = None
+    if args.taskmanagers is not None:
+        from streamkernel.runtime.minicluster import MiniCluster
+
+        cluster = MiniCluster(args.taskmanagers, args.slots, backend=args.backend, configuration=conf).start()
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [args.script, *arguments]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
+    try:
+        runpy.run_path(args.script, run_name="__main__")
+        return 0
+    except SystemExit as exit_:
+        code = exit_.code
+        if code is None or isinstance(code, int):
+            return code or 0
+        print(code, file=sys.stderr)
+        return 1
+    except BaseException:  # noqa: BLE001 - the script's error, shown as Python shows it
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+        if cluster is not None:
+            cluster.stop()
+
+
+def _detach(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    """Start the same command without --detached in a background process; print where it runs."""
+    cut = list(argv).index("--") if "--" in argv else len(argv)
+    attached = [a for a in argv[:cut] if a not in ("--detached", "-d")] + list(argv[cut:])
+    log = args.log or f"{os.path.splitext(os.path.basename(args.script))[0]}.{os.getpid()}.log"
+    with open(log, "ab") as out:
+        child = subprocess.Popen([sys.executable, "-m", "streamkernel", "run", *attached], stdin=subprocess.DEVNULL,
+                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    print(f"Job script {args.script} runs in the background: pid {child.pid}, output in {os.path.abspath(log)} "
+          f"(stop it with: kill {child.pid})")
+    return 0
