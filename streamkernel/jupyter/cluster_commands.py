@@ -7,6 +7,7 @@ Each is a thin call into the public Python API (``MiniCluster``, ``env.execute_a
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Optional
 
 from IPython.core.error import UsageError
@@ -27,6 +28,7 @@ class ClusterCommands:
         self.session = session
         self.display = display
         self.clients: dict[str, Any] = {}
+        self.cockpit: Any = None  # the CockpitCommands showing live views, set by the magics
 
     # ------------------------------------------------------------- cluster
     def start(self, args: argparse.Namespace) -> Any:
@@ -55,12 +57,20 @@ class ClusterCommands:
                               spark_session=spark_session, spark_master=master).start()
         self.session.shell.push({"cluster": cluster})
         print(f"Started {cluster!r}; bound to `cluster`. Every env.execute() in this kernel now runs on it.")
+        if self.cockpit is not None and self.cockpit.live:
+            return self.cockpit.show_cluster(cluster)
         return self.cluster(args)
 
     def stop(self, args: argparse.Namespace) -> None:
         """``%flink stop``: cancel the jobs, stop the TaskManagers, leave no thread behind."""
         cluster = self.cluster_or_usage("stop")
         cluster.stop()
+        if "streamkernel.jupyter.widgets.refresher" in sys.modules:  # the live views take their last picture
+            from streamkernel.jupyter.widgets.refresher import refresher_for
+
+            refresher = refresher_for(cluster)
+            refresher.refresh_once()
+            refresher.stop()
         print(f"Stopped {cluster!r}.")
 
     def cluster(self, args: argparse.Namespace) -> Any:
@@ -96,6 +106,13 @@ class ClusterCommands:
         self.session.shell.push({"job": client})
         print(f"Submitted job {job_id}; its JobClient is bound to `job` (job.cancel(), "
               f"job.get_job_status().result(), job.get_job_execution_result().result()).")
+        if self.cockpit is not None and self.cockpit.live:
+            from streamkernel.jupyter.widgets.cockpit import JOB_PARTS
+            from streamkernel.runtime.minicluster import current_cluster
+
+            cluster = current_cluster()
+            if cluster is not None:
+                self.cockpit.show_job(cluster, job_id, JOB_PARTS)
         return client
 
     def cancel(self, args: argparse.Namespace) -> None:

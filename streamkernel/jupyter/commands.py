@@ -98,7 +98,8 @@ def line_parser() -> MagicArgumentParser:
     restore.add_argument("--parallelism", "-p", type=_positive_int, default=None,
                          help="run at this parallelism (operators without an explicit one)")
     restore.add_argument("--name", "-n", default=None, help="job name")
-    history = sub.add_parser("checkpoints", add_help=False, help="checkpoint history: id, status, duration, size, acks")
+    history = sub.add_parser("checkpoints", add_help=False,
+                             help="checkpoint history: id, status, duration, size, acks (live, with controls, in a notebook)")
     history.add_argument("job", nargs="?", default=None, help="only this job (id prefix or name)")
     kill = sub.add_parser("kill-taskmanager", add_help=False,
                           help="kill a TaskManager as if its process died (failure injection)")
@@ -110,6 +111,14 @@ def line_parser() -> MagicArgumentParser:
     fail.add_argument("--subtask", type=_positive_int, default=None, help="only this subtask (1-based)")
     metrics = sub.add_parser("metrics", add_help=False, help="metrics per subtask as a table")
     metrics.add_argument("job", nargs="?", default=None, help="only this job (id prefix or name)")
+    metrics.add_argument("--live", "-l", action="store_true",
+                         help="a live view of one job: rates, busy and backpressure per vertex and subtask")
+    sub.add_parser("slots", add_help=False, help="the cluster view: TaskManagers, slots and the subtasks in them (live)")
+    dashboard = sub.add_parser("dashboard", add_help=False,
+                               help="a job's live dashboard: graph, metrics, checkpoints with controls, results")
+    dashboard.add_argument("job", nargs="?", default=None, help="job id prefix or name (default: the running job)")
+    results = sub.add_parser("results", add_help=False, help="the last records of a job's collect or pandas sink (live)")
+    results.add_argument("job", nargs="?", default=None, help="job id prefix or name (default: the running job)")
     return parser
 
 

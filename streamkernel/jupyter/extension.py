@@ -14,6 +14,9 @@ def load(ipython: Any) -> None:
     magics = FlinkMagics(ipython)
     ipython.register_magics(magics)
     magics.session.bind()
+    # a job a cell submits and leaves running (env.execute_async()) shows its dashboard
+    ipython.events.register("pre_run_cell", magics.cockpit.before_cell)
+    ipython.events.register("post_run_cell", magics.cockpit.after_cell)
 
 
 def unload(ipython: Any) -> None:

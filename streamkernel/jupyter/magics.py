@@ -22,6 +22,7 @@ from streamkernel.jupyter import commands
 from streamkernel.jupyter.cell_runner import run_cell_code
 from streamkernel.jupyter.checkpoint_commands import CheckpointCommands
 from streamkernel.jupyter.cluster_commands import ClusterCommands
+from streamkernel.jupyter.cockpit_commands import CockpitCommands
 from streamkernel.jupyter.display import GraphDisplay, PlanDisplay
 from streamkernel.jupyter.session import NotebookSession
 
@@ -37,6 +38,8 @@ class FlinkMagics(Magics):
         self.session = NotebookSession(shell)
         self.cluster_commands = ClusterCommands(self.session, lambda obj: display(obj))
         self.checkpoint_commands = CheckpointCommands(self.cluster_commands)
+        self.cockpit = CockpitCommands(self.cluster_commands, lambda obj: display(obj))
+        self.cluster_commands.cockpit = self.cockpit
 
     @line_cell_magic
     def flink(self, line: str, cell: Optional[str] = None) -> None:
@@ -51,7 +54,8 @@ class FlinkMagics(Magics):
         ``%flink jobs``, ``%flink submit``, ``%flink cancel JOB``, ``%flink metrics [JOB]``,
         ``%flink kill-taskmanager TM``, ``%flink fail OPERATOR``, ``%flink checkpoint [JOB]``,
         ``%flink savepoint [JOB] [--dir D] [--stop]``, ``%flink restore PATH [--parallelism N]``,
-        ``%flink checkpoints [JOB]``,
+        ``%flink checkpoints [JOB]``, ``%flink slots``, ``%flink dashboard [JOB]``,
+        ``%flink metrics --live [JOB]``, ``%flink results [JOB]``,
         ``%flink help`` (every subcommand with its options).
         """
         __tracebackhide__ = True  # noqa: F841 - hide this frame from the user's tracebacks
@@ -100,6 +104,12 @@ class FlinkMagics(Magics):
         elif args.subcommand == "submit":
             self._env_or_usage()
             self.cluster_commands.submit(args.name)
+        elif args.subcommand == "checkpoints" and self.cockpit.live:
+            self.cockpit.checkpoints(args)
+        elif args.subcommand == "metrics" and args.live:
+            self.cockpit.metrics_live(args)
+        elif args.subcommand in ("slots", "dashboard", "results"):
+            getattr(self.cockpit, args.subcommand)(args)
         elif args.subcommand in ("checkpoint", "savepoint", "restore", "checkpoints"):
             getattr(self.checkpoint_commands, args.subcommand)(args)
         elif args.subcommand in ("start", "stop", "cluster", "jobs", "cancel", "metrics", "kill-taskmanager", "fail"):

@@ -421,6 +421,7 @@ class MiniCluster(MiniClusterCheckpoints):
         beats = self._heartbeats()
         live: dict[ExecutionAttemptId, dict] = {t.attempt_id: dict(t.metrics) for b in beats.values() for t in b.tasks}
         infos = self._taskmanager_infos(beats) if self._running else ()
+        ages = self._resource_manager.heartbeat_ages_ms() if self._running else {}
         slots = [s for info in infos for s in info.slots]
         jobs = []
         for details in self._dispatcher.list_jobs():
@@ -434,6 +435,7 @@ class MiniCluster(MiniClusterCheckpoints):
         return {
             "running": self._running, "backend": self.backend, "time": now,
             "taskmanagers": [{"id": i.taskmanager_id, "index": i.index, "placement": self.describe_taskmanager(i.taskmanager_id),
+                              "heartbeat_age_ms": ages.get(i.taskmanager_id),
                               "slots": [{"slot": str(s.slot_id), "index": s.slot_id.slot_index, "job_id": s.job_id,
                                          "job_name": s.job_name, "tasks": list(s.tasks)} for s in i.slots]}
                              for i in infos],

@@ -121,6 +121,8 @@ def _node_statement(node: RenderedNode) -> str:
     attrs = {"label": f'"{escape_label(node.label)}"', "shape": shape, "fillcolor": f'"{fill}"'}
     if node.kind in ("source", "sink"):
         attrs["style"] = '"filled"'
+    if node.fill:
+        attrs.update({"fillcolor": f'"{escape_label(node.fill)}"', "style": '"filled"'})
     if node.highlighted:
         attrs.update({k: f'"{v}"' for k, v in HIGHLIGHT_STYLE.items()})
     if node.tooltip:

@@ -42,7 +42,8 @@ class RenderedNode:
     ``("Map", "parallelism 2")``). ``highlighted`` marks the part of the dataflow a
     person should look at (the operators a notebook cell just added). ``cluster`` is the
     id of the :class:`RenderedCluster` the box sits in (a task slot), if any; ``tooltip``
-    is extra detail shown on hover.
+    is extra detail shown on hover; ``fill`` a colour (``#rrggbb``) that replaces the kind's
+    own, for a live state such as backpressure.
     """
 
     id: str
@@ -51,6 +52,7 @@ class RenderedNode:
     highlighted: bool = False
     cluster: Optional[str] = None
     tooltip: Optional[str] = None
+    fill: Optional[str] = None
 
     def __post_init__(self) -> None:
         if not self.id:

@@ -226,3 +226,13 @@ def test_every_graph_kind_is_accepted_by_dot() -> None:
         texts = _svg_texts(_run_dot(to_dot(rendered)))
         for node in rendered.nodes:
             assert node.lines[0] in texts
+
+
+def test_a_fill_colour_replaces_the_kinds_fill_and_the_node_is_filled() -> None:
+    rendered = RenderedGraph("g", (RenderedNode("a", ("Map",), fill="#e53935"), RenderedNode("b", ("Sink",), kind="sink")),
+                             ())
+    dot = to_dot(rendered)
+    line_a = next(line for line in dot.splitlines() if line.strip().startswith('"a"'))
+    assert 'fillcolor="#e53935"' in line_a and 'style="filled"' in line_a
+    line_b = next(line for line in dot.splitlines() if line.strip().startswith('"b"'))
+    assert "#e53935" not in line_b

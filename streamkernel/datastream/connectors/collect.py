@@ -38,6 +38,9 @@ DEFAULT_COLLECT_CAPACITY = 100_000
 
 _BUFFERS = SharedObjectRegistry()
 
+#: How many of the latest records a CollectBuffer keeps for live views (:meth:`CollectBuffer.recent`).
+RECENT_RECORDS = 100
+
 
 class CollectBuffer:
     """A bounded, thread-safe queue of record batches between sink subtasks and one reader.
@@ -69,6 +72,8 @@ class CollectBuffer:
         self._expected_writers: Optional[int] = None
         self._finished_writers: set[int] = set()
         self._transactions: set[str] = set()  # ids of the transactions delivered
+        self._recent: collections.deque = collections.deque(maxlen=RECENT_RECORDS)  # for live views
+        self.total_received = 0
         self.buffer_id = register_collect_buffer(self, buffer_id)
 
     # ------------------------------------------------------------------ writers
@@ -106,10 +111,18 @@ class CollectBuffer:
                 return True
             self._batches.append(values)
             self._size += n
+            self._recent.extend(values[-RECENT_RECORDS:])
+            self.total_received += n
             if transaction_id is not None:
                 self._transactions.add(transaction_id)
             self._cond.notify_all()
         return True
+
+    def recent(self, n: int = 20) -> list:
+        """The last ``n`` records received (at most RECENT_RECORDS), whether the reader took them or not:
+        what a live results view shows without taking records from the reader."""
+        with self._cond:
+            return list(self._recent)[-n:] if n > 0 else []
 
     def writer_finished(self, subtask_index: int) -> None:
         """Sink subtask ``subtask_index`` wrote everything; closes the buffer after the last one."""

@@ -165,6 +165,12 @@ class ResourceManager:
         with self._cond:
             return tuple(sorted(self._taskmanagers, key=lambda t: self._taskmanagers[t].index))
 
+    def heartbeat_ages_ms(self) -> dict[str, int]:
+        """Milliseconds since each registered TaskManager last answered a heartbeat (or registered)."""
+        now = time.monotonic()
+        with self._cond:
+            return {tm: int((now - r.last_heartbeat) * 1000) for tm, r in self._taskmanagers.items()}
+
     # ------------------------------------------------------------------------ slots
     def slots(self) -> tuple[SlotInfo, ...]:
         """Every slot of the cluster, ordered TaskManager by TaskManager."""
