@@ -3,8 +3,8 @@
 * ``%flink slots``: the cluster view (TaskManager cards, slots and the subtasks in them);
   ``%flink start`` shows it too.
 * ``%flink dashboard [JOB]``: the whole job dashboard; a job submitted from the notebook
-  (``%%flink --submit``, ``%flink submit``, ``env.execute_async()`` in any cell) shows it
-  by itself.
+  (``%%flink --submit``, ``%flink submit``, ``client = env.execute_async()`` in any cell)
+  shows it by itself.
 * ``%flink metrics --live [JOB]``, ``%flink checkpoints [JOB]``, ``%flink results [JOB]``:
   one part of it (vertex and subtask tables; the checkpoint history with its buttons; the
   last records of the job's collect or pandas sink).
@@ -142,16 +142,21 @@ class CockpitCommands:
 
     def after_cell(self, *_: Any) -> None:
         """IPython ``post_run_cell``: a job the cell submitted and left running gets its dashboard
-        (``env.execute_async()`` in plain Python), unless one is shown already."""
+        when the notebook holds its JobClient (``client = env.execute_async()``, or the cell's
+        value), unless one is shown already. Jobs a cell submits for itself (a collect loop on
+        a thread, a helper function's own client) do not."""
         from streamkernel.jupyter.widgets.cockpit import JOB_PARTS
         from streamkernel.runtime.minicluster import current_cluster
+        from streamkernel.runtime.minicluster_job_client import MiniClusterJobClient
 
         cluster = current_cluster()
         if cluster is None or not self.live:
             return
+        held = {str(value.get_job_id()) for value in list(self.cluster_commands.session.shell.user_ns.values())
+                if isinstance(value, MiniClusterJobClient)}
         for job in cluster.jobs():
             job_id = str(job.job_id)
-            if (job_id not in self._jobs_before and job_id not in self._shown_jobs
+            if (job_id in held and job_id not in self._jobs_before and job_id not in self._shown_jobs
                     and not job.status.is_globally_terminal_state()):
                 try:
                     self.show_job(cluster, job_id, JOB_PARTS)

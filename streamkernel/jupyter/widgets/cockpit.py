@@ -66,11 +66,16 @@ class _LiveWidget(widgets.VBox):
         """What a frontend without widgets shows."""
         raise NotImplementedError
 
+    def fallback_text(self) -> str:
+        """What a plain-text frontend shows."""
+        raise NotImplementedError
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         if isinstance(data, dict):
             data["text/html"] = self.fallback_html()
+            data["text/plain"] = self.fallback_text()
         return bundle
 
 
@@ -103,6 +108,12 @@ class ClusterView(_LiveWidget):
     def fallback_html(self) -> str:
         """The last picture."""
         return self._html.value
+
+    def fallback_text(self) -> str:
+        """The last picture as text."""
+        from streamkernel.jupyter.widgets.text import cluster_text
+
+        return cluster_text(self.model) if self.model is not None else "ClusterView()"
 
 
 def job_graph_svg(cluster: Any, model: JobModel) -> Optional[str]:
@@ -324,6 +335,12 @@ class JobDashboard(_LiveWidget):
     def done(self) -> bool:
         """Closed, or the job ended (after its final picture)."""
         return self._closed or self._ended
+
+    def fallback_text(self) -> str:
+        """The last picture as text."""
+        from streamkernel.jupyter.widgets.text import job_text
+
+        return job_text(self.model) if self.model is not None else f"JobDashboard({self.job_id})"
 
     def fallback_html(self) -> str:
         """The last picture of every part."""
