@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test install graphviz clean
+.PHONY: demo test install graphviz browser clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,10 +22,13 @@ install: $(STAMP)
 graphviz:
 	@bash scripts/ensure_graphviz.sh
 
+browser:
+	@bash scripts/ensure_browser.sh
+
 demo: install graphviz
 	$(PY) -m streamkernel demo --out out/demo
 
-test: install graphviz
+test: install graphviz browser
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 clean:

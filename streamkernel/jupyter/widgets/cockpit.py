@@ -192,15 +192,19 @@ class JobDashboard(_LiveWidget):
     def _checkpoint_panel(self) -> widgets.VBox:
         self._checkpoints_html = widgets.HTML()
         self.message = widgets.HTML()
-        self.restore_choice = widgets.Dropdown(description="restore", options=[], layout={"width": "420px"})
-        self.taskmanager_choice = widgets.Dropdown(description="TaskManager", options=[], layout={"width": "260px"})
+        label = {"description_width": "initial"}
+        self.restore_choice = widgets.Dropdown(description="Restore point", options=[], style=label,
+                                               layout={"width": "480px"})
+        self.taskmanager_choice = widgets.Dropdown(description="TaskManager", options=[], style=label,
+                                                   layout={"width": "260px"})
+        fit = {"width": "auto"}
         self.buttons = {
-            "checkpoint": widgets.Button(description="Trigger checkpoint", icon="camera"),
-            "savepoint": widgets.Button(description="Savepoint", icon="save"),
-            "stop": widgets.Button(description="Stop with savepoint", icon="stop"),
-            "restore": widgets.Button(description="Restore from selected", icon="history"),
-            "cancel": widgets.Button(description="Cancel job", icon="times", button_style="warning"),
-            "kill": widgets.Button(description="Kill TaskManager", icon="bolt", button_style="danger"),
+            "checkpoint": widgets.Button(description="Trigger checkpoint", icon="camera", layout=fit),
+            "savepoint": widgets.Button(description="Savepoint", icon="save", layout=fit),
+            "stop": widgets.Button(description="Stop with savepoint", icon="stop", layout=fit),
+            "restore": widgets.Button(description="Restore from selected", icon="history", layout=fit),
+            "cancel": widgets.Button(description="Cancel job", icon="times", button_style="warning", layout=fit),
+            "kill": widgets.Button(description="Kill TaskManager", icon="bolt", button_style="danger", layout=fit),
         }
         actions = {"checkpoint": self.trigger_checkpoint, "savepoint": self.trigger_savepoint,
                    "stop": self.stop_with_savepoint, "restore": self.restore_selected, "cancel": self.cancel,
@@ -311,10 +315,15 @@ class JobDashboard(_LiveWidget):
             completed = [(f"{c.type} {c.id}: {c.path}", c.path) for c in model.checkpoints
                          if c.status == "COMPLETED" and c.path]
             if [v for _, v in completed] != [v for _, v in self.restore_choice.options]:
+                chosen = self.restore_choice.value
                 self.restore_choice.options = completed
+                self.restore_choice.value = chosen if chosen in dict(completed).values() else (
+                    completed[0][1] if completed else None)  # the newest by default
             live = [tm["id"] for tm in snapshot.get("taskmanagers", ())]
             if list(self.taskmanager_choice.options) != live:
+                chosen = self.taskmanager_choice.value
                 self.taskmanager_choice.options = live
+                self.taskmanager_choice.value = chosen if chosen in live else (live[0] if live else None)
             for name in ("checkpoint", "savepoint", "stop", "cancel"):
                 self.buttons[name].disabled = model.ended
         if "results" in self.parts:

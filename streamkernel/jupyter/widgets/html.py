@@ -160,15 +160,15 @@ def subtasks_html(model: JobModel) -> str:
     for s in model.subtasks:
         latency = "-" if s.latency_ms is None else f"{s.latency_ms:.1f} ms"
         rows.append(f'<tr class="sk-subtask-row" data-vertex="{s.vertex_id}" data-subtask="{s.subtask}">'
-                    f'<td class="sk-l">{_e(s.vertex)} ({s.subtask})</td><td class="sk-l">{_e(s.state)}</td>'
+                    f'<td class="sk-l">{_e(s.vertex)} ({s.subtask})</td><td>{sparkline_svg(s.rate_series)}</td>'
+                    f'<td class="sk-l">{_e(s.state)}</td>'
                     f'<td class="sk-l">{_e(s.slot or "-")}</td><td>{s.records_in:,}</td><td>{s.records_out:,}</td>'
                     f'<td>{format_rate(s.rates.records_in_per_s)}</td><td>{format_rate(s.rates.records_out_per_s)}</td>'
                     f'<td>{_percent(s.rates.busy)}</td><td>{_percent(s.rates.backpressured)}</td>'
-                    f'<td>{format_watermark(s.input_watermark)}</td><td>{latency}</td>'
-                    f'<td>{sparkline_svg(s.rate_series)}</td></tr>')
-    return (f'{STYLE}<div class="sk"><table><tr><th class="sk-l">subtask</th><th class="sk-l">state</th>'
+                    f'<td>{format_watermark(s.input_watermark)}</td><td>{latency}</td></tr>')
+    return (f'{STYLE}<div class="sk"><table><tr><th class="sk-l">subtask</th><th>last minute</th><th class="sk-l">state</th>'
             f'<th class="sk-l">slot</th><th>records in</th><th>records out</th><th>in</th><th>out</th><th>busy</th>'
-            f'<th>backpressured</th><th>watermark</th><th>latency</th><th>last minute</th></tr>{"".join(rows)}</table></div>')
+            f'<th>backpressured</th><th>watermark</th><th>latency</th></tr>{"".join(rows)}</table></div>')
 
 
 def _time(ms: Optional[int]) -> str:
