@@ -162,7 +162,7 @@ class ClusterCommands:
             jobs = [j for j in jobs if str(j.job_id).startswith(wanted) or j.name == wanted]
         if len(jobs) != 1:
             listing = ", ".join(f"{j.job_id} ({j.name}, {j.status.name})" for j in cluster.jobs()) or "none"
-            how = "--job JOB" if command == "fail" else "its name or id after the subcommand"
+            how = "--job JOB" if command in ("fail", "peek") else "its name or id after the subcommand"
             if jobs:
                 what = f"several running jobs match; pick one with {how}"
             elif wanted is None:

@@ -117,6 +117,17 @@ def line_parser() -> MagicArgumentParser:
     dashboard = sub.add_parser("dashboard", add_help=False,
                                help="a job's live dashboard: graph, metrics, checkpoints with controls, results")
     dashboard.add_argument("job", nargs="?", default=None, help="job id prefix or name (default: the running job)")
+    peek = sub.add_parser("peek", add_help=False, help="the records an operator of a running job emits right now")
+    peek.add_argument("operator", help="operator uid or name (or a chain's name)")
+    peek.add_argument("--job", "-j", default=None, help="job id prefix or name (default: the only running job)")
+    peek.add_argument("-n", type=_positive_int, default=20, help="records per subtask (default 20)")
+    peek.add_argument("--seconds", "-s", type=float, default=1.0, help="how long to look at most (default 1)")
+    state = sub.add_parser("state", add_help=False,
+                           help="the keyed state of a running job's operator as a table (from a savepoint)")
+    state.add_argument("names", nargs="+", metavar="[JOB] OPERATOR",
+                       help="job id prefix or name (default: the only running job), then the operator's uid or name")
+    state.add_argument("--key", "-k", default=None, help="only this key")
+    state.add_argument("--state", default=None, help="only this state (its descriptor's name)")
     results = sub.add_parser("results", add_help=False, help="the last records of a job's collect or pandas sink (live)")
     results.add_argument("job", nargs="?", default=None, help="job id prefix or name (default: the running job)")
     return parser

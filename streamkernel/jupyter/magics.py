@@ -23,6 +23,7 @@ from streamkernel.jupyter.cell_runner import run_cell_code
 from streamkernel.jupyter.checkpoint_commands import CheckpointCommands
 from streamkernel.jupyter.cluster_commands import ClusterCommands
 from streamkernel.jupyter.cockpit_commands import CockpitCommands
+from streamkernel.jupyter.debug_commands import DebugCommands
 from streamkernel.jupyter.display import GraphDisplay, PlanDisplay
 from streamkernel.jupyter.session import NotebookSession
 
@@ -40,6 +41,7 @@ class FlinkMagics(Magics):
         self.checkpoint_commands = CheckpointCommands(self.cluster_commands)
         self.cockpit = CockpitCommands(self.cluster_commands, lambda obj: display(obj))
         self.cluster_commands.cockpit = self.cockpit
+        self.debug_commands = DebugCommands(self.cluster_commands, lambda obj: display(obj))
 
     @line_cell_magic
     def flink(self, line: str, cell: Optional[str] = None) -> None:
@@ -55,7 +57,8 @@ class FlinkMagics(Magics):
         ``%flink kill-taskmanager TM``, ``%flink fail OPERATOR``, ``%flink checkpoint [JOB]``,
         ``%flink savepoint [JOB] [--dir D] [--stop]``, ``%flink restore PATH [--parallelism N]``,
         ``%flink checkpoints [JOB]``, ``%flink slots``, ``%flink dashboard [JOB]``,
-        ``%flink metrics --live [JOB]``, ``%flink results [JOB]``,
+        ``%flink metrics --live [JOB]``, ``%flink results [JOB]``, ``%flink peek OPERATOR``,
+        ``%flink state [JOB] OPERATOR [--key K]``,
         ``%flink help`` (every subcommand with its options).
         """
         __tracebackhide__ = True  # noqa: F841 - hide this frame from the user's tracebacks
@@ -110,6 +113,8 @@ class FlinkMagics(Magics):
             self.cockpit.metrics_live(args)
         elif args.subcommand in ("slots", "dashboard", "results"):
             getattr(self.cockpit, args.subcommand)(args)
+        elif args.subcommand in ("peek", "state"):
+            getattr(self.debug_commands, args.subcommand)(args)
         elif args.subcommand in ("checkpoint", "savepoint", "restore", "checkpoints"):
             getattr(self.checkpoint_commands, args.subcommand)(args)
         elif args.subcommand in ("start", "stop", "cluster", "jobs", "cancel", "metrics", "kill-taskmanager", "fail"):

@@ -374,6 +374,43 @@ class MiniCluster(MiniClusterCheckpoints):
                 failed.append(target.name)
         return failed
 
+    def peek(self, job_id: Union[JobID, str], operator: str, limit: int = 20,
+             seconds: float = 1.0) -> list[tuple[str, Any, Optional[int]]]:
+        """The records an operator of a running job emits, for a look (``%flink peek``).
+
+        Every running subtask of the operator (its uid, name, or a chain's name) keeps the
+        last ``limit`` records it emits within ``seconds`` (all subtasks at once); returns
+        (subtask name, record, timestamp) rows, subtask by subtask. The job is not slowed
+        down outside that moment. Raises ValueError naming the job's operators when none matches.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        from streamkernel.runtime.peek import operator_node_ids
+
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"peek: limit must be an int >= 1, got {limit!r}")
+        master = self.dispatcher.job_master(job_id if isinstance(job_id, JobID) else JobID.from_hex_string(str(job_id)))
+        targets = operator_node_ids(master.job_graph, operator)
+        if not targets:
+            names = sorted({n.uid or n.name for v in master.job_graph.vertices for n in master.job_graph.operators(v.id)})
+            raise ValueError(f"job {master.job_name!r} has no operator {operator!r} (by uid or name); its operators "
+                             f"are: {', '.join(repr(n) for n in names)}")
+        vertex_id, node_id = targets[0]
+        details = master.request_job_details()
+        vertex = next(v for v in details.vertices if v.vertex_id == vertex_id)
+        running = [s for s in vertex.subtasks if s.state.name == "RUNNING" and s.taskmanager_id is not None]
+        if not running:
+            raise ValueError(f"no subtask of operator {operator!r} of job {master.job_name!r} is running "
+                             f"(the job is {details.status.name})")
+
+        def one(sub: Any) -> list:
+            attempt = ExecutionAttemptId(master.job_id, vertex_id, sub.subtask_index, sub.attempt_number)
+            return [(sub.name, record, ts) for record, ts in
+                    self._backend.peek(sub.taskmanager_id, attempt, node_id, limit, seconds)]
+
+        with ThreadPoolExecutor(max_workers=len(running), thread_name_prefix="streamkernel-peek") as pool:
+            return [row for rows in pool.map(one, running) for row in rows]
+
     # ------------------------------------------------------------------ snapshots
     def _heartbeats(self) -> dict[str, TaskExecutorHeartbeat]:
         if self._resource_manager is None or not self._running:

@@ -7,7 +7,7 @@
   reached over RPC.
 
 Both offer ``start(resource_manager, count, slots, first_index)``, ``add(slots)``,
-``kill(id)``, ``inject_failure(id, attempt, error)``, ``live_ids()``, ``describe(id)`` and
+``kill(id)``, ``inject_failure(id, attempt, error)``, ``peek(id, attempt, node, limit, seconds)``, ``live_ids()``, ``describe(id)`` and
 ``shutdown(timeout)``, which is all :class:`~.minicluster.MiniCluster` needs. The heavy
 backends are imported only when chosen (the Spark one imports pyspark).
 """
@@ -118,6 +118,11 @@ class LocalTaskManagers:
         """Make a running subtask fail with ``error``."""
         taskmanager = self._find(taskmanager_id)
         return False if taskmanager is None else taskmanager.inject_failure(attempt_id, error)
+
+    def peek(self, taskmanager_id: str, attempt_id: Any, node_id: int, limit: int, seconds: float) -> list:
+        """The last records an operator of a running subtask emits."""
+        taskmanager = self._find(taskmanager_id)
+        return [] if taskmanager is None else taskmanager.peek(attempt_id, node_id, limit, seconds)
 
     def live_ids(self) -> list[str]:
         """TaskManagers not killed."""

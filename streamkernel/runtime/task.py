@@ -113,6 +113,16 @@ class Task:
         """Checkpoint ``checkpoint_id`` completed: operators may commit (in the task thread)."""
         self._post(lambda: self.checkpointer.notify_complete(checkpoint_id))
 
+    def peek(self, node_id: int, limit: int, seconds: float) -> list:
+        """The last records (with timestamps) operator ``node_id`` of this task emits within
+        ``seconds`` (:func:`~streamkernel.runtime.peek.tap_operator`); empty before it runs."""
+        from streamkernel.runtime.peek import tap_operator
+
+        chain = self._chain
+        if chain is None or node_id not in chain.operators:
+            return []
+        return tap_operator(chain.operators[node_id], limit, seconds)
+
     def inject_failure(self, error: BaseException) -> None:
         """Fail this task with ``error``, raised in its own thread between two batches, as if
         its operators had raised it (failure injection: ``MiniCluster.fail_operator``)."""

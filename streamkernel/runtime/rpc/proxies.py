@@ -168,6 +168,10 @@ class TaskExecutorProxy(RemoteProxy):
         """Make a running subtask fail with ``error`` (failure injection)."""
         return self._call("inject_failure", attempt_id, portable_exception(error))
 
+    def peek(self, attempt_id: "ExecutionAttemptId", node_id: int, limit: int, seconds: float) -> list:
+        """The last records an operator of a running subtask emits (``%flink peek``)."""
+        return self._call("peek", attempt_id, node_id, limit, seconds, timeout=seconds + 30)
+
     def shutdown(self, timeout: float = 5.0) -> None:
         """Cancel every task and stop (the TaskManager's process then exits)."""
         self._call("shutdown", timeout, timeout=timeout + self._rpc.default_timeout)

@@ -239,6 +239,12 @@ class RemoteTaskManagers:
             gateway = self._gateways.get(taskmanager_id)
         return False if gateway is None else bool(gateway.inject_failure(attempt_id, error))
 
+    def peek(self, taskmanager_id: str, attempt_id: Any, node_id: int, limit: int, seconds: float) -> list:
+        """The last records an operator of a running subtask of a TaskManager emits (over RPC)."""
+        with self._cond:
+            gateway = self._gateways.get(taskmanager_id)
+        return [] if gateway is None else list(gateway.peek(attempt_id, node_id, limit, seconds))
+
     def live_ids(self) -> list[str]:
         """The registered TaskManagers whose connection is open."""
         with self._cond:

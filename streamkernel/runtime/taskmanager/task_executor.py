@@ -254,6 +254,17 @@ class TaskExecutor:
         inject(error)
         return True
 
+    def peek(self, attempt_id: ExecutionAttemptId, node_id: int, limit: int, seconds: float) -> list:
+        """The last records operator ``node_id`` of a running subtask emits within ``seconds``
+        (``%flink peek``); empty if the attempt is unknown here or has ended."""
+        self._check_reachable()
+        with self._lock:
+            deployed = self._tasks.get(attempt_id)
+        if deployed is None or deployed.state.is_terminal:
+            return []
+        peek = getattr(deployed.task, "peek", None)
+        return [] if peek is None else peek(node_id, limit, seconds)
+
     def kill(self) -> None:
         """Die as if the TaskManager's process was killed (failure injection).
 
