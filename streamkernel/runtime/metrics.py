@@ -96,6 +96,11 @@ class TaskMetrics:
         self.busy_ns = 0
         self.idle_ns = 0
         self.backpressured_ns = 0
+        # perf_counter_ns() when the batch in progress started / the wait for credit in
+        # progress began (0: none), so that a snapshot counts a long batch or wait at once
+        self.busy_since = 0
+        self.backpressured_since = 0
+        self.backpressured_at_busy_start = 0  # backpressured_ns when the batch in progress started
         self.input_watermark = MIN_WATERMARK
         self.output_watermark = MIN_WATERMARK
         self.latency_ms: deque[float] = deque(maxlen=128)
@@ -110,13 +115,25 @@ class TaskMetrics:
         return metrics
 
     def snapshot(self) -> dict:
-        """A copy of every figure, for the JobManager's published snapshots."""
+        """A copy of every figure, for the JobManager's published snapshots.
+
+        Busy and backpressured time include the batch or the wait for credit in progress
+        (a slow operator's batch can last seconds; its time shows before it ends), busy
+        time without the backpressured part, as Flink's ``busyTimeMsPerSecond``."""
+        # the counters first: a batch or wait that ends meanwhile is then counted once (later)
+        busy_ns, backpressured_ns = self.busy_ns, self.backpressured_ns
+        now = time.perf_counter_ns()
+        busy_since, backpressured_since = self.busy_since, self.backpressured_since
+        waiting = now - backpressured_since if backpressured_since else 0
+        waited_in_batch = backpressured_ns - self.backpressured_at_busy_start
+        working = max(now - busy_since - waiting - waited_in_batch, 0) if busy_since else 0
         return {
             "task": self.task_name, "subtask": self.subtask_index,
             "records_in": self.records_in, "records_out": self.records_out, "bytes_out": self.bytes_out,
-            "busy_ns": self.busy_ns, "idle_ns": self.idle_ns, "backpressured_ns": self.backpressured_ns,
+            "busy_ns": busy_ns + working, "idle_ns": self.idle_ns,
+            "backpressured_ns": backpressured_ns + waiting,
             "input_watermark": self.input_watermark, "output_watermark": self.output_watermark,
-            "latency_ms": list(self.latency_ms), "uptime_ns": time.perf_counter_ns() - self.started_ns,
+            "latency_ms": list(self.latency_ms), "uptime_ns": now - self.started_ns,
             "operators": {n: {"records_in": m.records_in, "records_out": m.records_out}
                           for n, m in self.operators.items()},
         }

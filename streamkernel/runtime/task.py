@@ -203,7 +203,7 @@ class Task:
             channels = [shuffle.output_channel(cid, addresses[cid]) if cid in addresses else shuffle.output_channel(cid)
                         for cid in descriptor.channel_ids]
             writer = RecordWriter(descriptor.stream_edge.partitioner, channels, tdd.subtask_index,
-                                  buffer_size=self._batch_size)
+                                  buffer_size=self._batch_size, metrics=self.metrics)
             self._writers.append(writer)
             outputs[id(descriptor.stream_edge)] = RecordWriterOutput(writer, self._on_output_watermark)
             network_edges.append(descriptor.stream_edge)
@@ -263,10 +263,14 @@ class Task:
     def _run_source(self, source: Any) -> None:
         """Read batches from the source until it ends (or the task is cancelled)."""
         batch = self._batch_size
+        metrics = self.metrics
         while not self._cancelled.is_set():
-            start = time.perf_counter_ns()
+            backpressured = metrics.backpressured_at_busy_start = metrics.backpressured_ns
+            start = metrics.busy_since = time.perf_counter_ns()
             more = source.emit_next(batch)
-            self.metrics.busy_ns += time.perf_counter_ns() - start
+            metrics.busy_since = 0
+            # busy without the waits for credit (those are backpressured time), as Flink counts
+            metrics.busy_ns += time.perf_counter_ns() - start - (metrics.backpressured_ns - backpressured)
             self._between_batches()
             self._emit_latency_marker()
             if not more:
@@ -300,10 +304,13 @@ class Task:
                 self._flush_all()
                 self._between_batches()
                 continue
-            if processor.process(*polled):
-                metrics.busy_ns += perf() - busy_start
+            backpressured = metrics.backpressured_at_busy_start = metrics.backpressured_ns
+            metrics.busy_since = busy_start
+            ended = processor.process(*polled)
+            metrics.busy_since = 0
+            metrics.busy_ns += perf() - busy_start - (metrics.backpressured_ns - backpressured)
+            if ended:
                 return
-            metrics.busy_ns += perf() - busy_start
             self._between_batches()
         self._check_cancelled()
 

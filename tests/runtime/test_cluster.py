@@ -497,3 +497,19 @@ def test_stopping_the_cluster_cancels_a_real_unbounded_job_and_leaves_no_thread(
     c.stop()
     assert client.get_job_status().result() is JobStatus.CANCELED
     assert set(threading.enumerate()) - before == set()
+
+
+def test_a_snapshot_counts_the_batch_and_the_wait_for_credit_in_progress() -> None:
+    from streamkernel.runtime.metrics import TaskMetrics
+
+    metrics = TaskMetrics("Enrich", 0)
+    metrics.busy_ns, metrics.backpressured_ns = 1_000, 500
+    start = time.perf_counter_ns()
+    metrics.backpressured_at_busy_start = 500
+    metrics.busy_since = start - 2_000_000_000  # a batch running for 2 s ...
+    metrics.backpressured_since = start - 500_000_000  # ... of which the last 0.5 s waiting for credit
+    snap = metrics.snapshot()
+    assert 1.5e9 <= snap["busy_ns"] - 1_000 < 1.6e9  # busy without the wait
+    assert 0.5e9 <= snap["backpressured_ns"] - 500 < 0.6e9
+    metrics.busy_since = metrics.backpressured_since = 0  # nothing in progress: the counters alone
+    assert (metrics.snapshot()["busy_ns"], metrics.snapshot()["backpressured_ns"]) == (1_000, 500)

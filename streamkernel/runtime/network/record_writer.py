@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import operator
 import random
+import time
 from typing import Any, Callable, Optional, Sequence
 
 from streamkernel.errors import StreamKernelError
@@ -169,7 +170,7 @@ class RecordWriter:
         """Flush, then send ``event`` (Watermark, CheckpointBarrier, END_OF_PARTITION, ...) to every channel."""
         self.flush()
         for channel in self.channels:
-            self._account(channel.send(event))
+            self._account(self._send(channel, event))
 
     @property
     def pending_records(self) -> int:
@@ -177,6 +178,18 @@ class RecordWriter:
         return sum(map(len, self._values))
 
     # ------------------------------------------------------------------- sending
+    def _send(self, channel: Any, item: Any) -> int:
+        """``channel.send(item)``; while it may wait for credit, the task's metrics know since when
+        (a snapshot taken during a long wait counts it as backpressured time already)."""
+        metrics = self.metrics
+        if metrics is None:
+            return channel.send(item)
+        metrics.backpressured_since = time.perf_counter_ns()
+        try:
+            return channel.send(item)
+        finally:
+            metrics.backpressured_since = 0
+
     def _account(self, waited: int) -> None:
         if waited:
             self.backpressured_ns += waited
@@ -188,7 +201,7 @@ class RecordWriter:
         self._values[c] = []
         self._timestamps[c] = []
         self.buffers_out += 1
-        self._account(self.channels[c].send(buffer))
+        self._account(self._send(self.channels[c], buffer))
 
     def _switch_timestamps(self, with_ts: bool) -> None:
         """Records with and without timestamps never share a buffer."""
@@ -201,7 +214,7 @@ class RecordWriter:
         if not pending:
             if len(values) >= self.buffer_size:  # a full buffer on its own: send it, no copy
                 self.buffers_out += 1
-                self._account(self.channels[c].send(DataBuffer(values, timestamps)))
+                self._account(self._send(self.channels[c], DataBuffer(values, timestamps)))
                 return
             if owned:
                 self._values[c] = values
