@@ -148,3 +148,8 @@ class FlinkMagics(Magics):
         return env.get_execution_graph(taskmanagers=options.taskmanagers or 1,
                                        slots_per_taskmanager=options.slots,
                                        slot_sharing=not options.no_slot_sharing)
+
+
+# ``%flink?`` shows the magic's docstring: end it with every subcommand and its options, as
+# ``%flink help`` prints them (IPython's magic_arguments parsers, formatted once at import).
+FlinkMagics.flink.__doc__ = (FlinkMagics.flink.__doc__ or "") + "\n" + commands.usage()

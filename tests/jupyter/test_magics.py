@@ -138,8 +138,18 @@ def test_help_lists_every_subcommand(shell, capsys: pytest.CaptureFixture[str]) 
     ip, _ = shell
     ip.run_line_magic("flink", "help")
     out = capsys.readouterr().out
-    for word in ("show", "reset", "--parallelism", "--show"):
+    from streamkernel.jupyter.commands import line_parser
+
+    subcommands = [a for a in line_parser()._actions if hasattr(a, "choices") and isinstance(a.choices, dict)]
+    names = list(subcommands[0].choices)
+    assert {"start", "slots", "dashboard", "peek", "state", "results", "kill-taskmanager"} <= set(names)
+    for name in names:
+        assert f"  %flink {name}" in out  # each subcommand with its own usage and options
+    for word in ("--parallelism", "--show", "--seconds", "--key", "--live"):
         assert word in out
+    # %flink? shows the same: the magic's docstring ends with it
+    doc = ip.find_line_magic("flink").__doc__
+    assert all(f"  %flink {name}" in doc for name in names)
 
 
 def test_rebinding_env_in_a_cell_adopts_the_new_environment(shell) -> None:
