@@ -135,6 +135,9 @@ class CockpitCommands:
     # ---------------------------------------------- dashboards for submissions
     def before_cell(self, *_: Any) -> None:
         """IPython ``pre_run_cell``: remember the jobs that exist before the cell."""
+        if "streamkernel.runtime.minicluster" not in sys.modules:  # no job ran yet: nothing to import
+            self._jobs_before = set()
+            return
         from streamkernel.runtime.minicluster import current_cluster
 
         cluster = current_cluster()
@@ -145,6 +148,8 @@ class CockpitCommands:
         when the notebook holds its JobClient (``client = env.execute_async()``, or the cell's
         value), unless one is shown already. Jobs a cell submits for itself (a collect loop on
         a thread, a helper function's own client) do not."""
+        if "streamkernel.runtime.minicluster" not in sys.modules:
+            return
         from streamkernel.jupyter.widgets.cockpit import JOB_PARTS
         from streamkernel.runtime.minicluster import current_cluster
         from streamkernel.runtime.minicluster_job_client import MiniClusterJobClient
