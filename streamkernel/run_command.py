@@ -31,7 +31,7 @@ import sys
 import traceback
 from typing import Sequence
 
-__all__ = ["run_parser", "main", "run", "CONTEXT_CONFIGURATION_ENV"]
+__all__ = ["run_parser", "main", "run", "positive_int", "CONTEXT_CONFIGURATION_ENV"]
 
 from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV
 
@@ -44,15 +44,15 @@ def run_parser() -> argparse.ArgumentParser:
         epilog="Options may come before or after the script; arguments the options do not know, and "
                "everything after --, go to the script.")
     parser.add_argument("script", help="the job script (.py)")
-    parser.add_argument("-p", "--parallelism", type=_positive, default=None,
+    parser.add_argument("-p", "--parallelism", type=positive_int, default=None,
                         help="default parallelism of the script's jobs (parallelism.default)")
     parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
                         help="a configuration key for the script's jobs (repeatable)")
     parser.add_argument("--backend", "-b", choices=("local", "process", "spark"), default=None,
                         help="where TaskManagers run (default: $STREAMKERNEL_BACKEND, else local)")
-    parser.add_argument("--taskmanagers", type=_positive, default=None,
+    parser.add_argument("--taskmanagers", type=positive_int, default=None,
                         help="start one cluster with this many TaskManagers for the whole script")
-    parser.add_argument("--slots", type=_positive, default=None, help="slots per TaskManager of that cluster")
+    parser.add_argument("--slots", type=positive_int, default=None, help="slots per TaskManager of that cluster")
     parser.add_argument("--detached", "-d", action="store_true", help="run in a background process and return at once")
     parser.add_argument("--log", default=None, help="with --detached: the file for the script's output")
     return parser
@@ -67,13 +67,14 @@ def main(argv: Sequence[str]) -> int:
     return run(args, argv)
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (the ``streamkernel`` command's and the magics' options)."""
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
 
 

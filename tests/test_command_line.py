@@ -87,7 +87,7 @@ def test_bad_options_and_a_missing_script_exit_2_naming_the_problem(job: Path) -
     missing = _command("run", str(job.parent / "nope.py"), cwd=job.parent)
     assert missing.returncode == 2 and "no such script" in missing.stderr and "nope.py" in missing.stderr
     bad_p = _command("run", str(job), "-p", "0", cwd=job.parent)
-    assert bad_p.returncode == 2 and "expected an integer >= 1, got 0" in bad_p.stderr
+    assert bad_p.returncode == 2 and "expected a positive integer, got 0" in bad_p.stderr
     bad_d = _command("run", str(job), "-D", "no-equals-sign", cwd=job.parent)
     assert bad_d.returncode == 2 and "-D 'no-equals-sign': expected KEY=VALUE" in bad_d.stderr
 
