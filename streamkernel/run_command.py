@@ -31,9 +31,11 @@ import sys
 import traceback
 from typing import Sequence
 
-__all__ = ["run_parser", "main", "run", "positive_int", "CONTEXT_CONFIGURATION_ENV"]
+__all__ = ["run_parser", "main", "run", "CONTEXT_CONFIGURATION_ENV"]
 
-from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV
+from streamkernel.arguments import positive_int
+from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV, context_configuration
+from streamkernel.errors import IllegalConfigurationError
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -67,22 +69,8 @@ def main(argv: Sequence[str]) -> int:
     return run(args, argv)
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: an integer >= 1 (the ``streamkernel`` command's and the magics' options)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
 def _context_configuration(args: argparse.Namespace) -> dict[str, str]:
-    conf: dict[str, str] = {}
-    existing = os.environ.get(CONTEXT_CONFIGURATION_ENV)
-    if existing:
-        conf.update(json.loads(existing))
+    conf = context_configuration()  # an outer `streamkernel run` (or the user) may have set some
     for entry in args.dynamic:
         key, sep, value = entry.partition("=")
         if not sep or not key.strip():
@@ -104,7 +92,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         args.taskmanagers = 1
     try:
         conf = _context_configuration(args)
-    except (ValueError, json.JSONDecodeError) as error:
+    except (ValueError, IllegalConfigurationError) as error:
         print(f"streamkernel run: {error}", file=sys.stderr)
         return 2
     if args.detached:

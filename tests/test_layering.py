@@ -21,7 +21,7 @@ ALLOWED = {
     "runtime": {"runtime", "graph", "common", "datastream"},
     "jupyter": {"jupyter", "datastream", "runtime", "viz", "graph", "common"},
 }
-SHARED = {"errors", "testing"}
+SHARED = {"errors", "testing", "arguments"}
 
 
 def _layer(module: str) -> str | None:

@@ -136,8 +136,7 @@ class ClusterCommands:
             killed = cluster.kill_taskmanager(target)
         except KeyError as exc:
             raise UsageError(f"%flink kill-taskmanager: {exc.args[0] if exc.args else exc}") from None
-        replaced = str(cluster.configuration.get("streamkernel.taskmanager.replace-lost", "true")).lower() == "true"
-        print(_kill_story(cluster.backend, killed, replaced))
+        print(_kill_story(cluster.backend, killed, cluster.taskmanager_backend.replaces_lost))
         if args.replace:
             print(f"Started {cluster.add_taskmanager()} as a replacement.")
 

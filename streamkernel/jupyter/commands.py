@@ -15,6 +15,8 @@ from typing import Optional
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
+from streamkernel.arguments import positive_int
+
 __all__ = ["BACKENDS", "GRAPH_KINDS", "SHOW_CHOICES", "cell_parser", "line_parser", "parse_cell_options", "parse_line", "usage"]
 
 GRAPH_KINDS = ("stream", "job", "execution")
@@ -22,20 +24,10 @@ BACKENDS = ("local", "process", "spark")
 SHOW_CHOICES = (*GRAPH_KINDS, "plan")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
 def _add_cluster_shape(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--taskmanagers", "-t", type=_positive_int, default=None,
+    parser.add_argument("--taskmanagers", "-t", type=positive_int, default=None,
                         help="TaskManagers of the cluster the ExecutionGraph is placed on (default 1)")
-    parser.add_argument("--slots", "-s", type=_positive_int, default=None,
+    parser.add_argument("--slots", "-s", type=positive_int, default=None,
                         help="task slots per TaskManager (default: enough for the job)")
     parser.add_argument("--no-slot-sharing", action="store_true",
                         help="place every subtask in a slot of its own")
@@ -48,7 +40,7 @@ def cell_parser() -> MagicArgumentParser:
                                              "notebook's dataflow, which is then drawn (new operators highlighted).")
     parser.add_argument("--show", choices=(*GRAPH_KINDS, "none"), default="stream",
                         help="which graph to draw after the cell (default: stream)")
-    parser.add_argument("--parallelism", "-p", type=_positive_int, default=None,
+    parser.add_argument("--parallelism", "-p", type=positive_int, default=None,
                         help="default parallelism of the operators this cell creates")
     parser.add_argument("--name", "-n", default=None, help="name of the dataflow (the job name)")
     parser.add_argument("--reset", action="store_true", help="start a new, empty dataflow before the cell")
@@ -71,8 +63,8 @@ def line_parser() -> MagicArgumentParser:
     reset = sub.add_parser("reset", add_help=False, help="start a new, empty dataflow bound to `env`")
     reset.add_argument("--name", "-n", default=None, help="name of the new dataflow (the job name)")
     start = sub.add_parser("start", add_help=False, help="start a cluster: a JobManager and TaskManagers")
-    start.add_argument("--taskmanagers", "-t", type=_positive_int, default=1, help="number of TaskManagers (default 1)")
-    start.add_argument("--slots", "-s", type=_positive_int, default=2, help="task slots per TaskManager (default 2)")
+    start.add_argument("--taskmanagers", "-t", type=positive_int, default=1, help="number of TaskManagers (default 1)")
+    start.add_argument("--slots", "-s", type=positive_int, default=2, help="task slots per TaskManager (default 2)")
     start.add_argument("--backend", "-b", choices=BACKENDS, default=None,
                        help="where TaskManagers run: local = threads in this kernel (default), process = one "
                             "child process each, spark = long-running Spark tasks")
@@ -95,7 +87,7 @@ def line_parser() -> MagicArgumentParser:
     savepoint.add_argument("--stop", action="store_true", help="stop the job after the savepoint (stop-with-savepoint)")
     restore = sub.add_parser("restore", add_help=False, help="submit the dataflow starting from a checkpoint or savepoint")
     restore.add_argument("path", help="a savepoint or chk-N checkpoint directory")
-    restore.add_argument("--parallelism", "-p", type=_positive_int, default=None,
+    restore.add_argument("--parallelism", "-p", type=positive_int, default=None,
                          help="run at this parallelism (operators without an explicit one)")
     restore.add_argument("--name", "-n", default=None, help="job name")
     history = sub.add_parser("checkpoints", add_help=False,
@@ -108,7 +100,7 @@ def line_parser() -> MagicArgumentParser:
     fail = sub.add_parser("fail", add_help=False, help="make an operator's running subtasks fail (failure injection)")
     fail.add_argument("operator", help="operator name, uid or chain name")
     fail.add_argument("--job", "-j", default=None, help="job id prefix or name (default: the only running job)")
-    fail.add_argument("--subtask", type=_positive_int, default=None, help="only this subtask (1-based)")
+    fail.add_argument("--subtask", type=positive_int, default=None, help="only this subtask (1-based)")
     metrics = sub.add_parser("metrics", add_help=False, help="metrics per subtask as a table")
     metrics.add_argument("job", nargs="?", default=None, help="only this job (id prefix or name)")
     metrics.add_argument("--live", "-l", action="store_true",
@@ -120,7 +112,7 @@ def line_parser() -> MagicArgumentParser:
     peek = sub.add_parser("peek", add_help=False, help="the records an operator of a running job emits right now")
     peek.add_argument("operator", help="operator uid or name (or a chain's name)")
     peek.add_argument("--job", "-j", default=None, help="job id prefix or name (default: the only running job)")
-    peek.add_argument("-n", type=_positive_int, default=20, help="records per subtask (default 20)")
+    peek.add_argument("-n", type=positive_int, default=20, help="records per subtask (default 20)")
     peek.add_argument("--seconds", "-s", type=float, default=1.0, help="how long to look at most (default 1)")
     state = sub.add_parser("state", add_help=False,
                            help="the keyed state of a running job's operator as a table (from a savepoint)")

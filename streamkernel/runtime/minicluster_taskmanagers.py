@@ -6,7 +6,8 @@
   started by a :class:`~.taskmanager.launcher.TaskManagerLauncher` in other processes,
   reached over RPC.
 
-Both offer ``start(resource_manager, count, slots, first_index)``, ``add(slots)``,
+Both offer ``replaces_lost`` (whether a lost TaskManager is replaced by itself),
+``start(resource_manager, count, slots, first_index)``, ``add(slots)``,
 ``kill(id)``, ``inject_failure(id, attempt, error)``, ``peek(id, attempt, node, limit, seconds)``, ``live_ids()``, ``describe(id)`` and
 ``shutdown(timeout)``, which is all :class:`~.minicluster.MiniCluster` needs. The heavy
 backends are imported only when chosen (the Spark one imports pyspark).
@@ -17,13 +18,13 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping, Optional
 
-from streamkernel.errors import IllegalConfigurationError
+from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
 from streamkernel.runtime.clock import Clock
 from streamkernel.runtime.taskmanager.local import local_taskmanager_id, start_local_taskmanagers
 from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
 
 __all__ = ["BACKENDS", "BACKEND_KEY", "BACKEND_ENV", "LOCAL_HEARTBEAT_DEFAULTS", "LocalTaskManagers",
-           "resolve_backend", "create_taskmanagers", "heartbeat_defaults"]
+           "resolve_backend", "create_taskmanagers", "heartbeat_defaults", "positive_count"]
 
 #: Where TaskManagers can come from: threads in this process, child processes, Spark tasks.
 BACKENDS = ("local", "process", "spark")
@@ -46,6 +47,15 @@ BACKEND_ENV = "STREAMKERNEL_BACKEND"
 #: second costs nothing measurable. Backends with real processes use longer values
 #: (:data:`~.taskmanager.remote.REMOTE_HEARTBEAT_DEFAULTS`).
 LOCAL_HEARTBEAT_DEFAULTS = {"heartbeat.interval": "100 ms", "heartbeat.timeout": "500 ms"}
+
+
+def positive_count(name: str, value: Any) -> int:
+    """``value`` as a count of TaskManagers or slots (an int >= 1, or its digits), else InvalidProgramError."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidProgramError(f"MiniCluster: {name} must be an int >= 1, got {value!r}")
+    return value
 
 
 def resolve_backend(backend: Optional[str], configuration: Mapping[str, str]) -> str:
@@ -73,6 +83,8 @@ class LocalTaskManagers:
     """The ``local`` backend: TaskExecutors in this process sharing ``shuffle`` and ``clock``."""
 
     backend = "local"
+    #: A killed local TaskManager stays dead until ``add`` starts another one.
+    replaces_lost = False
 
     def __init__(self, shuffle: Any, clock: Clock, working_dir: str,
                  task_factory: Optional[Callable[..., Any]] = None) -> None:

@@ -12,32 +12,40 @@ from __future__ import annotations
 
 import collections
 import threading
-import time
 from typing import Any, Optional
 
-__all__ = ["TapOutput", "tap_operator", "operator_node_ids"]
+__all__ = ["TapOutput", "tap_operator"]
 
 
 class TapOutput:
-    """An operator output that remembers the last ``limit`` records it forwards."""
+    """An operator output that remembers the last ``limit`` records it forwards (until closed)."""
 
     def __init__(self, inner: Any, limit: int) -> None:
         self.inner = inner
-        self.records: collections.deque = collections.deque(maxlen=limit)
-        self.seen = 0
         self.filled = threading.Event()
+        self._records: collections.deque = collections.deque(maxlen=limit)
+        self._seen = 0
         self._limit = limit
+        self._lock = threading.Lock()  # the task thread appends, the peeking thread takes
+        self._closed = False
 
     def emit(self, values: list, timestamps: Optional[list]) -> None:
         """Remember the batch's last records, then forward the batch."""
-        if timestamps is None:
-            self.records.extend((value, None) for value in values[-self._limit:])
-        else:
-            self.records.extend(zip(values[-self._limit:], timestamps[-self._limit:]))
-        self.seen += len(values)
-        if self.seen >= self._limit:
-            self.filled.set()
+        with self._lock:
+            if not self._closed:
+                tail = values[-self._limit:]
+                self._records.extend(zip(tail, timestamps[-self._limit:]) if timestamps is not None
+                                     else ((value, None) for value in tail))
+                self._seen += len(values)
+                if self._seen >= self._limit:
+                    self.filled.set()
         self.inner.emit(values, timestamps)
+
+    def take(self) -> list[tuple[Any, Optional[int]]]:
+        """Stop remembering; the (record, timestamp) pairs remembered, oldest first."""
+        with self._lock:
+            self._closed = True
+            return list(self._records)
 
     def emit_watermark(self, timestamp: int) -> None:
         """Forward."""
@@ -62,17 +70,4 @@ def tap_operator(operator: Any, limit: int, seconds: float) -> list[tuple[Any, O
         tap.filled.wait(seconds)
     finally:
         operator.output = original
-    time.sleep(0)  # let a batch being forwarded through the tap finish its append
-    return list(tap.records)
-
-
-def operator_node_ids(job_graph: Any, operator: str) -> list[tuple[int, int]]:
-    """(job vertex id, stream node id) of the operator named ``operator`` (uid first, then name;
-    a chain's name means its last operator). Empty when none matches."""
-    wanted = operator.strip()
-    nodes = [(v.id, n) for v in job_graph.vertices for n in job_graph.operators(v.id)]
-    for match in ([(vid, n.id) for vid, n in nodes if n.uid == wanted],
-                  [(vid, n.id) for vid, n in nodes if n.name == wanted]):
-        if match:
-            return match
-    return [(v.id, job_graph.operators(v.id)[-1].id) for v in job_graph.vertices if v.name == wanted]
+    return tap.take()

@@ -352,7 +352,6 @@ class Task:
             if (now - self._last_flush) * 1000 >= self._buffer_timeout_ms:
                 self._flush_all(now)
         metrics = self.metrics
-        metrics.backpressured_ns = sum(w.backpressured_ns for w in self._writers)
         # FLIP-33: a source task's records in are what it read from outside; a chain that
         # ends in sinks sends what its sinks wrote.
         if self._writers:

@@ -75,7 +75,7 @@ def test_peek_shows_what_an_operator_emits_from_every_subtask(shell) -> None:
         assert word in ("w0", "w1", "w2") and total % 2 == 0 and total > 0  # running totals of 2s
     ip.run_line_magic("flink", "peek words -n 3 --seconds 5")
     assert {record[1] for record in shown[-1]["record"]} == {2}
-    with pytest.raises(UsageError, match="no operator 'nope'.*'totals'"):
+    with pytest.raises(UsageError, match="no operator named 'nope'.*'totals'"):
         ip.run_line_magic("flink", "peek nope")
 
 

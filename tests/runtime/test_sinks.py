@@ -310,3 +310,14 @@ def test_pandas_sink_through_a_job() -> None:
     env.execute("pandas")
     frame = sink.to_pandas()
     assert frame.values.tolist() == [[1, 1], [2, 4], [3, 9]]
+
+
+def test_a_pandas_sinks_tail_is_its_last_records_across_subtasks_and_the_count() -> None:
+    from streamkernel.datastream.connectors.pandas import PandasSink
+
+    sink = PandasSink("tail", columns=["n"])
+    sink.store.start(1).extend([4, 5])
+    sink.store.start(0).extend([1, 2, 3])  # subtask order, not arrival order
+    frame, total = sink.tail(3)
+    assert list(frame["n"]) == [3, 4, 5] and total == 5
+    assert list(sink.tail(10)[0]["n"]) == [1, 2, 3, 4, 5] and sink.tail(0)[0].empty

@@ -89,6 +89,18 @@ class _PandasStore:
             parts = [self._parts[i] for i in sorted(self._parts)]
         return [record for part in parts for record in part]
 
+    def tail(self, n: int) -> tuple[list, int]:
+        """(the last ``n`` records in :meth:`records` order, how many there are), without copying the rest."""
+        with self._lock:
+            parts = [self._parts[i] for i in sorted(self._parts)]
+            total = sum(map(len, parts))
+            last: list = []
+            for part in reversed(parts):
+                if len(last) >= n:
+                    break
+                last[:0] = part[-(n - len(last)):]
+        return last, total
+
     def clear(self) -> None:
         """Forget every record."""
         with self._lock:
@@ -130,6 +142,12 @@ class PandasSink(Sink):
     def to_pandas(self) -> Any:
         """The collected records as a ``pandas.DataFrame``."""
         return records_to_dataframe(self._store.records(), self.columns)
+
+    def tail(self, n: int = 20) -> tuple[Any, int]:
+        """(the last ``n`` records as a DataFrame, how many records there are): for live views,
+        which must not build a frame of every record a few times a second."""
+        records, total = self._store.tail(n)
+        return records_to_dataframe(records, self.columns), total
 
     def clear(self) -> None:
         """Forget the collected records."""

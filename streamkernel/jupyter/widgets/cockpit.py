@@ -159,8 +159,7 @@ def results_frame(cluster: Any, job_id: str, rows: int = _RESULT_ROWS) -> Option
         if isinstance(sink, CollectSink):
             return records_to_dataframe(sink.buffer.recent(rows)), sink.buffer.total_received
         if isinstance(sink, PandasSink):
-            frame = sink.to_pandas()
-            return frame.tail(rows), len(frame)
+            return sink.tail(rows)
     return None
 
 

@@ -54,7 +54,8 @@ def sample_of(metrics: Mapping[str, Any], time_ms: int, attempt: int) -> Sample:
 
 
 class MetricsHistory:
-    """Samples of every subtask for the last ``window_s`` seconds (not thread-safe: one refresher feeds it)."""
+    """Samples of every subtask for the last ``window_s`` seconds (not thread-safe: its refresher
+    feeds it one snapshot at a time)."""
 
     def __init__(self, window_s: float = 60.0) -> None:
         self.window_ms = int(window_s * 1000)

@@ -46,6 +46,7 @@ class Refresher:
         self.snapshots_taken = 0
         self._views: list[Any] = []
         self._lock = threading.Lock()
+        self._refreshing = threading.Lock()  # one snapshot at a time feeds the shared history
         self._wake = threading.Event()
         self._stopped = False
         self._thread: Optional[threading.Thread] = None
@@ -74,16 +75,19 @@ class Refresher:
         return self._thread is not None and self._thread.is_alive()
 
     def refresh_once(self, views: Optional[list[Any]] = None) -> dict:
-        """Take one snapshot and redraw ``views`` (default: every live view); returns the snapshot."""
-        snapshot = self.cluster.snapshot()
-        self.snapshots_taken += 1
-        self.history.add_snapshot(snapshot)
-        for view in (self.views if views is None else views):
-            try:
-                view.refresh(snapshot, self.history)
-            except Exception:  # noqa: BLE001 - a view's bug must not stop the others
-                _LOG.exception("cockpit view %r failed to refresh", view)
-        return snapshot
+        """Take one snapshot and redraw ``views`` (default: every live view); returns the snapshot.
+
+        Called by the thread and by a button's action (a view redrawn at once): one at a time."""
+        with self._refreshing:
+            snapshot = self.cluster.snapshot()
+            self.snapshots_taken += 1
+            self.history.add_snapshot(snapshot)
+            for view in (self.views if views is None else views):
+                try:
+                    view.refresh(snapshot, self.history)
+                except Exception:  # noqa: BLE001 - a view's bug must not stop the others
+                    _LOG.exception("cockpit view %r failed to refresh", view)
+            return snapshot
 
     def _run(self) -> None:
         while not self._wake.wait(self.interval_s):

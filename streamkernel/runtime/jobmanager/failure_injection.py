@@ -18,7 +18,8 @@ from streamkernel.graph.job_graph import JobGraph
 from streamkernel.runtime.deployment import ExecutionState
 from streamkernel.runtime.jobmanager.job_status import JobDetails, SubtaskDetails
 
-__all__ = ["FailureInjectionError", "subtasks_to_fail", "injected_failure_message"]
+__all__ = ["FailureInjectionError", "subtasks_to_fail", "injected_failure_message", "operator_nodes",
+           "unknown_operator"]
 
 _LIVE = (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING)
 
@@ -27,22 +28,33 @@ class FailureInjectionError(StreamKernelError, ValueError):
     """A failure could not be injected: unknown operator or subtask, or nothing is running."""
 
 
-def _vertex_ids(job_graph: JobGraph, operator: str) -> list[int]:
+def operator_nodes(job_graph: JobGraph, operator: str) -> list[tuple[int, int]]:
+    """(job vertex id, stream node id) of the operators ``operator`` names: by uid; else by
+    name (operators of one task only: a name shared by several tasks is ambiguous and raises
+    :class:`FailureInjectionError` asking for a uid); else by a chain's name (its last
+    operator). Empty when nothing matches. Used by failure injection and ``%flink peek``."""
     wanted = operator.strip()
-    by_uid = [job_graph.vertex_of_operator(n.id).id for v in job_graph.vertices for n in job_graph.operators(v.id)
-              if n.uid == wanted]
+    nodes = [(v.id, n) for v in job_graph.vertices for n in job_graph.operators(v.id)]
+    by_uid = [(vertex_id, n.id) for vertex_id, n in nodes if n.uid == wanted]
     if by_uid:
-        return sorted(set(by_uid))
-    by_name = {job_graph.vertex_of_operator(n.id).id for v in job_graph.vertices for n in job_graph.operators(v.id)
-               if n.name == wanted}
-    by_name |= {v.id for v in job_graph.vertices if v.name == wanted}
-    if len(by_name) > 1:
-        candidates = [f"{n.name!r} (uid {n.uid!r})" if n.uid else repr(n.name) for v in job_graph.vertices
-                      for n in job_graph.operators(v.id) if n.name == wanted]
+        return by_uid
+    by_name = [(vertex_id, n) for vertex_id, n in nodes if n.name == wanted]
+    if len({vertex_id for vertex_id, _ in by_name}) > 1:
+        candidates = [f"{n.name!r} (uid {n.uid!r})" if n.uid else repr(n.name) for _, n in by_name]
         raise FailureInjectionError(
-            f"operator name {operator!r} is ambiguous in job {job_graph.job_name!r}: {len(by_name)} tasks run an "
-            f"operator of that name ({', '.join(candidates)}); give the operator a uid (.uid('...')) and name it")
-    return sorted(by_name)
+            f"operator name {operator!r} is ambiguous in job {job_graph.job_name!r}: "
+            f"{len({v for v, _ in by_name})} tasks run an operator of that name ({', '.join(candidates)}); "
+            f"give the operator a uid (.uid('...')) and name it")
+    if by_name:
+        return [(vertex_id, n.id) for vertex_id, n in by_name]
+    return [(v.id, job_graph.operators(v.id)[-1].id) for v in job_graph.vertices if v.name == wanted]
+
+
+def unknown_operator(job_graph: JobGraph, job: str, operator: str) -> FailureInjectionError:
+    """The error for an operator name that matches nothing: it lists the job's operators."""
+    names = sorted({n.uid or n.name for v in job_graph.vertices for n in job_graph.operators(v.id)})
+    return FailureInjectionError(f"{job} has no operator named {operator!r} (by uid or name); "
+                                 f"its operators are: {', '.join(repr(n) for n in names)}")
 
 
 def subtasks_to_fail(job_graph: JobGraph, details: JobDetails, operator: str,
@@ -55,11 +67,9 @@ def subtasks_to_fail(job_graph: JobGraph, details: JobDetails, operator: str,
     job = f"job {details.job_name!r} ({details.job_id})"
     if details.status.is_globally_terminal_state():
         raise FailureInjectionError(f"{job} is {details.status.name}: there is nothing left to fail")
-    vertex_ids = _vertex_ids(job_graph, operator)
+    vertex_ids = sorted({vertex_id for vertex_id, _ in operator_nodes(job_graph, operator)})
     if not vertex_ids:
-        names = sorted({n.uid or n.name for v in job_graph.vertices for n in job_graph.operators(v.id)})
-        raise FailureInjectionError(f"{job} has no operator named {operator!r} (by uid or name); "
-                                    f"its operators are: {', '.join(repr(n) for n in names)}")
+        raise unknown_operator(job_graph, job, operator)
     vertex = next(v for v in details.vertices if v.vertex_id == vertex_ids[0])
     if subtask is not None and not 0 <= subtask < vertex.parallelism:
         raise FailureInjectionError(f"operator {operator!r} of {job} runs {vertex.parallelism} subtask(s) "

@@ -88,7 +88,7 @@ class RemoteTaskManagers:
         self.launcher = launcher
         self.configuration = dict(configuration)
         self._id_of = id_of
-        self._replace_lost = str(configuration.get(REPLACE_LOST_KEY, replace_lost)).strip().lower() == "true"
+        self.replaces_lost = str(configuration.get(REPLACE_LOST_KEY, replace_lost)).strip().lower() == "true"
         self._timeout = rpc_timeout_seconds(self.configuration)
         self._registration_timeout_s = parse_duration_ms(
             self.configuration.get(REGISTRATION_TIMEOUT_KEY, _DEFAULT_REGISTRATION_TIMEOUT_MS),
@@ -164,7 +164,7 @@ class RemoteTaskManagers:
         except Exception:  # noqa: BLE001
             _LOG.exception("could not unregister TaskManager %s", taskmanager_id)
         with self._cond:
-            if self._stopping or not self._replace_lost:
+            if self._stopping or not self.replaces_lost:
                 return
         try:
             replacement = self._launch(1, self._slots)[0]
