@@ -202,18 +202,22 @@ def _is_time(v: Any) -> bool:
     return isinstance(v, (Duration, Time, datetime.timedelta)) or _is_int(v)
 
 
+def _parse_string(v: Any, key: Optional[str] = None) -> str:
+    return v if isinstance(v, str) else format_value(v)
+
+
+def _parse_duration(v: Any, key: Optional[str] = None) -> Duration:
+    return Duration.of_millis(parse_duration_ms(v, key))
+
+
 _TYPES = {
     "bool": _OptionType("bool", parse_boolean, lambda v: isinstance(v, bool)),
     "int": _OptionType("int", _parse_int, _is_int),
     "long": _OptionType("long", _parse_int, _is_int),
     "float": _OptionType("float", _parse_float, _is_number),
     "double": _OptionType("double", _parse_float, _is_number),
-    "string": _OptionType(
-        "string", lambda v, key=None: v if isinstance(v, str) else format_value(v), lambda v: isinstance(v, str)
-    ),
-    "duration": _OptionType(
-        "duration", lambda v, key=None: Duration.of_millis(parse_duration_ms(v, key)), _is_time
-    ),
+    "string": _OptionType("string", _parse_string, lambda v: isinstance(v, str)),
+    "duration": _OptionType("duration", _parse_duration, _is_time),
     "memory": _OptionType("memory", parse_memory_size, _is_int),
 }
 
@@ -372,9 +376,10 @@ class ConfigOptions:
                     f"Default of option '{self._key}' must be a {self._type} value, got "
                     f"{type(value).__name__} {value!r}"
                 )
-            if self._type == "duration" and not isinstance(value, Duration):
-                value = Duration.of_millis(to_millis(value))  # type: ignore[assignment]
-            return ConfigOption(self._key, self._type, value)
+            default: Any = value
+            if self._type == "duration" and not isinstance(default, Duration):
+                default = Duration.of_millis(to_millis(default))
+            return ConfigOption(self._key, self._type, default)
 
         def no_default_value(self) -> "ConfigOption[T]":
             """The option, returning None when the key is not set."""

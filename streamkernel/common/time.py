@@ -56,6 +56,7 @@ class Duration:
     """
 
     __slots__ = ("_nanos",)
+    _nanos: int
 
     def __init__(self, nanos: int) -> None:
         object.__setattr__(self, "_nanos", _check_int(nanos, "Duration(nanos)"))
@@ -150,6 +151,7 @@ class Time:
     """
 
     __slots__ = ("_milliseconds",)
+    _milliseconds: int
 
     def __init__(self, milliseconds: int) -> None:
         object.__setattr__(self, "_milliseconds", _check_int(milliseconds, "milliseconds"))

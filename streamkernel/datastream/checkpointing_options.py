@@ -129,7 +129,7 @@ def apply_checkpointing_options(config: "CheckpointConfig", conf: Mapping[str, s
     A bad value raises :class:`IllegalConfigurationError` naming the key; keys applied
     before it stay applied (``CheckpointConfig.apply_configuration`` works on a copy).
     """
-    settings = (
+    settings: Tuple[Tuple[Any, Callable[[str, str], Any], Callable[[Any], object]], ...] = (
         (CHECKPOINTING_MODE, _enum_parser(CheckpointingMode), config.set_checkpointing_mode),
         (CHECKPOINTING_INTERVAL, parse_duration_ms, config.set_checkpoint_interval),
         (CHECKPOINTING_TIMEOUT, parse_duration_ms, config.set_checkpoint_timeout),
@@ -161,7 +161,7 @@ def _apply_storage(config: "CheckpointConfig", conf: Mapping[str, str]) -> None:
     kind = str(conf[storage_key]).strip().lower() if storage_key else None
     if kind is None and directory is None:
         return
-    if kind not in (None, "jobmanager", "filesystem"):
+    if storage_key is not None and kind not in ("jobmanager", "filesystem"):
         raise IllegalConfigurationError(
             f"configuration {storage_key!r}: unknown checkpoint storage {conf[storage_key]!r}; "
             "use 'jobmanager' or 'filesystem'"

@@ -8,7 +8,7 @@ element source and a close callback.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
 
 __all__ = ["CloseableIterator", "CollectedRecords"]
 
@@ -16,7 +16,7 @@ __all__ = ["CloseableIterator", "CollectedRecords"]
 class CollectedRecords(list):
     """A list of collected results (``execute_and_collect(limit=N)``) with ``to_pandas()``."""
 
-    def to_pandas(self, columns: Optional[Iterable[str]] = None) -> Any:
+    def to_pandas(self, columns: Optional[Sequence[str]] = None) -> Any:
         """The records as a pandas DataFrame (tuples and lists -> columns, Rows -> named columns)."""
         from streamkernel.datastream.connectors.pandas import records_to_dataframe
 
@@ -55,7 +55,7 @@ class CloseableIterator:
             if self._close is not None:
                 self._close()
 
-    def to_pandas(self, columns: Optional[Iterable[str]] = None) -> Any:
+    def to_pandas(self, columns: Optional[Sequence[str]] = None) -> Any:
         """Every remaining result as a pandas DataFrame (waits for a bounded job to end), then closes."""
         try:
             return CollectedRecords(self).to_pandas(columns)

@@ -151,8 +151,9 @@ class EnvSettings:
         conf["pipeline.auto-watermark-interval"] = str(self._config.get_auto_watermark_interval())
         if self._state_backend is not None:  # its own keys (RocksDB: localdir, options); 1.x storage keys aside
             conf.update((k, v) for k, v in self._state_backend.to_configuration().items() if k.startswith("state.backend"))
-        if self._config.get_restart_strategy() is not None:
-            conf.update(self._config.get_restart_strategy().to_configuration())
+        restart_strategy = self._config.get_restart_strategy()
+        if restart_strategy is not None:
+            conf.update(restart_strategy.to_configuration())
         if self._default_savepoint_directory is not None:
             conf["execution.checkpointing.savepoint-dir"] = self._default_savepoint_directory
         conf.update(self._checkpoint_config.to_configuration())

@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-W = TypeVar("W", bound=Window)
+W = TypeVar("W", bound=Window, contravariant=True)  # a trigger reads windows only: a Trigger[Any, Window] serves CountWindows
 
 
 class TriggerResult(Enum):

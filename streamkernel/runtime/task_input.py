@@ -45,6 +45,8 @@ class InputProcessor:
         self._valves = [StatusWatermarkValve(max(1, n)) for n in counts]
         self._open_channels = list(counts)
         self._ended = [n == 0 for n in counts]
+        self._batch: tuple[Callable[..., None], ...]
+        self._watermark: tuple[Callable[..., None], ...]
         if two_input:
             self._batch = (head.process_batch1, head.process_batch2)
             self._watermark = (head.process_watermark1, head.process_watermark2)

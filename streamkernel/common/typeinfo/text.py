@@ -194,6 +194,7 @@ def _java_decimal(value: float, shortest: str) -> str:
     if value == 0.0:
         return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
     sign, digits, exponent = Decimal(shortest).as_tuple()
+    assert isinstance(exponent, int)  # only NaN and infinities (returned above) have a letter here
     text = "".join(map(str, digits)).rstrip("0") or "0"
     point = len(digits) + exponent  # position of the decimal point in ``digits``
     minus = "-" if sign else ""

@@ -52,7 +52,7 @@ def fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def _write(path: str, produce: Callable[[_HashingWriter], None]) -> tuple[int, str]:
+def _write(path: str, produce: Callable[[_HashingWriter], object]) -> tuple[int, str]:
     directory = os.path.dirname(os.path.abspath(path))
     temp = os.path.join(directory, f".{os.path.basename(path)}.{uuid.uuid4().hex}.inprogress")
     try:

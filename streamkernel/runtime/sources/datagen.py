@@ -49,7 +49,7 @@ class DataGeneratorReader(SourceReader):
         rate = source.records_per_second
         #: records per second of this subtask (None: unlimited)
         self.rate: Optional[float] = rate / parallelism if rate else None
-        self._rate_start_ms: Optional[int] = None
+        self._rate_start_ms: Optional[float] = None
         self._rate_emitted = 0
 
     # ------------------------------------------------------------ rate limit

@@ -134,7 +134,7 @@ class HeapKeyedStateBackend:
 
         The class is chosen here, once: TTL state only when the descriptor has a TTL config.
         """
-        state = self._states.get(getattr(descriptor, "name", None))
+        state = self._states.get(getattr(descriptor, "name", ""))
         if state is not None:
             if state.state_type != state_type_of(descriptor):
                 raise InvalidProgramError(

@@ -87,7 +87,7 @@ def select_key_groups(
     return result
 
 
-def _check_max_parallelism(snapshot: dict, expected: Optional[int]) -> int:
+def _check_max_parallelism(snapshot: dict, expected: Optional[int]) -> Optional[int]:
     found = snapshot.get("max_parallelism")
     if expected is not None and found != expected:
         raise InvalidProgramError(

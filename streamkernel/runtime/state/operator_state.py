@@ -200,7 +200,7 @@ class DefaultOperatorStateBackend(OperatorStateStore):
         """A read-only view of the broadcast state (for the non-broadcast input)."""
         return ReadOnlyBroadcastStateView(self.get_broadcast_state(state_descriptor))
 
-    def _get(self, descriptor: Any, expected: type, mode: str) -> Any:
+    def _get(self, descriptor: Any, expected: type[Any], mode: str) -> Any:
         if not isinstance(descriptor, expected):
             raise InvalidProgramError(
                 f"operator state ({mode}): expected a {expected.__name__}, got {type(descriptor).__name__}"

@@ -22,7 +22,7 @@ import os
 import pickle
 import shutil
 import uuid
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import rocksdict
 
@@ -54,7 +54,7 @@ __all__ = ["RocksDBKeyedStateBackend", "MAX_KEY_GROUPS"]
 #: the largest max parallelism the entry layout supports (Flink's limit too)
 MAX_KEY_GROUPS = 1 << 15
 
-_STATE_CLASSES = {
+_STATE_CLASSES: Dict[str, Callable[..., Any]] = {
     "value": RocksDBValueState,
     "list": RocksDBListState,
     "map": RocksDBMapState,
@@ -130,7 +130,8 @@ class RocksDBKeyedStateBackend:
         options.create_if_missing(True)
         self._db: Any = rocksdict.Rdict(self.db_path, options)
         write_options = rocksdict.WriteOptions()
-        write_options.disable_wal = True  # recovery is from checkpoints, never from this database
+        # rocksdict's stub declares disable_wal a method; at run time it is a settable attribute
+        write_options.disable_wal = True  # type: ignore[method-assign,assignment]  # recovery is from checkpoints, never from this database
         self._db.set_write_options(write_options)
         self._meta: Dict[str, _StateMeta] = {}
         self._meta_by_name: Dict[bytes, _StateMeta] = {}  # by encoded name, as in entry keys
@@ -219,7 +220,7 @@ class RocksDBKeyedStateBackend:
     # ------------------------------------------------------------------ state access
     def get_state(self, descriptor: Any) -> Any:
         """The State object for ``descriptor``; the same object for the same state name."""
-        state = self._states.get(getattr(descriptor, "name", None))
+        state = self._states.get(getattr(descriptor, "name", ""))
         if state is not None:
             if state.state_type != state_type_of(descriptor):
                 raise InvalidProgramError(

@@ -321,8 +321,8 @@ def purge_expired(state_type: str, value: Any, now: int, ttl: int) -> Any:
     """A TTL-stored value without its expired parts, or None if nothing is left."""
     limit = now - ttl
     if state_type == "list":
-        live = [entry for entry in value if entry[1] > limit]
-        return live or None
+        live_entries = [entry for entry in value if entry[1] > limit]
+        return live_entries or None
     if state_type == "map":
         live = {key: entry for key, entry in value.items() if entry[1] > limit}
         return live or None
