@@ -8,10 +8,15 @@ sharing), then runs the job on a local cluster and prints its results and metric
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamkernel.common.typeinfo import Types
 from streamkernel.datastream import StreamExecutionEnvironment
+
+if TYPE_CHECKING:
+    from streamkernel.graph.execution_graph import ExecutionGraph
+    from streamkernel.graph.job_graph import JobGraph
+    from streamkernel.graph.stream_graph import StreamGraph
 
 __all__ = ["LINES", "build_word_count", "run_demo"]
 
@@ -49,11 +54,12 @@ def run_demo(out_dir: str = "out/demo", parallelism: int = 2) -> int:
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(parallelism)
     build_word_count(env)
-    graphs = {
+    execution_graph = env.get_execution_graph(taskmanagers=2, slots_per_taskmanager=parallelism,
+                                              job_name="word count")
+    graphs: dict[str, StreamGraph | JobGraph | ExecutionGraph] = {
         "stream_graph": env.get_stream_graph("word count"),
         "job_graph": env.get_job_graph("word count"),
-        "execution_graph": env.get_execution_graph(taskmanagers=2, slots_per_taskmanager=parallelism,
-                                                   job_name="word count"),
+        "execution_graph": execution_graph,
     }
     os.makedirs(out_dir, exist_ok=True)
     for name, graph in graphs.items():
@@ -68,7 +74,7 @@ def run_demo(out_dir: str = "out/demo", parallelism: int = 2) -> int:
     _section("Slots")
     no_sharing = env.get_execution_graph(taskmanagers=1, slots_per_taskmanager=None, slot_sharing=False,
                                          job_name="word count")
-    print(f"with slot sharing: {graphs['execution_graph'].slots_needed} slots; "
+    print(f"with slot sharing: {execution_graph.slots_needed} slots; "
           f"without: {no_sharing.slots_needed} slots")
     _section("Execution plan JSON (Flink's plan visualizer format)")
     print(env.get_execution_plan())

@@ -152,7 +152,7 @@ class CheckpointView:
         import pandas as pd
 
         key = self._resolve(operator)
-        rows = []
+        rows: list[tuple] = []
         for subtask, state in sorted(self._states(key).items()):
             for name, entry in ((state.get("operator") or {}).get("states") or {}).items():
                 items = entry["entries"].items() if entry["mode"] == "broadcast" else enumerate(entry["entries"])
@@ -165,7 +165,7 @@ class CheckpointView:
         import pandas as pd
 
         key = self._resolve(operator)
-        rows = []
+        rows: list[tuple] = []
         for state in self._states(key).values():
             for timer in state.get("timers") or ():
                 for domain in TIMER_DOMAINS:

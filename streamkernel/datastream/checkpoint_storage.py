@@ -78,7 +78,7 @@ class CheckpointStorage(ABC):
         return (self.config_value, self.get_checkpoint_path())
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._key() == self._key()  # type: ignore[attr-defined]
+        return type(other) is type(self) and other._key() == self._key()
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._key()))

@@ -220,7 +220,7 @@ def _field(record: Any, position: Union[int, str]) -> Any:
 def _with_field(record: Any, position: Union[int, str], value: Any) -> Any:
     """A copy of ``record`` whose field ``position`` is ``value`` (the input is left untouched)."""
     if isinstance(record, tuple):
-        if hasattr(record, "_replace"):  # namedtuple
+        if hasattr(record, "_replace") and hasattr(record, "_fields"):  # namedtuple
             name = record._fields[position] if isinstance(position, int) else position
             return record._replace(**{name: value})
         fields = list(record)

@@ -291,7 +291,7 @@ class StateDescriptor(ABC):
         return self._ttl_config
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.name == self.name  # type: ignore[attr-defined]
+        return type(other) is type(self) and other.name == self.name
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.name))

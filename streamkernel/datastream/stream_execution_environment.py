@@ -117,8 +117,9 @@ class StreamExecutionEnvironment(EnvSettings):
                                    parallelism: Optional[int] = None, watermark_strategy: Any = None) -> "DataStream":
         from streamkernel.datastream.data_stream import DataStream
 
-        if type_info is None and callable(getattr(source, "get_produced_type", None)):
-            type_info = source.get_produced_type()  # e.g. a FileSource's row type (Parquet, CSV)
+        produced_type = getattr(source, "get_produced_type", None)
+        if type_info is None and callable(produced_type):
+            type_info = produced_type()  # e.g. a FileSource's row type (Parquet, CSV)
         if parallelism is None:
             parallelism = self.get_parallelism()
             if source.max_parallelism is not None:
@@ -166,7 +167,7 @@ class StreamExecutionEnvironment(EnvSettings):
             configuration["execution.runtime-mode"] = "BATCH" if bounded else "STREAMING"
         graph = build_stream_graph(
             self._transformations,
-            job_name=job_name or self._configuration.get_string("pipeline.name", DEFAULT_JOB_NAME),
+            job_name=job_name or self._configuration.get_string("pipeline.name") or DEFAULT_JOB_NAME,
             default_max_parallelism_setting=self.get_max_parallelism() if self.get_max_parallelism() > 0 else None,
             chaining_enabled=self.is_chaining_enabled(),
             configuration=configuration,

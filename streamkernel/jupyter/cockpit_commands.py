@@ -70,7 +70,10 @@ class CockpitCommands:
             from streamkernel.jupyter.widgets.cockpit import results_frame
             from streamkernel.jupyter.widgets.text import checkpoints_frame, job_text
 
-            model = job_model(find_job(cluster.snapshot(), job_id))
+            job = find_job(cluster.snapshot(), job_id)
+            if job is None:  # the callers resolved job_id on this cluster: it cannot be gone
+                raise UsageError(f"%flink: the cluster has no job {job_id!r}")
+            model = job_model(job)
             if "results" in parts and len(parts) == 1:
                 found = results_frame(cluster, job_id)
                 print("No collect or pandas sink in this job." if found is None

@@ -8,6 +8,7 @@ PyFlink: ``client.get_job_status().result()`` is the job's JobStatus now, and
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import Any, Dict, Optional, Union
 
 from streamkernel.common.completable_future import CompletableFuture
@@ -146,7 +147,7 @@ class MiniClusterJobClient(JobClient):
         :class:`~streamkernel.errors.JobExecutionError` (cause chained) if it FAILED or was CANCELED."""
         future: CompletableFuture[JobExecutionResult] = CompletableFuture()
 
-        def convert(done: CompletableFuture[JobResult]) -> None:
+        def convert(done: Future[JobResult]) -> None:
             try:
                 future.complete(to_job_execution_result(done.result()))
             except BaseException as error:  # noqa: BLE001 - handed to the future

@@ -122,7 +122,7 @@ class ExecutionDeployer:
         self.prepared_attempt = attempt
 
     # ------------------------------------------------------- ResourceManager, TaskManagers
-    def request_slots(self, count: int, job_master: JobMasterGateway) -> list[AllocatedSlot]:
+    def request_slots(self, count: int, job_master: JobMasterGateway) -> tuple[AllocatedSlot, ...]:
         """``count`` slots from the ResourceManager, all at once; blocks the caller until they
         come. Raises NotEnoughSlotsError after ``slot.request.timeout``, and
         SlotRequestCancelledError when the job is cancelled meanwhile."""

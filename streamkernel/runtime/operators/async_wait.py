@@ -180,6 +180,7 @@ class AsyncWaitOperator(StreamOperator):
 
     async def _call(self, seq: int, value: Any) -> None:  # runs on the loop thread
         attempts = asyncio.ensure_future(self._attempts(value))
+        outcome: tuple[int, Optional[list], Optional[BaseException]]
         try:
             done, _ = await asyncio.wait((attempts,), timeout=self._timeout_s)
             if done:

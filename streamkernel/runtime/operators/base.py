@@ -189,5 +189,5 @@ class TwoInputStreamOperator(StreamOperator):
         if combined > self.current_watermark:
             self.process_watermark(combined)
 
-    def end_input(self, index: int = 0) -> None:  # type: ignore[override]
+    def end_input(self, index: int = 0) -> None:
         """Input ``index`` (0 or 1) ended."""

@@ -147,7 +147,7 @@ class _KeyedTimersMixin:
 
     def process_watermark(self, timestamp: int) -> None:
         """Fire due event-time timers, emit their results, then forward the watermark."""
-        self.current_watermark = timestamp  # type: ignore[attr-defined]
+        self.current_watermark = timestamp
         for timers in self._timer_services:  # type: ignore[attr-defined]
             timers.advance_watermark(timestamp)
         self._timers.flush()
@@ -212,8 +212,8 @@ class BroadcastProcessOperator(_CoOperator):
         # the task restored the operator state backend before open: take the states now
         self._states = BroadcastStates(self.context.operator_state,
                                        self.spec.params.get("broadcast_state_descriptors", ()))
-        self._broadcast_ctx = BroadcastContext(self, self._side, self._states)  # type: ignore[arg-type]
-        self._element_ctx = ReadOnlyBroadcastContext(self, self._side, self._states,  # type: ignore[arg-type]
+        self._broadcast_ctx = BroadcastContext(self, self._side, self._states)
+        self._element_ctx = ReadOnlyBroadcastContext(self, self._side, self._states,
                                                      timer_service, backend)
         return self._element_ctx
 

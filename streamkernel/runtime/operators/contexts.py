@@ -67,7 +67,7 @@ def describe_record(record: Any) -> str:
     return text
 
 
-def wrap_user_error(operator: "StreamOperator", record: Any, exc: BaseException,
+def wrap_user_error(operator: Any, record: Any, exc: BaseException,
                     where: Optional[str] = None) -> UserFunctionError:
     """The :class:`UserFunctionError` for ``exc`` raised by ``operator``'s user function on ``record``.
 

@@ -10,7 +10,7 @@ already made those a ReduceFunction.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.time_domain import TimeDomain
@@ -24,6 +24,9 @@ from streamkernel.runtime.operators.contexts import (
     wrap_user_error,
 )
 from streamkernel.runtime.operators.simple import failed_index, run_process_function
+
+if TYPE_CHECKING:
+    from streamkernel.runtime.timers import Triggerable
 
 __all__ = [
     "KeyedProcessOperator",
@@ -65,7 +68,8 @@ class UserTimers:
         from streamkernel.runtime.timers import KeyedTimerService
 
         self.operator = operator
-        self.internal = operator.context.timer_service(USER_TIMERS, operator)  # the task lists it for watermarks
+        # the task lists it for watermarks; keyed operators implement Triggerable (on_event_time/on_processing_time)
+        self.internal = operator.context.timer_service(USER_TIMERS, cast("Triggerable", operator))
         self.timer_service = KeyedTimerService(self.internal)
         self._on_timer = on_timer
         self._ctx = ctx

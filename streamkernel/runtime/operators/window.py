@@ -383,7 +383,7 @@ class WindowOperator(StreamOperator):
     def _count_completion_state(self) -> Any:
         """The count assigner's per-key position counter, when completed count windows may be cleared."""
         trigger = self.trigger.nested_trigger if isinstance(self.trigger, PurgingTrigger) else self.trigger
-        names = {CountTumblingWindowAssigner: "tumble-count-assigner", CountSlidingWindowAssigner: "slide-count-assigner"}
+        names: dict[type, str] = {CountTumblingWindowAssigner: "tumble-count-assigner", CountSlidingWindowAssigner: "slide-count-assigner"}
         name = names.get(type(self.assigner))
         if name is None or type(trigger) is not CountTrigger:
             return None

@@ -114,6 +114,7 @@ class EventTimeWindowFastPath:
             return
         if timestamps is None:  # the assigner explains: event-time windows need timestamps
             operator.assigner.assign_windows(values[0], None, None)
+        assert timestamps is not None  # (assign_windows raised)
         size, slide, offset = self.size, self.slide, self.offset
         # a window starting below slow_bound is due already (max_timestamp <= watermark), or
         # may hold a fired pane (after a restore): those records take the careful way
@@ -128,7 +129,7 @@ class EventTimeWindowFastPath:
         self._slow_bound = slow_bound
         self._batch = batch
         slow = self._slow_record
-        local: dict = {}
+        local: Any = {}  # {key: value}: the pane of one window start (None between batch.get and the insert)
         local_get = local.get
         last = None
         value = timestamp = None
@@ -378,7 +379,7 @@ def adopt_fast_snapshot(operator: "WindowOperator") -> None:
         return
     raw = getattr(operator.backend, "namespaced_dict", None)
     contents = raw(operator.window_descriptor) if raw is not None else None
-    if contents is None:  # no raw dicts (RocksDB): the same through the State API
+    if raw is None or contents is None:  # no raw dicts (RocksDB): the same through the State API
         _adopt_fast_snapshot_through_state(operator)
         return
     panes = [pane for pane in contents if type(pane[1]) is int]

@@ -26,6 +26,7 @@ at once with :class:`RpcConnectionLostError` and so does every later call or tel
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import pickle
@@ -198,7 +199,7 @@ class RpcConnection:
         return self._cause
 
     # ------------------------------------------------------------------ exports
-    def export(self, obj: Any, kind: str, attributes: Mapping[str, Any] = ()) -> GatewayRef:
+    def export(self, obj: Any, kind: str, attributes: Optional[Mapping[str, Any]] = None) -> GatewayRef:
         """Make ``obj`` callable by the peer; returns the reference to send (same id for the same object)."""
         with self._lock:
             ref_id = self._export_ids.get(id(obj))
@@ -209,7 +210,7 @@ class RpcConnection:
                     self._weak_exports[ref_id] = obj
                 except TypeError:
                     self._exports[ref_id] = obj
-        return GatewayRef(ref_id, kind, tuple(dict(attributes).items()))
+        return GatewayRef(ref_id, kind, tuple(dict(attributes or {}).items()))
 
     def _lookup_locked(self, ref_id: str) -> Any:
         obj = self._exports.get(ref_id)
@@ -323,14 +324,14 @@ class RpcConnection:
                         future.set_result((False, RpcError(f"{self.name}: cannot read the answer to {method}(): "
                                                            f"{type(exc).__name__}: {exc}")))
             elif kind == _CALL:
-                self._calls.submit(lambda c=call_id, t=target, m=method, p=payload: self._serve_call(c, t, m, p))
+                self._calls.submit(functools.partial(self._serve_call, call_id, target, method, payload))
             elif kind == _TELL:
                 self._tells.put((target, method, payload))
             elif kind == _BYE:
                 self._shutdown(RpcConnectionLostError(f"{self.name}: the peer closed the connection"))
                 return
 
-    def _invoke(self, target: str, method: str, payload: bytes) -> Any:
+    def _invoke(self, target: str, method: str, payload: bytes | memoryview) -> Any:
         if method.startswith("_"):
             raise RpcError(f"{self.name}: refusing to call private method {method!r} of {target!r}")
         obj = self._lookup(target)
@@ -339,7 +340,7 @@ class RpcConnection:
         kwargs = {k: self._incoming(v) for k, v in kwargs.items()}
         return getattr(obj, method)(*args, **kwargs)
 
-    def _serve_call(self, call_id: int, target: str, method: str, payload: bytes) -> None:
+    def _serve_call(self, call_id: int, target: str, method: str, payload: bytes | memoryview) -> None:
         try:
             answer: tuple = (True, self._outgoing(self._invoke(target, method, payload)))
         except BaseException as exc:  # noqa: BLE001 - every error goes back to the caller

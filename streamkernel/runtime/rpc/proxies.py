@@ -65,7 +65,7 @@ def _data_address(task_executor: Any) -> Optional[tuple[str, int]]:
     address = getattr(task_executor, "data_address", None)
     if address is None:
         address = getattr(getattr(getattr(task_executor, "services", None), "shuffle", None), "data_address", None)
-    return tuple(address) if address is not None else None  # type: ignore[return-value]
+    return tuple(address) if address is not None else None
 
 
 def export_reference(rpc: RpcConnection, value: Any) -> Optional[GatewayRef]:

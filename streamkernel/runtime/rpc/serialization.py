@@ -134,7 +134,7 @@ class _HookedUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
-def loads(data: bytes, hooks: Optional[UnpickleHooks] = None) -> Any:
+def loads(data: bytes | memoryview, hooks: Optional[UnpickleHooks] = None) -> Any:
     """Unpickle ``data``; globals named in ``hooks`` resolve to their replacement."""
     if not hooks:
         return pickle.loads(data)

@@ -159,7 +159,7 @@ class AuthenticatedListener:
             sock = socket.socket(fileno=os.dup(conn.fileno()))
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                return tuple(sock.getpeername()[:2])  # type: ignore[return-value]
+                return tuple(sock.getpeername()[:2])
             finally:
                 sock.close()
         except OSError:

@@ -40,10 +40,11 @@ from __future__ import annotations
 
 import csv
 import datetime
+import io
 import logging
 import os
 import re
-from typing import Any, Optional
+from typing import Any, Optional, cast
 
 from streamkernel.common.serialization import SimpleStringEncoder
 from streamkernel.common.typeinfo.text import java_formatter
@@ -171,6 +172,7 @@ class FileSinkWriter(BatchSinkWriter):
             part.size += len(data)
         else:
             encode, stream = self._encode, part.stream
+            assert encode is not None  # a row-format sink (no bulk writer) always has an encoder
             it = iter(values)
             try:
                 for value in it:
@@ -363,7 +365,8 @@ class CsvSinkWriter(BatchSinkWriter):
     def prepare_commit(self, checkpoint_id: int) -> dict:
         """Flush; the file's size (and header state) at this checkpoint."""
         self._stream.flush()
-        size = self._stream.buffer.tell()  # bytes (a text stream's tell() is an opaque cookie)
+        # bytes (a text stream's tell() is an opaque cookie); open() types the buffer without tell()
+        size = cast(io.BufferedWriter, self._stream.buffer).tell()
         return {"size": size, "header_written": self._header_written, "columns": self._columns}
 
     def finish(self) -> None:

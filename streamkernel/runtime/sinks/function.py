@@ -32,8 +32,9 @@ def _invoke_target(sink: Any) -> tuple[Any, Callable[..., Any], bool]:
     """(the object with the lifecycle, the per-record callable, whether it takes a context)."""
     wrapped = sink
     if isinstance(sink, SinkFunction):
-        if callable(getattr(type(sink), "invoke", None)):  # a subclass defining invoke
-            return sink, sink.invoke, True
+        invoke = getattr(sink, "invoke", None)
+        if invoke is not None and callable(getattr(type(sink), "invoke", None)):  # a subclass defining invoke
+            return sink, invoke, True
         wrapped = sink.get_java_function()
     if callable(getattr(wrapped, "invoke", None)):
         return wrapped, wrapped.invoke, True

@@ -34,10 +34,10 @@ __all__ = ["ParquetFormatReader", "make_rows", "import_pyarrow"]
 _EPOCH = datetime.datetime(1970, 1, 1)
 _INSERT = RowKind.INSERT
 # Row's slot descriptors, called directly: four times faster than object.__setattr__ (hot path)
-_SET_FIELDS = Row._fields.__set__  # type: ignore[attr-defined]
-_SET_VALUES = Row._values.__set__  # type: ignore[attr-defined]
-_SET_KIND = Row._row_kind.__set__  # type: ignore[attr-defined]
-_SET_FROM_DICT = Row._from_dict.__set__  # type: ignore[attr-defined]
+_SET_FIELDS = Row.__dict__["_fields"].__set__
+_SET_VALUES = Row.__dict__["_values"].__set__
+_SET_KIND = Row.__dict__["_row_kind"].__set__
+_SET_FROM_DICT = Row.__dict__["_from_dict"].__set__
 
 
 def import_pyarrow(what: str) -> Any:
@@ -52,7 +52,7 @@ def import_pyarrow(what: str) -> Any:
 
 def make_rows(names: list[str], columns: list[list], num_rows: int) -> list[Row]:
     """One named Row per row of ``columns`` (the names list is shared by the rows; hot path)."""
-    rows = []
+    rows: list[Row] = []
     append, new = rows.append, Row.__new__
     set_fields, set_values, set_kind, set_from_dict, insert = (_SET_FIELDS, _SET_VALUES, _SET_KIND, _SET_FROM_DICT,
                                                                _INSERT)
@@ -103,7 +103,7 @@ def _value_converter(declared: TypeInformation, arrow_type: Any, utc: bool) -> O
         return lambda v: {k(a): None if b is None else val(b) for a, b in v}
     if kind in ("row", "tuple"):
         fields = {arrow_type.field(i).name: arrow_type.field(i).type for i in range(arrow_type.num_fields)}
-        names = (declared.get_field_names() if isinstance(declared, RowTypeInfo)  # type: ignore[attr-defined]
+        names = (declared.get_field_names() if isinstance(declared, RowTypeInfo)
                  else list(fields))
         convs = [_value_converter(t, fields[n], utc) for n, t in zip(names, element_types(declared))]
         def values(v: dict) -> list:

@@ -89,7 +89,9 @@ class ProcessTaskManagerLauncher:
         env = dict(os.environ)
         env[AUTHKEY_ENV] = secret.hex()
         # streamkernel itself must import before the driver's sys.path arrives over RPC
-        package_root = os.path.dirname(os.path.dirname(os.path.abspath(__import__("streamkernel").__file__)))
+        package_init = __import__("streamkernel").__file__
+        assert package_init is not None  # a regular package (an __init__.py), never a namespace package
+        package_root = os.path.dirname(os.path.dirname(os.path.abspath(package_init)))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
         env["PYTHONUNBUFFERED"] = "1"
         return env

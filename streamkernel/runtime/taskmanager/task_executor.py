@@ -317,7 +317,8 @@ class TaskExecutor:
 def _with_checkpoint_services(services: Any, responder: TaskCheckpointResponder) -> Any:
     """``services`` with the checkpoint responder and storage factory filled in where unset
     (services that are not TaskServices, e.g. a test's None, are left alone)."""
-    if not dataclasses.is_dataclass(services) or not hasattr(services, "checkpoint_responder"):
+    if not dataclasses.is_dataclass(services) or isinstance(services, type) \
+            or not hasattr(services, "checkpoint_responder"):
         return services
     changes: dict[str, Any] = {}
     if services.checkpoint_responder is None:

@@ -85,7 +85,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     conf = {str(k): str(v) for k, v in configuration.items()}
     timeout = rpc_timeout_seconds(conf)
     forwarding = WorkerForwarding()
-    rpc = RpcConnection(connect(tuple(jobmanager_address), secret, timeout), name=f"{taskmanager_id}->JobManager",
+    rpc = RpcConnection(connect((jobmanager_address[0], jobmanager_address[1]), secret, timeout), name=f"{taskmanager_id}->JobManager",
                         hooks=forwarding.hooks, default_timeout=timeout)
     forwarding.bind(rpc)
     rpc.start()
