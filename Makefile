@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test install graphviz browser clean
+.PHONY: demo test lint install graphviz browser clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,11 @@ browser:
 demo: install graphviz
 	$(PY) -m streamkernel demo --out out/demo
 
-test: install graphviz browser
+lint: install
+	$(VENV)/bin/ruff check streamkernel tests bench scripts
+	$(VENV)/bin/mypy
+
+test: lint install graphviz browser
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
 clean:

@@ -166,9 +166,9 @@ def serialization(repeat: int) -> list[str]:
         buffer = DataBuffer(values, None)
         data = pickle.dumps(buffer, 5)
         times = {}
-        for name, fn in (("pickle.dumps", lambda: pickle.dumps(buffer, 5)),
-                         ("cloudpickle.dumps", lambda: cloudpickle.dumps(buffer, 5)),
-                         ("pickle.loads", lambda: pickle.loads(data))):
+        for name, fn in (("pickle.dumps", lambda buffer=buffer: pickle.dumps(buffer, 5)),
+                         ("cloudpickle.dumps", lambda buffer=buffer: cloudpickle.dumps(buffer, 5)),
+                         ("pickle.loads", lambda data=data: pickle.loads(data))):
             times[name] = min(timeit.repeat(fn, number=50, repeat=repeat)) / 50 * 1e6
         rows.append(f"  {label:<26} pickle.dumps {times['pickle.dumps']:7.0f} us   cloudpickle.dumps "
                     f"{times['cloudpickle.dumps']:7.0f} us ({times['cloudpickle.dumps'] / times['pickle.dumps']:.1f}x)"
@@ -203,7 +203,7 @@ def main() -> None:
     quarter = buffers[: max(1, args.buffers // channels)]
     print(f"\n{channels} channels x {len(quarter)} buffers into one gate, in this process; records/s:")
     for label, per_channel in (("one connection, channels multiplexed", False), ("one connection per channel", True)):
-        rate = best(lambda: tcp_in_process(quarter, args.credits, channels, per_channel))
+        rate = best(lambda per_channel=per_channel: tcp_in_process(quarter, args.credits, channels, per_channel))
         print(f"  {label:<42}{rate:>14,.0f}")
 
 

@@ -83,7 +83,8 @@ def line_parser() -> MagicArgumentParser:
     checkpoint.add_argument("job", nargs="?", default=None, help="job id prefix or name (default: the only running job)")
     savepoint = sub.add_parser("savepoint", add_help=False, help="take a savepoint of a running job")
     savepoint.add_argument("job", nargs="?", default=None, help="job id prefix or name (default: the only running job)")
-    savepoint.add_argument("--dir", "-d", default=None, help="target directory (default: execution.checkpointing.savepoint-dir or ./savepoints)")
+    savepoint.add_argument("--dir", "-d", default=None,
+                           help="target directory (default: execution.checkpointing.savepoint-dir or ./savepoints)")
     savepoint.add_argument("--stop", action="store_true", help="stop the job after the savepoint (stop-with-savepoint)")
     restore = sub.add_parser("restore", add_help=False, help="submit the dataflow starting from a checkpoint or savepoint")
     restore.add_argument("path", help="a savepoint or chk-N checkpoint directory")

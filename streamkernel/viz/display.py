@@ -94,7 +94,7 @@ def to_svg(graph: AnyGraph, highlight: Collection[int] = frozenset()) -> str:
     except ImportError:
         done = subprocess.run(["dot", "-Tsvg"], input=source.encode("utf-8"), capture_output=True, check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"dot -Tsvg failed: {done.stderr.decode('utf-8', 'replace').strip()}")
+            raise RuntimeError(f"dot -Tsvg failed: {done.stderr.decode('utf-8', 'replace').strip()}") from None
         return done.stdout.decode("utf-8")
     return graphviz.Source(source).pipe(format="svg", encoding="utf-8")
 

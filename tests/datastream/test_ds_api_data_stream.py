@@ -221,7 +221,7 @@ def test_partitioning_is_a_virtual_transformation_on_the_edge(method, partitione
 def test_operator_settings_on_a_partitioned_stream_are_errors(call) -> None:
     stream = _source(_env()).map(str).rebalance()
     with pytest.raises(InvalidProgramError, match=r"not an operator"):
-        eval(f"stream.{call}")
+        eval(f"stream.{call}", {"stream": stream})
 
 
 def test_partition_custom_carries_partitioner_and_key_selector() -> None:

@@ -99,7 +99,7 @@ def test_rolling_aggregations(method, kind) -> None:
 def test_operator_settings_on_a_keyed_stream_are_errors(call) -> None:
     keyed = _keyed()
     with pytest.raises(InvalidProgramError, match="for KeyedStream is not supported"):
-        eval(f"keyed.{call}")
+        eval(f"keyed.{call}", {"keyed": keyed})
 
 
 @pytest.mark.parametrize("call", ["forward()", "rebalance()", "rescale()", "shuffle()", "broadcast()",
@@ -107,7 +107,7 @@ def test_operator_settings_on_a_keyed_stream_are_errors(call) -> None:
 def test_a_keyed_stream_cannot_be_repartitioned(call) -> None:
     keyed = _keyed()
     with pytest.raises(InvalidProgramError, match="Cannot override partitioning for KeyedStream"):
-        eval(f"keyed.{call}")
+        eval(f"keyed.{call}", {"keyed": keyed})
 
 
 def test_key_by_on_a_keyed_stream_rekeys_the_original_stream() -> None:

@@ -101,8 +101,8 @@ def test_counts_are_exact_after_task_failures_injected_failures_and_a_killed_tas
         # 1. the two scripted crashes (the source raises) each restore the latest checkpoint;
         # each crash comes once a checkpoint completed while the sources held before it
         for restarts, (crash, words) in enumerate([(crash_1, WORDS[:500]), (crash_2, WORDS[:1000])]):
-            wait_until(lambda: latest == collections.Counter(words) and all_running(client)
-                       and client.get_job_details().num_restarts == restarts,
+            wait_until(lambda words=words, restarts=restarts: latest == collections.Counter(words)
+                       and all_running(client) and client.get_job_details().num_restarts == restarts,
                        what=f"the counts before the {crash.name}")
             wait_for_new_checkpoint(client, f"before the {crash.name}")
             crash.open()

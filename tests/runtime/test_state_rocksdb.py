@@ -87,13 +87,13 @@ def descriptors():
 
 def fill_all(b, keys) -> None:
     """Every state type, with and without TTL, in the VOID namespace and in a window namespace."""
-    v, l, m, r, g, tv, tl, tm = (b.get_state(d) for d in descriptors())
+    v, ls, m, r, g, tv, tl, tm = (b.get_state(d) for d in descriptors())
     for key in keys:
         b.current_key = key
         for namespace in (None, ("w", 1)):
             b.current_namespace = namespace
             v.update({"key": key, "ns": namespace})
-            l.add_all([1, 2, key])
+            ls.add_all([1, 2, key])
             m.put_all({"a": key, ("t", 2): None, 3: [key]})
             r.add(5)
             r.add(7)

@@ -328,7 +328,7 @@ def test_fast_path_matches_general_path(seed, assigner, lateness, finish):
     events = _random_stream(seed)
     outputs = []
     for trigger in (None, GeneralEventTimeTrigger()):
-        def build(ds):
+        def build(ds, trigger=trigger):
             windowed = ds.key_by(first).window(assigner).allowed_lateness(lateness).side_output_late_data(late)
             return FINISH[finish](windowed if trigger is None else windowed.trigger(trigger))
 

@@ -195,4 +195,5 @@ def checkpoints_html(model: JobModel) -> str:
 def results_html(frame: Any, total: int) -> str:
     """The last records of a collect sink (a pandas DataFrame) and how many arrived."""
     table = frame.to_html(index=False, border=0, max_rows=50) if len(frame) else '<div class="sk-muted">No record yet.</div>'
-    return f'{STYLE}<div class="sk sk-results" data-total="{total}"><div class="sk-muted">{total:,} records; the last {len(frame)}:</div>{table}</div>'
+    return (f'{STYLE}<div class="sk sk-results" data-total="{total}">'
+            f'<div class="sk-muted">{total:,} records; the last {len(frame)}:</div>{table}</div>')

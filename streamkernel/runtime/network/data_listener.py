@@ -253,8 +253,9 @@ class InboundConnection:
 class DataListener:
     """A TaskManager's data listener: accepts authenticated connections from producers.
 
-    Binds ``(bind_host, port)`` (port 0: any free port). ``open_channel`` resolves OPEN frames (see :class:`InboundConnection`). ``address`` is
-    the bound (host, port); ``refused`` counts peers dropped for a wrong secret.
+    Binds ``(bind_host, port)`` (port 0: any free port). ``open_channel`` resolves OPEN frames
+    (see :class:`InboundConnection`). ``address`` is the bound (host, port); ``refused`` counts
+    peers dropped for a wrong secret.
     """
 
     def __init__(self, bind_host: str, authkey: bytes, taskmanager_id: str,

@@ -19,6 +19,7 @@ values must be picklable; ``copy.deepcopy`` is the fallback for values that are 
 from __future__ import annotations
 
 import copy
+import functools
 import pickle
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
@@ -167,7 +168,7 @@ class HeapKeyedStateBackend:
         return state
 
     def _create_state(self, context: Any, descriptor: Any) -> Any:
-        for descriptor_class, type_name, plain_class, ttl_class in _STATE_CLASSES:
+        for descriptor_class, type_name, plain_class, ttl_class in _STATE_CLASSES:  # noqa: B007 - used after break
             if isinstance(descriptor, descriptor_class):
                 break
         else:
@@ -293,10 +294,10 @@ class HeapKeyedStateBackend:
                     f"restoring keyed state '{name}': the snapshot holds {state['type']} state, "
                     f"this operator uses it as {table.type} state"
                 )
-            convert = None
+            convert: Optional[Callable[[Any], Any]] = None
             if bool(state.get("ttl")) != table.ttl:
-                state_type = table.type
-                convert = (lambda v: wrap_ttl(state_type, v, now)) if table.ttl else (lambda v: unwrap_ttl(state_type, v))
+                convert = functools.partial(wrap_ttl, table.type, now=now) if table.ttl else functools.partial(
+                    unwrap_ttl, table.type)
             plain, spaced = table.plain, table.spaced
             for entries in state["key_groups"].values():
                 for key, namespace, value in entries:

@@ -12,8 +12,9 @@ batches; keys and namespaces are re-encoded, values re-pickled.
 
 from __future__ import annotations
 
+import functools
 import pickle
-from typing import TYPE_CHECKING, Any, Dict, Iterable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Optional
 
 from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.state.key_groups_snapshot import select_key_groups
@@ -112,10 +113,9 @@ def restore_snapshots(backend: "RocksDBKeyedStateBackend", snapshots: Iterable[O
                 f"restoring keyed state '{name}': the snapshot holds {state['type']} state, "
                 f"this operator uses it as {meta.type} state"
             )
-        convert = None
+        convert: Optional[Callable[[Any], Any]] = None
         if snapshot_ttl != meta.ttl:
-            state_type = meta.type
-            convert = (lambda v: wrap_ttl(state_type, v, now)) if meta.ttl else (lambda v: unwrap_ttl(state_type, v))
+            convert = functools.partial(wrap_ttl, meta.type, now=now) if meta.ttl else functools.partial(unwrap_ttl, meta.type)
         _write_state(backend, meta, state["key_groups"], convert, replacing)
 
 

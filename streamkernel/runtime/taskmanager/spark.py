@@ -181,7 +181,7 @@ class SparkTaskManagerLauncher:
         host = self._hosts.get(taskmanager_id)
         launched_as = host.info.launched_as if host is not None else taskmanager_id
         with self._lock:
-            launch = next((l for l in self._launches if launched_as in l.ids), None)
+            launch = next((entry for entry in self._launches if launched_as in entry.ids), None)
         if launch is not None and launch.error is not None:
             return str(launch.error)
         return host.why_ended() if host is not None else None
@@ -311,7 +311,8 @@ class SparkTaskManagerLauncher:
             if info is not None and stage_id not in own_stages:
                 others += int(info.numActiveTasks)
         with self._lock:
-            own = sum(len(l.ids) - len(l.finished) for l in self._launches if l.thread and l.thread.is_alive())
+            own = sum(len(entry.ids) - len(entry.finished) for entry in self._launches
+                      if entry.thread and entry.thread.is_alive())
         return others + own
 
     def _run_job(self, launch: _Launch, context: Any, task: Callable[[int, Any], list], python: str) -> None:
@@ -320,7 +321,7 @@ class SparkTaskManagerLauncher:
             context.setJobGroup(self._group, description, interruptOnCancel=True)
             rdd = context.parallelize(range(len(launch.ids)), len(launch.ids)).mapPartitionsWithIndex(task)
             with python_exec_for(context, python):
-                rdd._jrdd  # the Java RDD is built now, with the TaskManagers' Python
+                rdd._jrdd  # noqa: B018 - the Java RDD is built now, with the TaskManagers' Python
             launch.results = rdd.collect()
         except BaseException as exc:
             if self._stopping:
@@ -370,10 +371,11 @@ class SparkTaskManagerLauncher:
             for launch in launches:
                 if launch.thread is not None:
                     launch.thread.join(max(0.0, deadline - time.monotonic()))
-            if any(l.thread is not None and l.thread.is_alive() for l in launches):
+            if any(entry.thread is not None and entry.thread.is_alive() for entry in launches):
                 _LOG.warning("spark backend: TaskManager tasks still run %.1f s after stop was requested: cancelling "
                              "Spark job group %s", timeout, self._group)
-                cancel_and_wait(session.spark_context, self._group, [l.thread for l in launches if l.thread],
+                threads = [entry.thread for entry in launches if entry.thread]
+                cancel_and_wait(session.spark_context, self._group, threads,
                                 lambda: self._hosts.in_states("running"), send_kill)
             wait_until_gone(self._hosts.in_states("killed", "lost", "running", "failed"),
                             max(2.0, deadline - time.monotonic()))
@@ -393,7 +395,7 @@ class SparkTaskManagerLauncher:
         host = self._hosts.get(taskmanager_id)
         with self._lock:
             facts = dict(self._spark_facts)
-            pending = next((l for l in self._launches if taskmanager_id in l.ids), None)
+            pending = next((entry for entry in self._launches if taskmanager_id in entry.ids), None)
         described: dict[str, Any] = {"backend": self.backend, **facts, "spark_job_group": self._group}
         if host is not None:
             info = host.info

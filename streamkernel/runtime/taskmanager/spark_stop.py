@@ -80,12 +80,12 @@ def wait_until_gone(hosts: Iterable[Any], timeout: float) -> list[Any]:
         if host.info.machine == here:
             # a host that reported its TaskManager finished may stay as an idle pooled worker
             # (spark.python.worker.reuse): it no longer hosts anything
-            def gone() -> bool:
+            def gone(host: Any) -> bool:
                 return host.state == "finished" or not pid_alive(host.info.pid)
 
-            while not gone() and time.monotonic() < deadline:
+            while not gone(host) and time.monotonic() < deadline:
                 time.sleep(0.02)
-            if not gone():
+            if not gone(host):
                 left.append(host)
         else:
             host.thread.join(max(0.0, deadline - time.monotonic()))
