@@ -86,7 +86,7 @@ _TYPES = {
     "string": _OptionType("string", _parse_string, lambda v: isinstance(v, str), "text"),
     "duration": _OptionType(
         "duration", lambda v, key=None: Duration.of_millis(parse_duration_ms(v, key)), _is_time,
-        "a duration such as '10 s', '1 min' or '500 ms'"),
+        "a duration such as '10 s', '1 min' or '500 ms' (no unit: ms)"),
     "memory": _OptionType("memory", parse_memory_size, _is_int, "a memory size such as '64 mb' or '1 gb'"),
     "enum": _OptionType("enum", _parse_string, lambda v: isinstance(v, (str, Enum)), "one of the listed names"),
 }
@@ -197,7 +197,10 @@ class ConfigOption(Generic[T]):
     def parse(self, text: Any) -> T:
         """The typed, checked value of ``text``; :class:`IllegalConfigurationError` names the
         key, the value and what is expected."""
-        value = self._type.parse(text, self._key)
+        try:
+            value = self._type.parse(text, self._key)
+        except IllegalConfigurationError:
+            raise _fail(text, self._key, self.expected()) from None
         if self._choices:
             name = text.name if isinstance(text, Enum) else str(text).strip()
             match = next((c for c in self._choices if c.upper() == name.upper()), None)
