@@ -73,6 +73,10 @@ def _is_time(v: Any) -> bool:
     return isinstance(v, (Duration, Time, datetime.timedelta)) or _is_int(v)
 
 
+def _parse_duration(value: Any, key: Optional[str] = None) -> Duration:
+    return Duration.of_millis(parse_duration_ms(value, key))
+
+
 def _parse_string(value: Any, key: Optional[str] = None) -> str:
     return value if isinstance(value, str) else format_value(value)
 
@@ -85,7 +89,7 @@ _TYPES = {
     "double": _OptionType("double", _parse_float, _is_number, "a number"),
     "string": _OptionType("string", _parse_string, lambda v: isinstance(v, str), "text"),
     "duration": _OptionType(
-        "duration", lambda v, key=None: Duration.of_millis(parse_duration_ms(v, key)), _is_time,
+        "duration", _parse_duration, _is_time,
         "a duration such as '10 s', '1 min' or '500 ms' (no unit: ms)"),
     "memory": _OptionType("memory", parse_memory_size, _is_int, "a memory size such as '64 mb' or '1 gb'"),
     "enum": _OptionType("enum", _parse_string, lambda v: isinstance(v, (str, Enum)), "one of the listed names"),
@@ -229,7 +233,7 @@ class ConfigOption(Generic[T]):
         for candidate in (self._key,) + self._deprecated_keys:
             if candidate in configuration:
                 return self.parse(configuration[candidate])
-        return self._default if default is _MISSING else default  # type: ignore[no-any-return]
+        return self._default if default is _MISSING else default  # type: ignore[return-value]
 
     def format(self, value: Any) -> str:
         """``value`` as configuration text, after checking it fits the option's type."""
@@ -338,7 +342,7 @@ class ConfigOptions:
                     f"{type(value).__name__} {value!r}"
                 )
             if self._type == "duration" and not isinstance(value, Duration):
-                value = Duration.of_millis(to_millis(value))  # type: ignore[assignment]
+                value = Duration.of_millis(to_millis(value))  # type: ignore[assignment, arg-type]
             option: ConfigOption[T] = ConfigOption(self._key, self._type, None, choices=self._choices)
             if self._choices:
                 value = option.parse(value)
