@@ -1,24 +1,37 @@
-"""Declared configuration options and the parsers for Flink's value notations.
+"""Declared configuration options: a key with a type, a default, a description and a check.
 
-Flink keeps configuration values as text (``"10 s"``, ``"true"``, ``"64 mb"``) and parses
-them when a typed value is asked for. This module holds those parsers
-(:func:`parse_duration_ms`, :func:`parse_memory_size`, :func:`parse_boolean`) and
-:class:`ConfigOption`, a key declared with a type and a default, built PyFlink's way::
+:class:`ConfigOption` is a key declared with a value type and a default, built PyFlink's way::
 
     >>> INTERVAL = ConfigOptions.key("execution.checkpointing.interval").duration_type().no_default_value()
-    >>> PARALLELISM = ConfigOptions.key("parallelism.default").int_type().default_value(1)
+    >>> SLOTS = ConfigOptions.key("taskmanager.numberOfTaskSlots").int_type().default_value(1).with_range(1)
+    >>> SLOTS.get({"taskmanager.numberOfTaskSlots": "4"})
+    4
 
-:class:`~streamkernel.common.configuration.Configuration` reads and writes values through
-an option's type, so a wrong value fails with :class:`IllegalConfigurationError` naming
-the key and the value.
+:meth:`ConfigOption.get` reads an option from a :class:`~streamkernel.common.configuration.Configuration`
+or any mapping of keys to text; :meth:`ConfigOption.parse` parses Flink's notations
+(durations ``"10 s"``, memory sizes ``"64 mb"``, ``true``/``false``, enum names in any case)
+and checks ranges, raising :class:`IllegalConfigurationError` naming the key, the value and
+what is expected. The declared options of the runtime are in :mod:`streamkernel.common.options`.
+The value parsers themselves live in :mod:`streamkernel.common.config_values`.
 """
 
 from __future__ import annotations
 
 import datetime
-import re
-from typing import Any, Callable, Generic, Optional, TypeVar
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from typing import Any, Callable, Generic, Optional, TypeVar, Union
 
+from streamkernel.common.config_values import (
+    _fail,
+    _parse_float,
+    _parse_int,
+    format_memory,
+    format_value,
+    parse_boolean,
+    parse_duration_ms,
+    parse_memory_size,
+)
 from streamkernel.common.time import Duration, Time, to_millis
 from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
 
@@ -29,165 +42,23 @@ __all__ = [
     "parse_memory_size",
     "parse_boolean",
     "format_value",
+    "_parse_int",
+    "_parse_float",
 ]
 
 T = TypeVar("T")
-
-# Flink's TimeUtils.TimeUnit labels ("plural" labels also take a trailing "s").
-_DURATION_UNITS_NS: dict[str, int] = {}
-for _ns, _labels in (
-    (86_400_000_000_000, ("d", "day", "days")),
-    (3_600_000_000_000, ("h", "hour", "hours")),
-    (60_000_000_000, ("min", "m", "minute", "minutes")),
-    (1_000_000_000, ("s", "sec", "secs", "second", "seconds")),
-    (1_000_000, ("ms", "milli", "millis", "millisecond", "milliseconds")),
-    (1_000, ("µs", "us", "micro", "micros", "microsecond", "microseconds")),
-    (1, ("ns", "nano", "nanos", "nanosecond", "nanoseconds")),
-):
-    for _label in _labels:
-        _DURATION_UNITS_NS[_label] = _ns
-
-_MEMORY_UNITS = {
-    **dict.fromkeys(("b", "bytes"), 1),
-    **dict.fromkeys(("k", "kb", "kibibytes"), 1 << 10),
-    **dict.fromkeys(("m", "mb", "mebibytes"), 1 << 20),
-    **dict.fromkeys(("g", "gb", "gibibytes"), 1 << 30),
-    **dict.fromkeys(("t", "tb", "tebibytes"), 1 << 40),
-}
-_NUMBER_AND_UNIT = re.compile(r"^(\d+)\s*(\D*)$")
-_ISO_DURATION = re.compile(
-    r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(?:\.(\d{1,9}))?S)?)?$", re.IGNORECASE
-)
-
-
-def _fail(value: Any, key: Optional[str], expected: str) -> IllegalConfigurationError:
-    where = f" for key '{key}'" if key else ""
-    return IllegalConfigurationError(f"Could not parse value {value!r}{where}: expected {expected}")
-
-
-def parse_duration_ms(value: Any, key: Optional[str] = None) -> int:
-    """Milliseconds in a duration written Flink's way: ``'10 s'``, ``'1 min'``, ``'500 ms'``,
-    ``'2h'``, ``'PT10S'`` (ISO-8601) or a bare number of milliseconds (``'1000'``).
-
-    ``Duration``, ``Time``, ``timedelta`` and ``int`` values are accepted as they are; ``key``
-    (if given) is named in the :class:`IllegalConfigurationError` raised for anything else.
-
-        >>> parse_duration_ms("10 s"), parse_duration_ms("1 min"), parse_duration_ms("250")
-        (10000, 60000, 250)
-    """
-    if isinstance(value, (Duration, Time, datetime.timedelta)) or (
-        isinstance(value, int) and not isinstance(value, bool)
-    ):
-        return to_millis(value)
-    if not isinstance(value, str):
-        raise _fail(value, key, "a duration such as '10 s', '1 min' or '500 ms'")
-    text = value.strip()
-    iso = _ISO_DURATION.match(text)
-    if iso and text.upper() != "P" and text.upper() != "PT":
-        days, hours, minutes, seconds, fraction = iso.groups()
-        total_s = int(days or 0) * 86_400 + int(hours or 0) * 3_600 + int(minutes or 0) * 60
-        total_s += int(seconds or 0)
-        return total_s * 1000 + int((fraction or "0").ljust(9, "0")) // 1_000_000
-    match = _NUMBER_AND_UNIT.match(text)
-    if match:
-        number, unit = int(match.group(1)), match.group(2).strip().lower()
-        if not unit:
-            return number
-        if unit in _DURATION_UNITS_NS:
-            return number * _DURATION_UNITS_NS[unit] // 1_000_000
-    raise _fail(
-        value,
-        key,
-        "a duration such as '10 s', '1 min' or '500 ms' (units: d, h, min, s, ms, us, ns; "
-        "no unit means milliseconds)",
-    )
-
-
-def parse_memory_size(value: Any, key: Optional[str] = None) -> int:
-    """Bytes in a memory size written Flink's way: ``'64 mb'``, ``'1g'``, ``'512 kb'`` or a
-    bare number of bytes. Units are binary (1 kb = 1024 bytes), as in Flink's MemorySize.
-
-        >>> parse_memory_size("64 mb"), parse_memory_size("1 kb"), parse_memory_size(10)
-        (67108864, 1024, 10)
-    """
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        match = _NUMBER_AND_UNIT.match(value.strip())
-        if match:
-            number, unit = int(match.group(1)), match.group(2).strip().lower()
-            if not unit:
-                return number
-            if unit in _MEMORY_UNITS:
-                return number * _MEMORY_UNITS[unit]
-    raise _fail(value, key, "a memory size such as '64 mb', '1 gb' or a number of bytes")
-
-
-def parse_boolean(value: Any, key: Optional[str] = None) -> bool:
-    """``'true'`` or ``'false'`` (any case), as Flink accepts them; bools pass through."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in ("true", "false"):
-            return lowered == "true"
-    raise _fail(value, key, "'true' or 'false'")
-
-
-def _parse_int(value: Any, key: Optional[str] = None) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        raise _fail(value, key, "an integer") from None
-
-
-def _parse_float(value: Any, key: Optional[str] = None) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    try:
-        return float(str(value).strip())
-    except ValueError:
-        raise _fail(value, key, "a floating point number") from None
-
-
-def _format_memory(value: int) -> str:
-    for unit, size in (("tb", 1 << 40), ("gb", 1 << 30), ("mb", 1 << 20), ("kb", 1 << 10)):
-        if value and value % size == 0:
-            return f"{value // size} {unit}"
-    return f"{value} bytes"
-
-
-def format_value(value: Any) -> str:
-    """A Python value written as Flink writes configuration values: ``True`` -> ``'true'``,
-    durations in their highest exact unit (``'10 s'``), lists joined by ``;``, dicts as
-    ``'k1:v1,k2:v2'``; strings unchanged."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (Duration, Time, datetime.timedelta)):
-        return str(Duration.of_millis(to_millis(value)))
-    if isinstance(value, (list, tuple)):
-        return ";".join(format_value(item) for item in value)
-    if isinstance(value, dict):
-        return ",".join(f"{format_value(k)}:{format_value(v)}" for k, v in value.items())
-    raise InvalidProgramError(
-        f"Cannot store a {type(value).__name__} ({value!r}) in a Configuration: use str, int, "
-        "float, bool, Duration, list or dict"
-    )
+_MISSING: Any = object()
 
 
 class _OptionType:
-    """How one option type parses text and which Python values it accepts."""
+    """How one option type parses text, which Python values it accepts, and what it expects."""
 
-    def __init__(self, name: str, parse: Callable[[Any, Optional[str]], Any], accepts: Callable[[Any], bool]):
+    def __init__(self, name: str, parse: Callable[[Any, Optional[str]], Any], accepts: Callable[[Any], bool],
+                 expected: str):
         self.name = name
         self.parse = parse
         self.accepts = accepts
+        self.expected = expected
 
 
 def _is_int(v: Any) -> bool:
@@ -202,31 +73,39 @@ def _is_time(v: Any) -> bool:
     return isinstance(v, (Duration, Time, datetime.timedelta)) or _is_int(v)
 
 
-def _parse_string(v: Any, key: Optional[str] = None) -> str:
-    return v if isinstance(v, str) else format_value(v)
+def _parse_duration(value: Any, key: Optional[str] = None) -> Duration:
+    return Duration.of_millis(parse_duration_ms(value, key))
 
 
-def _parse_duration(v: Any, key: Optional[str] = None) -> Duration:
-    return Duration.of_millis(parse_duration_ms(v, key))
+def _parse_string(value: Any, key: Optional[str] = None) -> str:
+    return value if isinstance(value, str) else format_value(value)
 
 
 _TYPES = {
-    "bool": _OptionType("bool", parse_boolean, lambda v: isinstance(v, bool)),
-    "int": _OptionType("int", _parse_int, _is_int),
-    "long": _OptionType("long", _parse_int, _is_int),
-    "float": _OptionType("float", _parse_float, _is_number),
-    "double": _OptionType("double", _parse_float, _is_number),
-    "string": _OptionType("string", _parse_string, lambda v: isinstance(v, str)),
-    "duration": _OptionType("duration", _parse_duration, _is_time),
-    "memory": _OptionType("memory", parse_memory_size, _is_int),
+    "bool": _OptionType("bool", parse_boolean, lambda v: isinstance(v, bool), "'true' or 'false'"),
+    "int": _OptionType("int", _parse_int, _is_int, "an integer"),
+    "long": _OptionType("long", _parse_int, _is_int, "an integer"),
+    "float": _OptionType("float", _parse_float, _is_number, "a number"),
+    "double": _OptionType("double", _parse_float, _is_number, "a number"),
+    "string": _OptionType("string", _parse_string, lambda v: isinstance(v, str), "text"),
+    "duration": _OptionType(
+        "duration", _parse_duration, _is_time,
+        "a duration such as '10 s', '1 min' or '500 ms' (no unit: ms)"),
+    "memory": _OptionType("memory", parse_memory_size, _is_int, "a memory size such as '64 mb' or '1 gb'"),
+    "enum": _OptionType("enum", _parse_string, lambda v: isinstance(v, (str, Enum)), "one of the listed names"),
 }
 
 
-class ConfigOption(Generic[T]):
-    """A configuration parameter: its key, value type, default and older (deprecated) keys.
+def _bound_text(bound: Union[int, float], type_name: str) -> str:
+    return str(Duration.of_millis(int(bound))) if type_name == "duration" else f"{bound:g}"
 
-    Built with :class:`ConfigOptions`; immutable once created. Pass it to
-    ``Configuration.get``/``set`` to read and write typed values.
+
+class ConfigOption(Generic[T]):
+    """A configuration parameter: its key, value type, default, description, older
+    (deprecated) keys, and the values it allows (a range, or an enum's names).
+
+    Built with :class:`ConfigOptions`; immutable once created. Read it with
+    :meth:`get` (or ``Configuration.get(option)``), write it with ``Configuration.set``.
     """
 
     def __init__(
@@ -236,12 +115,27 @@ class ConfigOption(Generic[T]):
         default: Optional[T] = None,
         description: str = "",
         deprecated_keys: tuple[str, ...] = (),
+        *,
+        choices: tuple[str, ...] = (),
+        min_value: Optional[Union[int, float]] = None,
+        max_value: Optional[Union[int, float]] = None,
     ) -> None:
         self._key = key
         self._type = _TYPES[option_type]
         self._default = default
         self._description = description
         self._deprecated_keys = tuple(deprecated_keys)
+        self._choices = tuple(choices)
+        self._min = min_value
+        self._max = max_value
+
+    def _copy(self, **changes: Any) -> "ConfigOption[T]":
+        fields: dict[str, Any] = {
+            "key": self._key, "option_type": self._type.name, "default": self._default,
+            "description": self._description, "deprecated_keys": self._deprecated_keys,
+            "choices": self._choices, "min_value": self._min, "max_value": self._max}
+        fields.update(changes)
+        return ConfigOption(**fields)
 
     def key(self) -> str:
         """The configuration key."""
@@ -249,7 +143,7 @@ class ConfigOption(Generic[T]):
 
     def type_name(self) -> str:
         """The value type: ``bool``, ``int``, ``long``, ``float``, ``double``, ``string``,
-        ``duration`` or ``memory``."""
+        ``duration``, ``memory`` or ``enum``."""
         return self._type.name
 
     def default_value(self) -> Optional[T]:
@@ -257,7 +151,7 @@ class ConfigOption(Generic[T]):
         return self._default
 
     def has_default_value(self) -> bool:
-        """True when the option declares a default."""
+        """True when the option declares a default (False: built with ``no_default_value()``)."""
         return self._default is not None
 
     def description(self) -> str:
@@ -268,17 +162,78 @@ class ConfigOption(Generic[T]):
         """Older keys still read when the key itself is not set."""
         return self._deprecated_keys
 
+    def choices(self) -> tuple[str, ...]:
+        """The names an ``enum`` option accepts (in any case); empty for other types."""
+        return self._choices
+
+    def range(self) -> tuple[Optional[Union[int, float]], Optional[Union[int, float]]]:
+        """The smallest and largest value allowed (None: unbounded); milliseconds for durations."""
+        return self._min, self._max
+
     def with_description(self, description: str) -> "ConfigOption[T]":
         """A copy of this option with ``description``."""
-        return ConfigOption(self._key, self._type.name, self._default, description, self._deprecated_keys)
+        return self._copy(description=description)
 
     def with_deprecated_keys(self, *deprecated_keys: str) -> "ConfigOption[T]":
         """A copy of this option that also reads ``deprecated_keys`` (in order) when unset."""
-        return ConfigOption(self._key, self._type.name, self._default, self._description, deprecated_keys)
+        return self._copy(deprecated_keys=tuple(deprecated_keys))
+
+    def with_range(self, min_value: Optional[Union[int, float]] = None,
+                   max_value: Optional[Union[int, float]] = None) -> "ConfigOption[T]":
+        """A copy of this option that refuses values below ``min_value`` or above ``max_value``
+        (numbers; milliseconds for durations)."""
+        if self._type.name not in ("int", "long", "float", "double", "duration", "memory"):
+            raise InvalidProgramError(f"Option '{self._key}': a range needs a numeric type, not {self._type.name}")
+        return self._copy(min_value=min_value, max_value=max_value)
+
+    def expected(self) -> str:
+        """What a valid value looks like, in words (used in error messages and the docs)."""
+        if self._choices:
+            return "one of " + ", ".join(self._choices) + " (any case)"
+        text = self._type.expected
+        bounds = []
+        if self._min is not None:
+            bounds.append(f">= {_bound_text(self._min, self._type.name)}")
+        if self._max is not None:
+            bounds.append(f"<= {_bound_text(self._max, self._type.name)}")
+        return text + (" " + " and ".join(bounds) if bounds else "")
 
     def parse(self, text: Any) -> T:
-        """The typed value of ``text``; :class:`IllegalConfigurationError` names the key."""
-        return self._type.parse(text, self._key)
+        """The typed, checked value of ``text``; :class:`IllegalConfigurationError` names the
+        key, the value and what is expected."""
+        try:
+            value = self._type.parse(text, self._key)
+        except IllegalConfigurationError:
+            raise _fail(text, self._key, self.expected()) from None
+        if self._choices:
+            name = text.name if isinstance(text, Enum) else str(text).strip()
+            match = next((c for c in self._choices if c.upper() == name.upper()), None)
+            if match is None:
+                raise _fail(text, self._key, self.expected())
+            return match  # type: ignore[return-value]
+        if self._min is not None or self._max is not None:
+            number = value.to_milliseconds() if isinstance(value, Duration) else value
+            if (self._min is not None and number < self._min) or (self._max is not None and number > self._max):
+                raise IllegalConfigurationError(
+                    f"Invalid value {text!r} for key '{self._key}': expected {self.expected()}")
+        return value
+
+    def is_set(self, configuration: Mapping[str, Any]) -> bool:
+        """True if ``configuration`` sets the key or one of its deprecated keys."""
+        return any(k in configuration for k in (self._key,) + self._deprecated_keys)
+
+    def get(self, configuration: Mapping[str, Any], default: Any = _MISSING) -> T:
+        """The option's typed value in ``configuration`` (a Configuration or any mapping of
+        keys to text): the key's value, else the first deprecated key's, else ``default`` if
+        given, else the option's default.
+
+            >>> ConfigOptions.key("a").duration_type().default_value(Duration.of_seconds(1)).get({"a": "2 min"})
+            Duration.of_minutes(2)
+        """
+        for candidate in (self._key,) + self._deprecated_keys:
+            if candidate in configuration:
+                return self.parse(configuration[candidate])
+        return self._default if default is _MISSING else default  # type: ignore[return-value]
 
     def format(self, value: Any) -> str:
         """``value`` as configuration text, after checking it fits the option's type."""
@@ -288,17 +243,18 @@ class ConfigOption(Generic[T]):
                 f"{type(value).__name__} {value!r}"
             )
         if self._type.name == "memory":
-            return _format_memory(value)
+            return format_memory(value)
+        if self._type.name == "enum":
+            return self.parse(value)  # type: ignore[return-value]
         if self._type.name == "duration" and _is_int(value):
             value = Duration.of_millis(value)
         return format_value(value)
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, ConfigOption)
-            and (self._key, self._type.name, self._default, self._deprecated_keys)
-            == (other._key, other._type.name, other._default, other._deprecated_keys)
-        )
+        return isinstance(other, ConfigOption) and self._identity() == other._identity()
+
+    def _identity(self) -> tuple:
+        return (self._key, self._type.name, self._default, self._deprecated_keys, self._choices, self._min, self._max)
 
     def __hash__(self) -> int:
         return hash((self._key, self._type.name))
@@ -327,8 +283,8 @@ class ConfigOptions:
         def __init__(self, key: str) -> None:
             self._key = key
 
-        def _typed(self, name: str) -> "ConfigOptions.TypedConfigOptionBuilder[Any]":
-            return ConfigOptions.TypedConfigOptionBuilder(self._key, name)
+        def _typed(self, name: str, choices: tuple[str, ...] = ()) -> "ConfigOptions.TypedConfigOptionBuilder[Any]":
+            return ConfigOptions.TypedConfigOptionBuilder(self._key, name, choices)
 
         def boolean_type(self) -> "ConfigOptions.TypedConfigOptionBuilder[bool]":
             """Values are ``bool`` (``'true'``/``'false'``)."""
@@ -362,12 +318,21 @@ class ConfigOptions:
             """Values are sizes in bytes (text like ``'64 mb'``); Flink's memoryType."""
             return self._typed("memory")
 
+        def enum_type(self, values: Union[type[Enum], Iterable[str]]) -> "ConfigOptions.TypedConfigOptionBuilder[str]":
+            """Values are one of the names of ``values`` (an Enum class or names), matched in
+            any case and read back as the declared name; Flink's enumType."""
+            names = tuple(m.name for m in values) if isinstance(values, type) else tuple(values)
+            if not names:
+                raise InvalidProgramError(f"Option '{self._key}': enum_type needs at least one name")
+            return self._typed("enum", names)
+
     class TypedConfigOptionBuilder(Generic[T]):
         """Last step of building an option: its default value (or none)."""
 
-        def __init__(self, key: str, option_type: str) -> None:
+        def __init__(self, key: str, option_type: str, choices: tuple[str, ...] = ()) -> None:
             self._key = key
             self._type = option_type
+            self._choices = choices
 
         def default_value(self, value: T) -> "ConfigOption[T]":
             """The option, with ``value`` returned when the key is not set."""
@@ -376,11 +341,13 @@ class ConfigOptions:
                     f"Default of option '{self._key}' must be a {self._type} value, got "
                     f"{type(value).__name__} {value!r}"
                 )
-            default: Any = value
-            if self._type == "duration" and not isinstance(default, Duration):
-                default = Duration.of_millis(to_millis(default))
-            return ConfigOption(self._key, self._type, default)
+            if self._type == "duration" and not isinstance(value, Duration):
+                value = Duration.of_millis(to_millis(value))  # type: ignore[assignment, arg-type]
+            option: ConfigOption[T] = ConfigOption(self._key, self._type, None, choices=self._choices)
+            if self._choices:
+                value = option.parse(value)
+            return option._copy(default=value)
 
         def no_default_value(self) -> "ConfigOption[T]":
             """The option, returning None when the key is not set."""
-            return ConfigOption(self._key, self._type, None)
+            return ConfigOption(self._key, self._type, None, choices=self._choices)

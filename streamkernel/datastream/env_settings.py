@@ -118,6 +118,9 @@ class EnvSettings:
             self.set_max_parallelism(_as_int(_MAX_PARALLELISM[0], value))
         if (value := _first(conf, _BUFFER_TIMEOUT)) is not None:
             self.set_buffer_timeout(-1 if value.strip() == "-1" else parse_duration_ms(value))
+        if (value := conf.get("execution.buffer-timeout.enabled")) is not None and not _as_bool(
+                "execution.buffer-timeout.enabled", value):
+            self.set_buffer_timeout(-1)
         if (value := _first(conf, _CHAINING)) is not None:
             self._chaining_enabled = _as_bool(_CHAINING[0], value)
         if (value := _first(conf, _RUNTIME_MODE)) is not None:
@@ -145,7 +148,13 @@ class EnvSettings:
         conf["parallelism.default"] = str(self.get_parallelism())
         if self.get_max_parallelism() > 0:
             conf["pipeline.max-parallelism"] = str(self.get_max_parallelism())
-        conf["execution.buffer-timeout.interval"] = str(self._buffer_timeout)
+        if self._buffer_timeout < 0:  # Flink 2: flush only when full is a switch, not a negative duration
+            conf["execution.buffer-timeout.enabled"] = "false"
+            for key in _BUFFER_TIMEOUT:
+                conf.pop(key, None)
+        else:
+            conf["execution.buffer-timeout.enabled"] = "true"
+            conf["execution.buffer-timeout.interval"] = f"{self._buffer_timeout} ms"
         conf["pipeline.operator-chaining.enabled"] = str(self._chaining_enabled).lower()
         conf["execution.runtime-mode"] = self._runtime_mode.name
         conf["pipeline.auto-watermark-interval"] = str(self._config.get_auto_watermark_interval())

@@ -18,6 +18,7 @@ from typing import Any, Optional, Union
 
 from streamkernel.common.job_execution_result import JobExecutionResult
 from streamkernel.common.job_status import JobStatus
+from streamkernel.common.options import MiniClusterOptions, TaskManagerOptions, validate_configuration
 from streamkernel.graph.execution_graph import build_execution_graph
 from streamkernel.graph.job_graph import build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
@@ -42,13 +43,14 @@ def transient_cluster_for(stream_graph: StreamGraph) -> MiniCluster:
     One TaskManager (``minicluster.number-of-taskmanagers`` if configured) with the slots
     the job needs with slot sharing (``taskmanager.numberOfTaskSlots`` if configured).
     Raises NotEnoughSlotsError at once when configured sizes cannot fit the job: nothing
-    would ever free slots on a cluster made for one job.
+    would ever free slots on a cluster made for one job, and IllegalConfigurationError for
+    the first declared key whose value does not fit its option.
     """
     conf = {k: str(v) for k, v in stream_graph.configuration.items()}
+    validate_configuration(conf)
     job_graph = build_job_graph(stream_graph)
-    taskmanagers = int(conf.get("minicluster.number-of-taskmanagers", 1))
-    configured_slots = conf.get("taskmanager.numberOfTaskSlots")
-    slots = int(configured_slots) if configured_slots is not None else None
+    taskmanagers = MiniClusterOptions.NUM_TASK_MANAGERS.get(conf)
+    slots = TaskManagerOptions.NUM_TASK_SLOTS.get(conf, None)  # None: sized to fit the job
     graph = build_execution_graph(job_graph, taskmanagers, slots)  # raises NotEnoughSlotsError
     return MiniCluster(taskmanagers, graph.slots_per_taskmanager, configuration=conf)
 
@@ -58,6 +60,7 @@ def submit_stream_graph(env: Any, stream_graph: StreamGraph) -> MiniClusterJobCl
 
     A transient cluster stops by itself once the job reaches a terminal state.
     """
+    validate_configuration(stream_graph.configuration)
     cluster = current_cluster()
     if cluster is not None:
         return cluster.submit(stream_graph)
@@ -102,8 +105,11 @@ def execute_stream_graph(env: Any, stream_graph: StreamGraph) -> JobExecutionRes
     """Run the job to its end and return its JobExecutionResult (``env.execute()``).
 
     Raises :class:`~streamkernel.errors.JobExecutionError` if the job FAILED (message naming
-    the failing subtask and cause; ``raise ... from`` the cause) or was CANCELED.
+    the failing subtask and cause; ``raise ... from`` the cause) or was CANCELED, and
+    IllegalConfigurationError, before anything starts, for a declared key whose value does
+    not fit its option (:mod:`streamkernel.common.options`).
     """
+    validate_configuration(stream_graph.configuration)
     cluster = current_cluster()
     transient = cluster is None
     if cluster is None:

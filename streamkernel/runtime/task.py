@@ -20,6 +20,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from streamkernel.common.options import (
+    CheckpointingOptions,
+    ExecutionOptions,
+    MetricOptions,
+    NettyShuffleEnvironmentOptions,
+)
 from streamkernel.graph.keygroups import key_group_range_for_operator
 from streamkernel.graph.stream_graph import StreamEdge, StreamNode
 from streamkernel.runtime.chain import OperatorChain, RecordWriterOutput
@@ -35,7 +41,7 @@ from streamkernel.runtime.task_input import InputProcessor
 
 __all__ = ["TaskServices", "Task", "TaskCancelledError", "DEFAULT_BATCH_SIZE"]
 
-DEFAULT_BATCH_SIZE = 1024
+DEFAULT_BATCH_SIZE: int = NettyShuffleEnvironmentOptions.BATCH_SIZE.default_value()  # type: ignore[assignment]
 _IDLE_POLL_S = 0.05  # longest a task blocks without looking at timers and cancellation
 
 
@@ -80,12 +86,13 @@ class Task:
         self._mailbox: collections.deque = collections.deque()
         self.checkpointer = TaskCheckpointer(self)
         config = tdd.configuration
-        self._buffer_timeout_ms = int(config.get("execution.buffer-timeout.interval", "100"))
-        # Flink's metrics.latency.interval (0 disables; Flink's default is 0, ours 1 s so the
-        # cockpit has latency samples): sources emit a LatencyMarker this often.
-        self._latency_interval_ms = int(config.get("metrics.latency.interval", "1000"))
+        # -1: flush only when full (execution.buffer-timeout.enabled false)
+        self._buffer_timeout_ms = (ExecutionOptions.BUFFER_TIMEOUT.get(config).to_milliseconds()
+                                   if ExecutionOptions.BUFFER_TIMEOUT_ENABLED.get(config) else -1)
+        # Sources emit a LatencyMarker this often (0 disables; see MetricOptions for the default).
+        self._latency_interval_ms = MetricOptions.LATENCY_INTERVAL.get(config).to_milliseconds()
         self._last_marker = time.monotonic()
-        self._batch_size = int(config.get("taskmanager.network.batch-size", str(DEFAULT_BATCH_SIZE)))
+        self._batch_size = NettyShuffleEnvironmentOptions.BATCH_SIZE.get(config)
 
     # ------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -195,7 +202,7 @@ class Task:
         if tdd.inputs:
             self._gate = shuffle.create_input_gate(
                 tdd.name_with_subtask, [(d.channel_id, d.input_index) for d in tdd.inputs],
-                int(tdd.configuration.get("taskmanager.network.credits-per-channel", "4")))
+                NettyShuffleEnvironmentOptions.CREDITS_PER_CHANNEL.get(tdd.configuration))
         outputs: dict[int, RecordWriterOutput] = {}
         network_edges: list[StreamEdge] = []
         addresses = tdd.shuffle_addresses  # consumers in other TaskManager processes: their data listeners
@@ -287,7 +294,7 @@ class Task:
 
     def _run_input(self, head: StreamOperator) -> None:
         """Take buffers and events from the input gate until every channel ended."""
-        exactly_once = self.tdd.configuration.get("execution.checkpointing.mode", "EXACTLY_ONCE") != "AT_LEAST_ONCE"
+        exactly_once = CheckpointingOptions.CHECKPOINTING_MODE.get(self.tdd.configuration) == "EXACTLY_ONCE"
         barriers = BarrierHandler(self._gate, self._gate.channels, exactly_once, self.checkpointer.perform,
                                   self._decline_aborted)
         processor = InputProcessor(self._gate, head, isinstance(head, TwoInputStreamOperator), self.metrics,

@@ -40,6 +40,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_status import JobStatus
+from streamkernel.common.options import ExecutionOptions
 from streamkernel.datastream.checkpoint_config import CheckpointConfig
 from streamkernel.errors import CheckpointFailedError
 from streamkernel.graph.job_graph import JobGraph
@@ -110,7 +111,7 @@ class JobCheckpointing:
         self.plan = CheckpointPlan.from_job_graph(job_graph)
         self.job_info = JobCheckpointInfo.from_job_graph(job_graph)
         self.retention = CheckpointConfig().apply_configuration(configuration).get_externalized_checkpoint_retention()
-        self.batch_mode = configuration.get("execution.runtime-mode") == "BATCH"
+        self.batch_mode = ExecutionOptions.RUNTIME_MODE.get(configuration) == "BATCH"
         self._locate = locate
         self._fail_job = fail_job
         self._stop_job = stop_job

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping, Optional, Union
 
 from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_status import JobID, JobStatus
+from streamkernel.common.options import validate_configuration
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult
@@ -46,11 +47,13 @@ class Dispatcher:
     def submit_job(self, stream_graph: StreamGraph) -> JobID:
         """Start a JobMaster for the job and return its id at once (the job runs in the background).
 
-        Raises InvalidProgramError when the dispatcher is shut down, and whatever building
-        the job's graphs raises (a cyclic graph ...).
+        Raises InvalidProgramError when the dispatcher is shut down, IllegalConfigurationError
+        for the first declared key of the (cluster's and job's) configuration whose value does
+        not fit its option, and whatever building the job's graphs raises (a cyclic graph ...).
         """
         job_id = JobID()
         configuration = {**self.configuration, **{k: str(v) for k, v in stream_graph.configuration.items()}}
+        validate_configuration(configuration)  # before a JobMaster exists: nothing is deployed
         master = JobMaster(str(job_id), stream_graph, self._resource_manager, configuration=configuration)
         with self._lock:
             if not self._running:

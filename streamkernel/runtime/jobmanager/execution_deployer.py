@@ -23,7 +23,7 @@ import dataclasses
 import logging
 from typing import Any, Callable, Mapping, Optional
 
-from streamkernel.common.config_options import parse_duration_ms
+from streamkernel.common.options import JobManagerOptions
 from streamkernel.errors import CheckpointCorruptedError
 from streamkernel.graph.job_graph import JobGraph
 from streamkernel.runtime.deployment import ExecutionState, TaskDeploymentDescriptor
@@ -45,13 +45,12 @@ _LOG = logging.getLogger(__name__)
 #: ``slot.request.timeout`` default. Flink waits 5 minutes (300000 ms) for slots; in a
 #: notebook a cell that blocks 5 minutes before saying "the cluster is too small" is
 #: useless, while 30 s still covers waiting for another job of the session to end.
-DEFAULT_SLOT_REQUEST_TIMEOUT_MS = 30_000
+DEFAULT_SLOT_REQUEST_TIMEOUT_MS = JobManagerOptions.SLOT_REQUEST_TIMEOUT.default_value().to_milliseconds()  # type: ignore[union-attr]
 
 
 def slot_request_timeout_ms(configuration: Mapping[str, Any]) -> int:
     """``slot.request.timeout`` from a configuration (ms, or Flink duration text like ``"10 s"``)."""
-    value = configuration.get("slot.request.timeout")
-    return DEFAULT_SLOT_REQUEST_TIMEOUT_MS if value is None else parse_duration_ms(value, "slot.request.timeout")
+    return JobManagerOptions.SLOT_REQUEST_TIMEOUT.get(configuration).to_milliseconds()
 
 
 class ExecutionDeployer:

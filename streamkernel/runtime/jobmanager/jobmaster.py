@@ -40,6 +40,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_status import JobStatus
+from streamkernel.common.options import WebOptions
 from streamkernel.errors import CheckpointFailedError
 from streamkernel.graph.execution_graph import build_execution_graph
 from streamkernel.graph.job_graph import build_job_graph
@@ -105,7 +106,7 @@ class JobMaster:
         self._machine = JobStateMachine(job_id, self.job_name, self.job_graph.vertices,
                                         self.execution_graph.slots_needed,
                                         restart_strategy or create_restart_strategy(self.configuration), _now_ms(),
-                                        int(self.configuration.get("web.exception-history-size", 16)))
+                                        WebOptions.EXCEPTION_HISTORY_SIZE.get(self.configuration))
         self._checkpointing = JobCheckpointing(job_id, self.job_graph, self.configuration, locate=self._locate,
                                                fail_job=lambda error: self._events.put(("fail", error)),
                                                stop_job=self._stop_after_savepoint)

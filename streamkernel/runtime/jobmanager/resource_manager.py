@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from streamkernel.common.config_options import parse_duration_ms
+from streamkernel.common.options import HeartbeatManagerOptions
 from streamkernel.errors import IllegalConfigurationError, NotEnoughSlotsError, StreamKernelError
 from streamkernel.graph.execution_graph import SlotId
 from streamkernel.runtime.taskmanager.gateway import (
@@ -92,8 +92,8 @@ class ResourceManager:
 
     def __init__(self, configuration: Optional[Mapping[str, Any]] = None) -> None:
         conf = dict(configuration or {})
-        self.heartbeat_interval_ms = parse_duration_ms(conf.get("heartbeat.interval", 10_000), "heartbeat.interval")
-        self.heartbeat_timeout_ms = parse_duration_ms(conf.get("heartbeat.timeout", 50_000), "heartbeat.timeout")
+        self.heartbeat_interval_ms = HeartbeatManagerOptions.HEARTBEAT_INTERVAL.get(conf).to_milliseconds()
+        self.heartbeat_timeout_ms = HeartbeatManagerOptions.HEARTBEAT_TIMEOUT.get(conf).to_milliseconds()
         if self.heartbeat_interval_ms < 1 or self.heartbeat_timeout_ms < self.heartbeat_interval_ms:
             raise IllegalConfigurationError(
                 f"heartbeat.interval must be at least 1 ms and heartbeat.timeout at least as long, got "

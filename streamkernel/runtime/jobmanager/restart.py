@@ -29,7 +29,7 @@ import random
 from collections import deque
 from typing import Any, Mapping, Optional
 
-from streamkernel.common.config_options import parse_duration_ms
+from streamkernel.common.options import CheckpointingOptions
 from streamkernel.common.restart_strategy import (
     RestartStrategies,
     RestartStrategyConfiguration,
@@ -274,10 +274,8 @@ def restart_strategy_for(configuration: RestartStrategyConfiguration,
 
 def checkpointing_enabled(configuration: Mapping[str, Any]) -> bool:
     """True when ``execution.checkpointing.interval`` is set to a positive duration."""
-    value = configuration.get("execution.checkpointing.interval")
-    if value is None or str(value).strip() in ("", "-1", "0"):
-        return False
-    return parse_duration_ms(value, "execution.checkpointing.interval") > 0
+    interval = CheckpointingOptions.CHECKPOINTING_INTERVAL.get(configuration)
+    return interval is not None and interval.to_milliseconds() > 0
 
 
 def create_restart_strategy(configuration: Mapping[str, Any], rng: Optional[random.Random] = None) -> RestartStrategy:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
+from streamkernel.common.options import ExecutionOptions
 from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.time_domain import TimeDomain
 from streamkernel.graph.transformations import OperatorSpec
@@ -195,7 +196,7 @@ class ReduceOperator(StreamOperator):
         value_dict = getattr(self._backend, "value_dict", None)  # HeapKeyedStateBackend's fast path
         self._table = value_dict(descriptor) if value_dict is not None else None
         # BATCH execution (RuntimeExecutionMode.BATCH): one final value per key at the end of input.
-        self._batch_mode = self.context.configuration.get("execution.runtime-mode", "STREAMING") == "BATCH"
+        self._batch_mode = ExecutionOptions.RUNTIME_MODE.get(self.context.configuration) == "BATCH"
         super().open()
 
     def end_input(self) -> None:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Iterator, Optional
 
-from streamkernel.common.config_options import parse_duration_ms
+from streamkernel.common.options import PipelineOptions
 from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK, TimestampAssigner
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.transformations import OperatorSpec
@@ -50,7 +50,6 @@ __all__ = ["SourceOperator", "DEFAULT_BATCH_SIZE", "timestamp_extractor"]
 
 #: records read per ``emit_next`` by default
 DEFAULT_BATCH_SIZE = 1024
-_DEFAULT_WATERMARK_INTERVAL_MS = 200
 
 
 def timestamp_extractor(assigner: TimestampAssigner) -> Callable[[Iterator[Any], Optional[list]], list]:
@@ -115,9 +114,7 @@ class SourceOperator(StreamOperator):
         if strategy.timestamp_assigner is not None:
             self._extract = timestamp_extractor(strategy.timestamp_assigner)
         self._generator = strategy.create_watermark_generator()
-        interval = parse_duration_ms(context.configuration.get("pipeline.auto-watermark-interval",
-                                                               _DEFAULT_WATERMARK_INTERVAL_MS),
-                                     "pipeline.auto-watermark-interval")
+        interval = PipelineOptions.AUTO_WATERMARK_INTERVAL.get(context.configuration).to_milliseconds()
         self._interval_ms = interval if interval > 0 else None
         self._idle_timeout_ms = strategy.idle_timeout_ms
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from streamkernel.common.config_options import parse_duration_ms
+from streamkernel.common.options import PipelineOptions
 from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK
 from streamkernel.graph.transformations import OperatorSpec
 from streamkernel.runtime.operators.base import StreamOperator
@@ -30,7 +30,7 @@ __all__ = ["TimestampsAndWatermarksOperator", "AUTO_WATERMARK_INTERVAL", "DEFAUL
 #: the configuration key of the periodic watermark interval
 AUTO_WATERMARK_INTERVAL = "pipeline.auto-watermark-interval"
 #: Flink's default interval (ms)
-DEFAULT_AUTO_WATERMARK_INTERVAL_MS = 200
+DEFAULT_AUTO_WATERMARK_INTERVAL_MS: int = PipelineOptions.AUTO_WATERMARK_INTERVAL.default_value().to_milliseconds()  # type: ignore[union-attr]
 
 
 def _direct_extractor(assigner: Any) -> tuple[Optional[Callable[..., int]], bool]:
@@ -73,8 +73,7 @@ class TimestampsAndWatermarksOperator(StreamOperator):
                 self._extract, self._extract_takes_timestamp = function, takes
             else:
                 self._extract, self._extract_takes_timestamp = assigner.extract_timestamp, True
-        raw = self.context.configuration.get(AUTO_WATERMARK_INTERVAL, DEFAULT_AUTO_WATERMARK_INTERVAL_MS)
-        self._interval_ms = parse_duration_ms(raw, AUTO_WATERMARK_INTERVAL)
+        self._interval_ms = PipelineOptions.AUTO_WATERMARK_INTERVAL.get(self.context.configuration).to_milliseconds()
         self._last_record_ms = self.context.processing_time.current_processing_time()
         self._schedule()
         super().open()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from streamkernel.common.options import CheckpointingOptions
 from streamkernel.datastream.connectors.sink_writer import SinkContext
 from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.operators.base import OperatorContext
@@ -37,15 +38,8 @@ __all__ = ["BatchSinkWriter", "checkpointing_enabled"]
 
 def checkpointing_enabled(configuration: Any) -> bool:
     """True if the job checkpoints (``execution.checkpointing.interval`` set and > 0)."""
-    from streamkernel.common.config_options import parse_duration_ms
-
-    raw = configuration.get("execution.checkpointing.interval")
-    if raw in (None, ""):
-        return False
-    try:
-        return parse_duration_ms(raw) > 0
-    except ValueError:
-        return False
+    interval = CheckpointingOptions.CHECKPOINTING_INTERVAL.get(configuration)
+    return interval is not None and interval.to_milliseconds() > 0
 
 
 class BatchSinkWriter:

@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Optional
 
-from streamkernel.common.config_options import parse_duration_ms
+from streamkernel.common.options import BackendOptions, HeartbeatManagerOptions, JobManagerOptions, TaskManagerOptions
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.jobmanager.resource_manager import TaskManagerLostError
 from streamkernel.runtime.rpc.connection import RpcConnection
@@ -49,11 +49,10 @@ _LOG = logging.getLogger(__name__)
 REMOTE_HEARTBEAT_DEFAULTS = {"heartbeat.interval": "1 s", "heartbeat.timeout": "5 s"}
 
 #: Start a new TaskManager when one is lost (true/false).
-REPLACE_LOST_KEY = "streamkernel.taskmanager.replace-lost"
+REPLACE_LOST_KEY = BackendOptions.REPLACE_LOST.key()
 
 #: How long :meth:`RemoteTaskManagers.start` waits for launched TaskManagers to register (Flink's key).
-REGISTRATION_TIMEOUT_KEY = "taskmanager.registration.timeout"
-_DEFAULT_REGISTRATION_TIMEOUT_MS = 60_000
+REGISTRATION_TIMEOUT_KEY = TaskManagerOptions.REGISTRATION_TIMEOUT.key()
 
 
 class TaskManagerStartError(StreamKernelError):
@@ -88,14 +87,13 @@ class RemoteTaskManagers:
         self.launcher = launcher
         self.configuration = dict(configuration)
         self._id_of = id_of
-        self.replaces_lost = str(configuration.get(REPLACE_LOST_KEY, replace_lost)).strip().lower() == "true"
+        self.replaces_lost = BackendOptions.REPLACE_LOST.get(configuration, replace_lost)
         self._timeout = rpc_timeout_seconds(self.configuration)
-        self._registration_timeout_s = parse_duration_ms(
-            self.configuration.get(REGISTRATION_TIMEOUT_KEY, _DEFAULT_REGISTRATION_TIMEOUT_MS),
-            REGISTRATION_TIMEOUT_KEY) / 1000
-        self._heartbeat_s = parse_duration_ms(
-            self.configuration.get("heartbeat.interval", REMOTE_HEARTBEAT_DEFAULTS["heartbeat.interval"]),
-            "heartbeat.interval") / 1000
+        self._registration_timeout_s = TaskManagerOptions.REGISTRATION_TIMEOUT.get(self.configuration) \
+            .to_milliseconds() / 1000
+        heartbeat = REMOTE_HEARTBEAT_DEFAULTS["heartbeat.interval"]
+        self._heartbeat_s = HeartbeatManagerOptions.HEARTBEAT_INTERVAL.get(
+            self.configuration, HeartbeatManagerOptions.HEARTBEAT_INTERVAL.parse(heartbeat)).to_milliseconds() / 1000
         self.secret = new_cluster_secret()
         self.driver_services = DriverServices()
         # _cond guards every field below; waiters in start()/add() wait for registrations.
@@ -181,7 +179,7 @@ class RemoteTaskManagers:
         # a launcher may know better (spark: the driver's reachable spark.driver.host on a cluster)
         reachable = getattr(self.launcher, "jobmanager_bind_host", None)
         host = reachable() if reachable is not None else bind_host(self.configuration, "jobmanager.bind-host")
-        port = int(self.configuration.get("jobmanager.rpc.port", 0) or 0)
+        port = JobManagerOptions.RPC_PORT.get(self.configuration)
         self._listener = AuthenticatedListener((host, port), self.secret, self._accept, name="jobmanager-rpc")
         try:
             ids = self._launch(count, slots)

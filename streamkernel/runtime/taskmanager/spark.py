@@ -62,7 +62,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from streamkernel.common.config_options import parse_duration_ms
+from streamkernel.common.options import BackendOptions, JobManagerOptions
 from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.rpc.transport import LOOPBACK
 from streamkernel.runtime.taskmanager.spark_host import SparkHostInfo
@@ -79,7 +79,7 @@ __all__ = ["SparkTaskManagerLauncher", "SparkTaskSlotsError", "SparkHostJobError
 _LOG = logging.getLogger(__name__)
 
 #: How long launch() waits for a cluster's executors to register enough cores.
-EXECUTOR_WAIT_KEY = "taskmanager.spark.executor-registration-timeout"
+EXECUTOR_WAIT_KEY = BackendOptions.SPARK_EXECUTOR_WAIT.key()
 
 
 @dataclass
@@ -136,8 +136,7 @@ class SparkTaskManagerLauncher:
         self._given_session = spark_session
         self._master = master.strip() if master else None
         self._worker_entry = worker_entry
-        self._executor_wait_s = parse_duration_ms(self._configuration.get(EXECUTOR_WAIT_KEY, "30 s"),
-                                                  EXECUTOR_WAIT_KEY) / 1000.0
+        self._executor_wait_s = BackendOptions.SPARK_EXECUTOR_WAIT.get(self._configuration).to_milliseconds() / 1000.0
         self._cluster = uuid.uuid4().hex[:8]
         self._group = f"streamkernel-taskmanagers-{self._cluster}"
         self._launch_lock = threading.Lock()  # serializes launch() and stop()
@@ -197,11 +196,11 @@ class SparkTaskManagerLauncher:
         this machine); otherwise the driver's reachable address, Spark's ``spark.driver.host``.
         May start the SparkSession (a cluster master's driver host is known only then).
         """
-        configured = self._configuration.get("jobmanager.bind-host", "").strip()
+        configured = (JobManagerOptions.BIND_HOST.get(self._configuration) or "").strip()
         if configured:
             return configured
         if self._given_session is None and self._session is None:
-            wanted = self._master or self._configuration.get("spark.master")
+            wanted = self._master or BackendOptions.SPARK_MASTER.get(self._configuration)
             if (wanted is None and not _spark_context_running()) or (wanted is not None and is_local_master(wanted)):
                 return LOOPBACK
         context = self._acquire_session(1).spark_context

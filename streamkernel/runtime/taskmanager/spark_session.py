@@ -30,6 +30,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Mapping, Optional
 
+from streamkernel.common.options import BackendOptions
 from streamkernel.errors import IllegalConfigurationError, StreamKernelError
 from streamkernel.runtime.taskmanager.spark_resources import default_local_master, is_local_master
 
@@ -42,7 +43,7 @@ _LOG = logging.getLogger(__name__)
 #: unless ``spark.task.maxFailures`` is configured. A host killed more often than this ends
 #: the whole background job (Spark aborts a job whose task failed F times), so it is
 #: higher than Spark's 4: the job's own restart strategy is what bounds recovery.
-DEFAULT_MAX_FAILURES = 8
+DEFAULT_MAX_FAILURES: int = BackendOptions.SPARK_TASK_MAX_FAILURES.default_value()  # type: ignore[assignment]
 
 # sc.pythonExec is read when an RDD's Java side is built: swapped only for that moment.
 _PYTHON_EXEC_LOCK = threading.Lock()
@@ -86,7 +87,7 @@ def obtain_session(configuration: Mapping[str, str], master: Optional[str], task
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    wanted = master or configuration.get("spark.master")
+    wanted = master or BackendOptions.SPARK_MASTER.get(configuration)
     active = SparkContext._active_spark_context
     if active is not None:
         if wanted and wanted != active.master:
@@ -96,7 +97,7 @@ def obtain_session(configuration: Mapping[str, str], master: Optional[str], task
                 f"first to start TaskManagers on {wanted!r}.")
         _LOG.info("spark backend: using the SparkContext already running in this process (master %s)", active.master)
         return OwnedSession(SparkSession.builder.getOrCreate(), owned=False, startup_seconds=None)
-    failures = int(configuration.get("spark.task.maxFailures", DEFAULT_MAX_FAILURES))
+    failures = BackendOptions.SPARK_TASK_MAX_FAILURES.get(configuration)
     chosen = wanted or default_local_master(
         taskmanagers, failures, os.cpu_count() or 1)
     settings = session_defaults(chosen)

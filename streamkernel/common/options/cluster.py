@@ -1,0 +1,110 @@
+"""Options of the cluster processes: Flink's ``TaskManagerOptions``,
+``NettyShuffleEnvironmentOptions``, ``HeartbeatManagerOptions``, ``JobManagerOptions``,
+``RpcOptions``, ``WebOptions`` and ``MiniClusterOptions``, and streamkernel's own backend
+options (where TaskManagers run)."""
+
+from __future__ import annotations
+
+from streamkernel.common.config_options import ConfigOptions
+from streamkernel.common.time import Duration
+
+__all__ = ["TaskManagerOptions", "NettyShuffleEnvironmentOptions", "HeartbeatManagerOptions", "JobManagerOptions",
+           "RpcOptions", "WebOptions", "MiniClusterOptions", "BackendOptions"]
+
+_key = ConfigOptions.key
+
+
+class TaskManagerOptions:
+    """Flink's ``TaskManagerOptions``."""
+
+    NUM_TASK_SLOTS = _key("taskmanager.numberOfTaskSlots").int_type().default_value(1).with_range(1) \
+        .with_description("Slots per TaskManager (for env.execute() without a cluster: sized to fit the job).")
+    BIND_HOST = _key("taskmanager.bind-host").string_type().no_default_value().with_description(
+        "Address a TaskManager's listeners bind to; unset: loopback.")
+    REGISTRATION_TIMEOUT = _key("taskmanager.registration.timeout").duration_type() \
+        .default_value(Duration.of_seconds(60)).with_range(1).with_description(
+            "How long starting TaskManagers in other processes may take to register (Flink's default: 5 min).")
+    TASK_CANCELLATION_INTERVAL = _key("task.cancellation.interval").long_type().default_value(30_000) \
+        .with_range(0).with_description("Milliseconds between attempts to cancel a task (kept for PyFlink programs).")
+    TASK_CANCELLATION_TIMEOUT = _key("task.cancellation.timeout").long_type().default_value(180_000) \
+        .with_range(0).with_description("Milliseconds after which a task that does not cancel is fatal (kept for "
+                                        "PyFlink programs).")
+    FORWARD_OUTPUT = _key("taskmanager.forward-output").boolean_type().default_value(True).with_description(
+        "streamkernel: whether a TaskManager process forwards its stdout/stderr to the client's.")
+
+
+class NettyShuffleEnvironmentOptions:
+    """The network stack between tasks (Flink's ``NettyShuffleEnvironmentOptions``; these two
+    keys are streamkernel's: records are batched per channel, credits count batches)."""
+
+    CREDITS_PER_CHANNEL = _key("taskmanager.network.credits-per-channel").int_type().default_value(4) \
+        .with_range(1).with_description(
+            "streamkernel: batches a receiving channel accepts ahead (credit-based flow control; Flink's "
+            "nearest key is taskmanager.network.memory.buffers-per-channel).")
+    BATCH_SIZE = _key("taskmanager.network.batch-size").int_type().default_value(1024).with_range(1) \
+        .with_description("streamkernel: records per network batch (a batch is sent when full or on buffer timeout).")
+
+
+class HeartbeatManagerOptions:
+    """Flink's ``HeartbeatManagerOptions``: how lost TaskManagers are noticed."""
+
+    HEARTBEAT_INTERVAL = _key("heartbeat.interval").duration_type().default_value(Duration.of_seconds(10)) \
+        .with_range(1).with_description(
+            "Time between heartbeats (a MiniCluster passes shorter ones: 100 ms local, 1 s for processes).")
+    HEARTBEAT_TIMEOUT = _key("heartbeat.timeout").duration_type().default_value(Duration.of_seconds(50)) \
+        .with_range(1).with_description(
+            "Time without a heartbeat after which a TaskManager is lost (at least heartbeat.interval).")
+
+
+class JobManagerOptions:
+    """Flink's ``JobManagerOptions``."""
+
+    SLOT_REQUEST_TIMEOUT = _key("slot.request.timeout").duration_type().default_value(Duration.of_seconds(30)) \
+        .with_range(0).with_description(
+            "How long a job waits for slots before failing. Flink's default is 5 min; streamkernel's 30 s, so "
+            "that a notebook cell says soon that the cluster is too small.")
+    RPC_PORT = _key("jobmanager.rpc.port").int_type().default_value(0).with_range(0, 65535).with_description(
+        "Port of the JobManager's RPC listener for TaskManagers in other processes; 0 (streamkernel's "
+        "default; Flink's is 6123): any free port.")
+    BIND_HOST = _key("jobmanager.bind-host").string_type().no_default_value().with_description(
+        "Address the JobManager's RPC listener binds to; unset: loopback (spark: the driver's address).")
+
+
+class RpcOptions:
+    """Flink's ``RpcOptions``."""
+
+    ASK_TIMEOUT = _key("pekko.ask.timeout").duration_type().default_value(Duration.of_seconds(10)) \
+        .with_deprecated_keys("akka.ask.timeout").with_range(1).with_description(
+            "How long an RPC call to another process waits for its answer.")
+
+
+class WebOptions:
+    """Flink's ``WebOptions``: how much history the REST API and the cockpit keep."""
+
+    EXCEPTION_HISTORY_SIZE = _key("web.exception-history-size").int_type().default_value(16).with_range(0) \
+        .with_description("Failures kept in a job's exception history.")
+    CHECKPOINTS_HISTORY_SIZE = _key("web.checkpoints.history").int_type().default_value(10).with_range(1) \
+        .with_description("Recent checkpoints kept in a job's checkpoint statistics.")
+
+
+class MiniClusterOptions:
+    """Flink's ``MiniClusterOptions``."""
+
+    NUM_TASK_MANAGERS = _key("minicluster.number-of-taskmanagers").int_type().default_value(1).with_range(1) \
+        .with_description("TaskManagers of a MiniCluster (and of env.execute()'s cluster when none runs).")
+
+
+class BackendOptions:
+    """streamkernel's own keys: where TaskManagers run (threads, processes, Spark tasks)."""
+
+    BACKEND = _key("streamkernel.backend").enum_type(("local", "process", "spark")).no_default_value() \
+        .with_description("Where TaskManagers run; unset: $STREAMKERNEL_BACKEND, else local.")
+    REPLACE_LOST = _key("streamkernel.taskmanager.replace-lost").boolean_type().default_value(True) \
+        .with_description("Whether a lost TaskManager in another process is replaced by a new one.")
+    SPARK_EXECUTOR_WAIT = _key("taskmanager.spark.executor-registration-timeout").duration_type() \
+        .default_value(Duration.of_seconds(30)).with_range(0).with_description(
+            "How long the spark backend waits for executors to offer the slots it needs.")
+    SPARK_MASTER = _key("spark.master").string_type().no_default_value().with_description(
+        "Spark master of the spark backend's session (unset: a local master sized for the TaskManagers).")
+    SPARK_TASK_MAX_FAILURES = _key("spark.task.maxFailures").int_type().default_value(8).with_range(1) \
+        .with_description("Tries per TaskManager host under the default local master (Spark's default is 4).")
