@@ -348,7 +348,8 @@ class JobMaster:
                     except Exception as error:  # noqa: BLE001 - a corrupt savepoint, state without uid ...
                         _LOG.error("job %r cannot restore its state: %s", self.job_name, error)
                         pending = deque(a for a in pending if not isinstance(a, DeployTask))
-                        pending.extend(self._machine.restore_failed(error, _now_ms()))
+                        pending.extend(self._machine.restore_failed(error, _now_ms(),
+                                                                    restartable=action.attempt_number > 0))
                         continue
                 self._deployer.deploy(action, self)
             elif isinstance(action, CancelTask):
