@@ -108,8 +108,9 @@ def test_a_scheme_whose_package_is_missing_is_refused_naming_the_key_and_package
     # a scheme fsspec's registry knows, whose implementation package is not installed (as s3fs may be)
     monkeypatch.setitem(known_implementations, "skfake",
                         {"class": "skfake_fs_missing.SkFakeFileSystem", "err": "Install skfake-fs to access SkFake"})
-    with pytest.raises(IllegalConfigurationError, match=r"^execution.checkpointing.savepoint-dir: 'skfake://b/sp' uses the skfake:// "
-                                                        r"file system, .*Install skfake-fs .*'skfake_fs_missing'"):
+    with pytest.raises(IllegalConfigurationError,
+                       match=r"^execution.checkpointing.savepoint-dir: 'skfake://b/sp' uses the skfake:// "
+                             r"file system, .*Install skfake-fs .*'skfake_fs_missing'"):
         submit_with({"state.savepoints.dir": "skfake://b/sp"})
     message = known_implementations["s3"]["err"]
     with pytest.raises(IllegalConfigurationError) as caught:
