@@ -73,7 +73,8 @@ def checkpoint_restore_and_finish(conf: dict) -> tuple[str, list, Any]:
     return path, contents, details
 
 
-def test_a_keyed_job_checkpoints_to_memory_and_restores_from_it() -> None:
+def test_a_keyed_job_checkpoints_to_memory_and_restores_from_it(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # before fsspec, memory://x became the local folder ./memory:/x
     base = f"memory://streamkernel-test-{uuid.uuid4().hex}"
     path, contents, details = checkpoint_restore_and_finish({"execution.checkpointing.dir": base})
     assert path == f"{base}/{details.job_id}/chk-1"
@@ -82,7 +83,8 @@ def test_a_keyed_job_checkpoints_to_memory_and_restores_from_it() -> None:
     assert not os.path.exists("memory:") and fs.listdir(base) == []  # the finished job's checkpoints deleted
 
 
-def test_a_file_url_checkpoint_directory_is_the_local_directory(tmp_path) -> None:
+def test_a_file_url_checkpoint_directory_is_the_local_directory(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
     path, contents, _ = checkpoint_restore_and_finish({"execution.checkpointing.dir": f"file://{tmp_path}/chk"})
     assert path.startswith(f"{tmp_path}/chk/") and "_metadata" in contents
     assert not os.path.exists("file:")
@@ -95,7 +97,8 @@ def submit_with(conf: dict) -> None:
         env.execute("refused")
 
 
-def test_an_unknown_scheme_is_refused_at_submission_naming_the_key(tmp_path) -> None:
+def test_an_unknown_scheme_is_refused_at_submission_naming_the_key(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
     with pytest.raises(IllegalConfigurationError, match=r"^execution.checkpointing.dir: 'nosuch://b/chk' uses the "
                                                         r"scheme 'nosuch', which fsspec does not know"):
         submit_with({"execution.checkpointing.dir": "nosuch://b/chk"})
