@@ -92,6 +92,7 @@ def test_a_file_url_checkpoint_directory_is_the_local_directory(tmp_path, monkey
 
 def submit_with(conf: dict) -> None:
     env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
+    env.set_parallelism(1)
     env.from_collection([1, 2]).print()
     with MiniCluster(1, 1):
         env.execute("refused")
@@ -135,7 +136,8 @@ def test_a_checkpoint_directory_that_is_a_regular_file_is_refused_naming_the_key
         submit_with({"state.checkpoints.dir": str(tmp_path / "chk")})
 
 
-def test_memory_storage_validates_and_skips_a_corrupt_checkpoint() -> None:
+def test_memory_storage_validates_and_skips_a_corrupt_checkpoint(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
     storage = CheckpointStorage(f"memory://streamkernel-test-{uuid.uuid4().hex}", "job", num_retained=2)
     from streamkernel.runtime.checkpoint.metadata import JobCheckpointInfo
 
