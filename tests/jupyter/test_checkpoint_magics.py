@@ -256,7 +256,8 @@ def test_savepoint_errors_are_one_line(shell, tmp_path) -> None:
     ip.run_line_magic("flink", "submit")
     wait_until(part_one_counted(ip), what="part one")
     (tmp_path / "a-file").write_text("in the way")
-    usage_error(ip, f"savepoint --dir {tmp_path / 'a-file'}", "savepoint .*failed.*Not a directory")
+    usage_error(ip, f"savepoint --dir {tmp_path / 'a-file'}",
+                "savepoint failed: savepoint target directory: .*a-file is a regular file, not a directory")
     assert ip.user_ns["job"].get_job_status().result().name == "RUNNING"  # a failed savepoint changes nothing
     build(ip, tmp_path)
     ip.run_line_magic("flink", "submit")

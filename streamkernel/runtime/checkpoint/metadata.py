@@ -23,13 +23,12 @@ File names are relative to the checkpoint directory, so a savepoint can be moved
 from __future__ import annotations
 
 import json
-import os
 import pickle
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from streamkernel.errors import CheckpointCorruptedError
-from streamkernel.runtime.checkpoint.files import read_verified
+from streamkernel.runtime.checkpoint import filesystem as fs
 from streamkernel.runtime.task_checkpoint import operator_key
 
 __all__ = [
@@ -218,13 +217,13 @@ class CompletedCheckpoint:
     @property
     def metadata_path(self) -> str:
         """The path of the ``_metadata`` file."""
-        return os.path.join(self.path, METADATA_FILE)
+        return fs.join(self.path, METADATA_FILE)
 
     def verify(self) -> None:
         """Check that every state file exists with the recorded size and checksum (raises
         :class:`CheckpointCorruptedError` naming the first bad file)."""
         for entry in self.metadata.files:
-            read_verified(os.path.join(self.path, entry.file), entry.size, entry.sha256)
+            fs.read_verified(fs.join(self.path, entry.file), entry.size, entry.sha256)
 
     def task_state(self, vertex_id: int, subtask_index: int) -> Optional[dict]:
         """The snapshot subtask ``subtask_index`` of vertex ``vertex_id`` stored
@@ -232,8 +231,8 @@ class CompletedCheckpoint:
         entry = self.metadata.file_of(vertex_id, subtask_index)
         if entry is None:
             return None
-        path = os.path.join(self.path, entry.file)
-        data = read_verified(path, entry.size, entry.sha256)
+        path = fs.join(self.path, entry.file)
+        data = fs.read_verified(path, entry.size, entry.sha256)
         try:
             snapshot = pickle.loads(data)
         except Exception as error:  # noqa: BLE001 - any unpickling failure means the file is unusable

@@ -6,7 +6,9 @@ Layout::
     <checkpoint dir>/<job id>/chk-<n>/_metadata                     JSON, written last
     <savepoint dir>/savepoint-<job id prefix>-<random>/...          the same layout
 
-Every file is written under a temporary name, fsynced and renamed (:mod:`.files`); a
+The directories may be local paths, ``file://`` URLs or any URL fsspec can write
+(``memory://``, ``s3://`` ...; :mod:`.filesystem`). Locally every file is written under a
+temporary name, fsynced and renamed (:mod:`.files`); elsewhere in one write. A
 checkpoint directory is complete only once its ``_metadata`` exists, and its state files
 must match the sizes and SHA-256 checksums recorded there. :meth:`CheckpointStorage.latest_completed`
 skips a torn or corrupt checkpoint (missing metadata, a missing, truncated or modified
@@ -32,14 +34,13 @@ from __future__ import annotations
 import os
 import pickle
 import re
-import shutil
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
 from streamkernel.errors import CheckpointCorruptedError, IllegalConfigurationError
-from streamkernel.runtime.checkpoint.files import pickle_atomically, read_verified, write_atomically
+from streamkernel.runtime.checkpoint import filesystem as fs
 from streamkernel.runtime.checkpoint.metadata import (
     METADATA_FILE,
     CheckpointMetadata,
@@ -79,34 +80,37 @@ SubtaskKey = tuple[int, int]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _local_path(path: PathLike) -> str:
-    text = os.fspath(path)
-    if text.startswith("file://"):
-        text = text[len("file://"):]
-    return os.path.abspath(os.path.expanduser(text))
-
-
 def _first(conf: Mapping[str, Any], keys: tuple[str, ...]) -> Optional[str]:
     key = next((k for k in keys if conf.get(k) not in (None, "")), None)
     return None if key is None else str(conf[key])
 
 
-def resolve_checkpoint_dir(conf: Mapping[str, Any]) -> str:
-    """The absolute checkpoint base directory: ``execution.checkpointing.dir`` (or 1.x
-    ``state.checkpoints.dir``; ``file://`` URIs accepted), else ``./checkpoints``.
+def _configured(conf: Mapping[str, Any], keys: tuple[str, ...], default: str) -> tuple[str, str]:
+    """(the key that set it, the value), the first key naming the default when none is set."""
+    key = next((k for k in keys if conf.get(k) not in (None, "")), None)
+    return (keys[0], default) if key is None else (key, str(conf[key]))
 
-    Resolve it once in the JobManager and hand the absolute path to the TaskManagers, so
-    they all write where the JobManager reads, whatever their working directory.
+
+def resolve_checkpoint_dir(conf: Mapping[str, Any]) -> str:
+    """The checkpoint base directory: ``execution.checkpointing.dir`` (or 1.x
+    ``state.checkpoints.dir``), else ``./checkpoints``; a local one made absolute.
+
+    Resolve it once in the JobManager and hand it to the TaskManagers, so they all write
+    where the JobManager reads, whatever their working directory. Raises
+    IllegalConfigurationError naming the key for a location checkpoints cannot go to
+    (:func:`.filesystem.check_location`: an unknown or uninstalled scheme, a regular file).
     """
-    return _local_path(_first(conf, CHECKPOINTS_DIRECTORY) or DEFAULT_CHECKPOINT_DIR)
+    key, value = _configured(conf, CHECKPOINTS_DIRECTORY, DEFAULT_CHECKPOINT_DIR)
+    return fs.check_location(value, key)
 
 
 def resolve_savepoint_dir(conf: Mapping[str, Any], target_dir: Optional[PathLike] = None) -> str:
     """Where a savepoint goes: ``target_dir``, else ``execution.checkpointing.savepoint-dir``
-    (1.x ``state.savepoints.dir``), else ``./savepoints``."""
+    (1.x ``state.savepoints.dir``), else ``./savepoints``; checked as :func:`resolve_checkpoint_dir`."""
     if target_dir is not None:
-        return _local_path(target_dir)
-    return _local_path(_first(conf, SAVEPOINT_DIRECTORY) or DEFAULT_SAVEPOINT_DIR)
+        return fs.check_location(target_dir, "savepoint target directory")
+    key, value = _configured(conf, SAVEPOINT_DIRECTORY, DEFAULT_SAVEPOINT_DIR)
+    return fs.check_location(value, key)
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,7 @@ class CheckpointStorage:
         if num_retained < 1:
             raise IllegalConfigurationError(
                 f"{NUM_RETAINED[0]}: at least one completed checkpoint must be retained, got {num_retained}")
-        self.base_dir = _local_path(base_dir)
+        self.base_dir = fs.normalize(base_dir)
         self.job_id = str(job_id)
         self.num_retained = num_retained
         #: the checkpoints the last ``latest_completed`` refused (newest first), with reasons
@@ -165,20 +169,20 @@ class CheckpointStorage:
     @property
     def job_dir(self) -> str:
         """``<base dir>/<job id>``: every checkpoint of the job lives below it."""
-        return os.path.join(self.base_dir, self.job_id)
+        return fs.join(self.base_dir, self.job_id)
 
     def checkpoint_dir(self, checkpoint_id: int) -> str:
         """``<base dir>/<job id>/chk-<n>``."""
-        return os.path.join(self.job_dir, f"chk-{checkpoint_id}")
+        return fs.join(self.job_dir, f"chk-{checkpoint_id}")
 
     # ------------------------------------------------------------------ writing
     def write_task_state(self, checkpoint_id: int, vertex_id: int, subtask_index: int, snapshot: dict) -> StateHandle:
         """Write one subtask's snapshot (atomically) into ``chk-<n>``; called by the task."""
         directory = self.checkpoint_dir(checkpoint_id)
-        os.makedirs(directory, exist_ok=True)
-        path = os.path.join(directory, state_file_name(vertex_id, subtask_index))
+        fs.makedirs(directory)
+        path = fs.join(directory, state_file_name(vertex_id, subtask_index))
         try:
-            size, sha256 = pickle_atomically(path, snapshot)
+            size, sha256 = fs.write_pickle(path, snapshot)
         except (pickle.PicklingError, TypeError, AttributeError) as error:  # say whose state it was
             raise TypeError(f"checkpoint {checkpoint_id}: the state of subtask {subtask_index} of vertex "
                             f"{vertex_id} cannot be pickled: {error}") from error
@@ -189,7 +193,7 @@ class CheckpointStorage:
         """Complete checkpoint ``checkpoint_id``: write its ``_metadata`` (last, atomically), then
         delete completed checkpoints beyond the retained number."""
         directory = self.checkpoint_dir(checkpoint_id)
-        os.makedirs(directory, exist_ok=True)
+        fs.makedirs(directory)
         files = [self._place(directory, checkpoint_id, subtask, handle, move=False)
                  for subtask, handle in sorted(handles.items())]
         completed = self._write_metadata(directory, checkpoint_id, files, job_info, timestamp, False)
@@ -205,8 +209,8 @@ class CheckpointStorage:
         ``target_dir`` None: the configured savepoint directory (``conf``), else ``./savepoints``.
         """
         base = resolve_savepoint_dir(conf or {}, target_dir)
-        directory = os.path.join(base, f"savepoint-{self.job_id[:6]}-{uuid.uuid4().hex[:12]}")
-        os.makedirs(directory)
+        directory = fs.join(base, f"savepoint-{self.job_id[:6]}-{uuid.uuid4().hex[:12]}")
+        fs.makedirs(directory, exist_ok=False)
         files = [self._place(directory, checkpoint_id, subtask, handle, move=True)
                  for subtask, handle in sorted(handles.items())]
         completed = self._write_metadata(directory, checkpoint_id, files, job_info, timestamp, True)
@@ -219,27 +223,24 @@ class CheckpointStorage:
         moved there (savepoints), or checked to be there already (checkpoints)."""
         vertex_id, subtask_index = subtask
         name = state_file_name(vertex_id, subtask_index)
-        target = os.path.join(directory, name)
+        target = fs.join(directory, name)
         if handle is None:
             return None
         if isinstance(handle, dict):  # a snapshot handed over in memory
-            size, sha256 = pickle_atomically(target, handle)
+            size, sha256 = fs.write_pickle(target, handle)
             return FileMetadata(vertex_id, subtask_index, name, size, sha256)
         if not isinstance(handle, StateHandle):
             raise TypeError(f"checkpoint {checkpoint_id}: subtask {subtask_index} of vertex {vertex_id} "
                             f"acknowledged with a {type(handle).__name__}, not a StateHandle or a snapshot")
-        source = os.path.abspath(handle.path)
-        if source != target:
+        source = handle.path
+        if not fs.same_path(source, target):
             if not move:
                 raise IllegalConfigurationError(
                     f"checkpoint {checkpoint_id}: subtask {subtask_index} of vertex {vertex_id} wrote its state to "
                     f"{source}, outside the checkpoint directory {directory}; the TaskManagers and the "
                     "JobManager must share the checkpoint directory (set execution.checkpointing.dir to an "
                     "absolute path they all see)")
-            try:
-                os.replace(source, target)
-            except OSError:  # another file system: copy, checking the content on the way
-                write_atomically(target, read_verified(source, handle.size, handle.sha256))
+            fs.move(source, target, handle.size, handle.sha256)
         return FileMetadata(vertex_id, subtask_index, name, handle.size, handle.sha256)
 
     def _write_metadata(self, directory: str, checkpoint_id: int, files: list, job_info: JobCheckpointInfo,
@@ -249,16 +250,13 @@ class CheckpointStorage:
             timestamp=int(time.time() * 1000) if timestamp is None else timestamp, is_savepoint=is_savepoint,
             operators=dict(job_info.operators), vertices=dict(job_info.vertices),
             files=tuple(f for f in files if f is not None))
-        write_atomically(os.path.join(directory, METADATA_FILE), metadata.to_json().encode("utf-8"))
+        fs.write_bytes(fs.join(directory, METADATA_FILE), metadata.to_json().encode("utf-8"))
         return CompletedCheckpoint(directory, metadata)
 
     # ------------------------------------------------------------------ reading
     def checkpoint_ids(self) -> list[int]:
         """The ids of every ``chk-<n>`` folder of the job (complete or not), newest first."""
-        try:
-            names = os.listdir(self.job_dir)
-        except FileNotFoundError:
-            return []
+        names = fs.listdir(self.job_dir)
         return sorted((int(m.group(1)) for m in map(_CHECKPOINT_DIR.match, names) if m), reverse=True)
 
     def max_checkpoint_id(self) -> int:
@@ -283,7 +281,7 @@ class CheckpointStorage:
     # ------------------------------------------------------------------ deleting
     def discard(self, checkpoint_id: int) -> None:
         """Delete ``chk-<n>`` (an aborted checkpoint, or a savepoint's staging folder)."""
-        shutil.rmtree(self.checkpoint_dir(checkpoint_id), ignore_errors=True)
+        fs.rmtree(self.checkpoint_dir(checkpoint_id))
 
     def discard_state(self, handle: Any) -> None:
         """Delete one state file written for an aborted checkpoint (a late acknowledgement),
@@ -291,10 +289,10 @@ class CheckpointStorage:
         if not isinstance(handle, StateHandle):
             return
         try:
-            os.unlink(handle.path)
-            os.rmdir(os.path.dirname(handle.path))  # only succeeds when empty
+            fs.remove(handle.path)
         except OSError:
-            pass
+            return
+        fs.remove_empty_dir(fs.dirname(handle.path))
 
     def _apply_retention(self) -> None:
         """Keep the newest ``num_retained`` completed checkpoints; delete older completed ones.
@@ -303,7 +301,7 @@ class CheckpointStorage:
         savepoint being staged) still in progress; aborted ones are discarded by the JobMaster.
         """
         completed = [cid for cid in self.checkpoint_ids()
-                     if os.path.exists(os.path.join(self.checkpoint_dir(cid), METADATA_FILE))]
+                     if fs.exists(fs.join(self.checkpoint_dir(cid), METADATA_FILE))]
         for checkpoint_id in completed[self.num_retained:]:
             self.discard(checkpoint_id)
 
@@ -329,10 +327,7 @@ class CheckpointStorage:
         for checkpoint_id in self.checkpoint_ids():
             self.discard(checkpoint_id)
             deleted.append(self.checkpoint_dir(checkpoint_id))
-        try:
-            os.rmdir(self.job_dir)
-        except OSError:
-            pass
+        fs.remove_empty_dir(self.job_dir)
         return deleted
 
     def __repr__(self) -> str:
@@ -341,10 +336,9 @@ class CheckpointStorage:
 
 def _validated(directory: str) -> CompletedCheckpoint:
     """The completed checkpoint in ``directory`` with every file checked; raises CheckpointCorruptedError."""
-    metadata_path = os.path.join(directory, METADATA_FILE)
+    metadata_path = fs.join(directory, METADATA_FILE)
     try:
-        with open(metadata_path, "rb") as file:
-            text = file.read().decode("utf-8")
+        text = fs.read_bytes(metadata_path).decode("utf-8")
     except FileNotFoundError:
         raise CheckpointCorruptedError(
             metadata_path, "is missing: the checkpoint never completed (a crash or failure while it was "
@@ -352,7 +346,7 @@ def _validated(directory: str) -> CompletedCheckpoint:
     except (OSError, UnicodeDecodeError) as error:
         raise CheckpointCorruptedError(metadata_path, f"cannot be read ({error})") from None
     completed = CompletedCheckpoint(directory, CheckpointMetadata.from_json(text, metadata_path))
-    match = _CHECKPOINT_DIR.match(os.path.basename(directory))
+    match = _CHECKPOINT_DIR.match(fs.basename(directory))
     if match and int(match.group(1)) != completed.checkpoint_id:
         raise CheckpointCorruptedError(
             metadata_path, f"describes checkpoint {completed.checkpoint_id}, not {match.group(1)}")
@@ -364,7 +358,7 @@ def _latest_valid(job_dir: str, checkpoint_ids: list[int]) -> tuple[Optional[Com
                                                                      list[SkippedCheckpoint]]:
     skipped: list[SkippedCheckpoint] = []
     for checkpoint_id in checkpoint_ids:
-        directory = os.path.join(job_dir, f"chk-{checkpoint_id}")
+        directory = fs.join(job_dir, f"chk-{checkpoint_id}")
         try:
             return _validated(directory), skipped
         except CheckpointCorruptedError as error:
@@ -383,14 +377,14 @@ def load_checkpoint(path_or_checkpoint: Union[PathLike, CompletedCheckpoint]) ->
     """
     if isinstance(path_or_checkpoint, CompletedCheckpoint):
         return _validated(path_or_checkpoint.path)
-    path = _local_path(path_or_checkpoint)
-    if os.path.basename(path) == METADATA_FILE and os.path.isfile(path):
-        path = os.path.dirname(path)
-    if not os.path.isdir(path):
+    path = fs.check_location(path_or_checkpoint, "checkpoint or savepoint path", directory=False)
+    if fs.basename(path) == METADATA_FILE and fs.exists(path) and not fs.isdir(path):
+        path = fs.dirname(path)
+    if not fs.isdir(path):
         raise FileNotFoundError(f"no checkpoint or savepoint at {path}")
-    if os.path.exists(os.path.join(path, METADATA_FILE)):
+    if fs.exists(fs.join(path, METADATA_FILE)):
         return _validated(path)
-    ids = sorted((int(m.group(1)) for m in map(_CHECKPOINT_DIR.match, os.listdir(path)) if m), reverse=True)
+    ids = sorted((int(m.group(1)) for m in map(_CHECKPOINT_DIR.match, fs.listdir(path)) if m), reverse=True)
     if not ids:
         return _validated(path)  # raises: no _metadata here
     found, skipped = _latest_valid(path, ids)

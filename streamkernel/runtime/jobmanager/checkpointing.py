@@ -42,7 +42,7 @@ from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options import ExecutionOptions
 from streamkernel.datastream.checkpoint_config import CheckpointConfig
-from streamkernel.errors import CheckpointFailedError
+from streamkernel.errors import CheckpointFailedError, IllegalConfigurationError
 from streamkernel.graph.job_graph import JobGraph
 from streamkernel.runtime.checkpoint.actions import (
     AbortCheckpoint,
@@ -161,7 +161,11 @@ class JobCheckpointing:
             request.future.complete_exceptionally(CheckpointFailedError(
                 f"cannot take a {request.kind}: the job runs in BATCH execution mode, which takes no checkpoints"))
             return
-        target = resolve_savepoint_dir(self.configuration, request.target_dir) if request.is_savepoint else None
+        try:
+            target = resolve_savepoint_dir(self.configuration, request.target_dir) if request.is_savepoint else None
+        except IllegalConfigurationError as error:  # a file in the way, an unknown scheme: this savepoint fails
+            request.future.complete_exceptionally(CheckpointFailedError(f"{request.kind} failed: {error}"))
+            return
         actions = self.coordinator.trigger(now_ms, request.is_savepoint, target)
         for action in actions:
             if isinstance(action, TriggerRejected):

@@ -92,10 +92,11 @@ class ExecutionDeployer:
         shape :mod:`streamkernel.runtime.task_checkpoint` restores). Attempt 0 starts from ``execution.state-recovery.path`` (1.x
         ``execution.savepoint.path``) if set; a restart from the latest valid completed
         checkpoint (corrupt ones are skipped and reported in the exception history and the
-        log), else from the first attempt's checkpoint. None means "start from scratch": the
-        sources read from the beginning, as in Flink. Raises (and the job fails) when the
-        state cannot be restored: a missing or corrupt savepoint, state without a matching
-        uid, a parallelism above the max parallelism.
+        log), else from the first attempt's checkpoint. None means "start from scratch" (only
+        for a job that completed no checkpoint): the sources read from the beginning, as in
+        Flink. Raises when the state cannot be restored: a missing or corrupt savepoint, state
+        without a matching uid, a parallelism above the max parallelism (the job fails), or
+        no restorable checkpoint left at a restart (the restart strategy decides).
         """
         choice = self._recovery.choose(attempt, self._checkpointing.completed_ids)
         now = self._now_ms()

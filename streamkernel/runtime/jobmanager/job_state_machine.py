@@ -27,6 +27,8 @@ The rules (Flink's, restarting all tasks of the job on a failure: Flink's "full"
     CREATED/RUNNING --a global failure (too many failed checkpoints)--> as a failed subtask
     CREATED/RUNNING --the state to start from cannot be restored--> FAILING, no restart
                       (a corrupt savepoint or a program that does not fit it stays so)
+    RUNNING (a restart) --no completed checkpoint can be restored--> ask the RestartStrategy,
+                      as a failed subtask (never a restart from empty state)
     any non-terminal --cancel--> CANCELLING: cancel every subtask, then release the channels
     CANCELLING --all subtasks terminal--> CANCELED             (release, report)
 
@@ -295,16 +297,25 @@ class JobStateMachine:
             return []
         return self._fail(cause, None, now_ms)
 
-    def restore_failed(self, cause: BaseException, now_ms: int) -> list[Action]:
+    def restore_failed(self, cause: BaseException, now_ms: int, restartable: bool = False) -> list[Action]:
         """The checkpoint or savepoint the attempt must start from cannot be restored (before
-        any of its subtasks was deployed): the job fails without a restart."""
+        any of its subtasks was deployed). The first attempt (a savepoint or checkpoint given
+        to start from, ``restartable`` False) fails the job at once; a restart's (none of the
+        job's completed checkpoints is restorable, ``restartable`` True) is a failure like any
+        other: the restart strategy decides, as in Flink."""
         if self.is_terminal or self.status in (JobStatus.FAILING, JobStatus.CANCELLING):
             return []
         self.awaiting_slots = False
         self.failure_cause = cause
         self.failing_task = None
-        self.exception_history.append(ExceptionHistoryEntry.of(cause, now_ms, None, None, self.attempt, False))
-        self._set_status(JobStatus.FAILING, now_ms)
+        restart = False
+        if restartable:
+            self.restart_strategy.notify_failure(cause, now_ms)
+            restart = self.restart_strategy.can_restart()
+            self._failed_at_ms = now_ms
+            self._backoff_ms = max(0, int(self.restart_strategy.get_backoff_time_ms())) if restart else 0
+        self.exception_history.append(ExceptionHistoryEntry.of(cause, now_ms, None, None, self.attempt, restart))
+        self._set_status(JobStatus.RESTARTING if restart else JobStatus.FAILING, now_ms)
         for execution in self.executions.values():
             if not execution.state.is_terminal:
                 execution.cancel_requested = True

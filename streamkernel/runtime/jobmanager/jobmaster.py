@@ -45,7 +45,7 @@ from streamkernel.errors import CheckpointFailedError
 from streamkernel.graph.execution_graph import build_execution_graph
 from streamkernel.graph.job_graph import build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
-from streamkernel.runtime.checkpoint.storage import resolve_checkpoint_dir
+from streamkernel.runtime.checkpoint.storage import resolve_checkpoint_dir, resolve_savepoint_dir
 from streamkernel.runtime.deployment import ExecutionAttemptId
 from streamkernel.runtime.jobmanager.checkpointing import CheckpointRequest, JobCheckpointing
 from streamkernel.runtime.jobmanager.execution_deployer import (
@@ -95,8 +95,10 @@ class JobMaster:
                  on_terminated: Optional[Callable[["JobMaster", JobResult], None]] = None) -> None:
         self._job_id = job_id
         self.configuration = {k: str(v) for k, v in (configuration or stream_graph.configuration).items()}
-        # Resolved once, here: every TaskManager writes where this JobMaster reads.
+        # Resolved once, here: every TaskManager writes where this JobMaster reads. Both
+        # directories are checked at submission (scheme known and installed, not a file).
         self.configuration["execution.checkpointing.dir"] = resolve_checkpoint_dir(self.configuration)
+        resolve_savepoint_dir(self.configuration)
         self.job_graph = build_job_graph(stream_graph)
         # The graph is placed on one logical TaskManager with exactly the slots it needs;
         # assign_slots maps those logical slots onto the real ones the ResourceManager gives.
@@ -349,7 +351,8 @@ class JobMaster:
                     except Exception as error:  # noqa: BLE001 - a corrupt savepoint, state without uid ...
                         _LOG.error("job %r cannot restore its state: %s", self.job_name, error)
                         pending = deque(a for a in pending if not isinstance(a, DeployTask))
-                        pending.extend(self._machine.restore_failed(error, _now_ms()))
+                        pending.extend(self._machine.restore_failed(error, _now_ms(),
+                                                                    restartable=action.attempt_number > 0))
                         continue
                 self._deployer.deploy(action, self)
             elif isinstance(action, CancelTask):

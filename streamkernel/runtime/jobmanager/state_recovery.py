@@ -10,11 +10,18 @@ Flink's JobMaster restores a job from one of two places:
   checkpoint storage. Corrupt or torn checkpoints are skipped for the previous complete one
   (:attr:`RecoveryChoice.skipped` says which and why, for the user: only checkpoints the
   job completed count, not the folders of checkpoints aborted before their metadata was
-  written, e.g. by a task of a killed TaskManager that wrote late). Without any completed
-  checkpoint yet, the checkpoint the first attempt started from is used again (Flink adds
-  it to its checkpoint store); without that either, the job restarts from scratch and its
-  sources read from the beginning. Savepoints taken while the job ran are never used for
-  failover (Flink 1.15+ keeps them out of the checkpoint store).
+  written, e.g. by a task of a killed TaskManager that wrote late). The checkpoint the first
+  attempt started from is a candidate too (Flink adds it to its checkpoint store) while the
+  job completed fewer checkpoints than it retains. Savepoints taken while the job ran are
+  never used for failover (Flink 1.15+ keeps them out of the checkpoint store).
+
+  Only a job that never completed a checkpoint (and did not start from one) restarts from
+  scratch, its sources reading from the beginning. Once a checkpoint completed, a restart
+  that finds none of the candidates restorable raises :class:`CheckpointCorruptedError`
+  naming every checkpoint tried and why it was refused: as Flink's ``"Could not read any
+  of the ... checkpoints"``, this counts as a failure of the job, its restart strategy runs
+  (and may run out, the job then FAILED). Starting from empty state instead would make the
+  sinks write again what they had committed (duplicates in an exactly-once FileSink).
 
 The state is then assigned to the subtasks of *this* job, at its parallelism (rescaling
 keyed state by key group), with ``execution.state-recovery.ignore-unclaimed-state``
@@ -71,7 +78,9 @@ class StateRecovery:
         this job completed (only those are reported when skipped).
 
         Raises :class:`FileNotFoundError` or :class:`CheckpointCorruptedError` (naming the
-        bad file) when the configured recovery path of the first attempt cannot be used.
+        bad file) when the configured recovery path of the first attempt cannot be used, and
+        :class:`CheckpointCorruptedError` naming every checkpoint tried when a restart of a
+        job that completed a checkpoint finds none restorable.
         """
         if attempt == 0:
             if self.initial_path is None:
@@ -79,10 +88,24 @@ class StateRecovery:
             self._initial = self._load_initial(self.initial_path)
             return RecoveryChoice(self._initial)
         latest = self.storage.latest_completed()
-        skipped = tuple(s for s in self.storage.skipped_checkpoints if s.checkpoint_id in completed_ids)
-        if latest is None and self._initial is not None:
-            latest = load_checkpoint(self._initial)
-        return RecoveryChoice(latest, skipped)
+        skipped = [s for s in self.storage.skipped_checkpoints if s.checkpoint_id in completed_ids]
+        if latest is None:
+            skipped += self._missing(completed_ids)
+            if self._initial is not None and len(completed_ids) < self.storage.num_retained:
+                try:
+                    latest = load_checkpoint(self._initial)
+                except (FileNotFoundError, CheckpointCorruptedError) as error:
+                    skipped.append(SkippedCheckpoint(self._initial.checkpoint_id, self._initial.path, str(error)))
+            if latest is None and skipped:
+                raise CheckpointCorruptedError(self.storage.job_dir, _none_restorable(skipped))
+        return RecoveryChoice(latest, tuple(skipped))
+
+    def _missing(self, completed_ids: Collection[int]) -> list[SkippedCheckpoint]:
+        """The retained checkpoints of this job whose folder is gone altogether."""
+        present = set(self.storage.checkpoint_ids())
+        retained = sorted(completed_ids, reverse=True)[:self.storage.num_retained]
+        return [SkippedCheckpoint(cid, self.storage.checkpoint_dir(cid), "its directory is missing")
+                for cid in retained if cid not in present]
 
     def assign(self, completed: CompletedCheckpoint) -> dict[SubtaskKey, dict[str, dict]]:
         """The restored state of every subtask of this job from ``completed``.
@@ -109,6 +132,12 @@ class StateRecovery:
             raise CheckpointCorruptedError(
                 error.path, f"{error.reason}; the job cannot start from {setting} {path!r}: restore another "
                             "savepoint or checkpoint") from None
+
+
+def _none_restorable(tried: list[SkippedCheckpoint]) -> str:
+    reasons = "; ".join(f"checkpoint {s.checkpoint_id} ({s.path}): {s.reason}" for s in tried)
+    return (f"none of the {len(tried)} completed checkpoint(s) of the job can be restored, and the job does not "
+            f"restart from empty state (its sinks would write committed output again): {reasons}")
 
 
 def _kind(completed: Optional[CompletedCheckpoint]) -> str:

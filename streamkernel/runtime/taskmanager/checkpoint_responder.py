@@ -8,7 +8,9 @@ A task that took a checkpoint answers through its ``TaskServices.checkpoint_resp
 Where a task writes its state is ``TaskServices.checkpoint_storage``, a factory
 ``(job_id, configuration) -> storage`` with ``write_task_state``. :func:`task_checkpoint_storage`
 is the TaskManager's: the job's checkpoint directory (the JobMaster resolved it to an
-absolute path in the job's configuration), or, when the job asks for
+absolute path or a URL in the job's configuration; written through the same
+:mod:`~streamkernel.runtime.checkpoint.filesystem` as the JobMaster's files: durably on the
+local disk, through fsspec elsewhere), or, when the job asks for
 ``execution.checkpointing.storage: jobmanager`` (1.x ``state.checkpoint-storage``), no file
 at all: the snapshot itself is the handle and the JobMaster writes it when the checkpoint
 completes (Flink's JobManagerCheckpointStorage sends state to the JobManager too).

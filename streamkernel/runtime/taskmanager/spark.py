@@ -67,6 +67,7 @@ from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.rpc.transport import LOOPBACK
 from streamkernel.runtime.taskmanager.spark_host import SparkHostInfo
 from streamkernel.runtime.taskmanager.spark_hosts import SparkHostRegistry, send_kill
+from streamkernel.runtime.taskmanager.spark_storage import check_shared_checkpoint_storage
 from streamkernel.runtime.taskmanager.spark_resources import (SparkTaskSlotsError, check_task_slots, executor_cores,
                                                               is_local_master, spark_task_slots)
 from streamkernel.runtime.taskmanager.spark_session import (OwnedSession, SparkHostJobError, explain_job_failure,
@@ -215,7 +216,8 @@ class SparkTaskManagerLauncher:
 
         Raises :class:`SparkTaskSlotsError` when Spark lacks free task slots for them (after
         waiting up to ``taskmanager.spark.executor-registration-timeout``, 30 s, for a
-        cluster's executors to register), IllegalConfigurationError for a reused id.
+        cluster's executors to register), IllegalConfigurationError for a reused id, and for a local checkpoint
+        directory when the executors run on more than one host (:mod:`.spark_storage`).
         """
         ids = [str(i) for i in ids]
         if not ids:
@@ -231,6 +233,7 @@ class SparkTaskManagerLauncher:
             context = self._acquire_session(len(ids)).spark_context
             self._check_settings(context)
             self._check_slots(context, len(ids))
+            check_shared_checkpoint_storage(context, configuration)
             launcher_address = self._hosts.listen(jobmanager_address[0], secret)
             local = is_local_master(str(context.master))
             spec = {"ids": ids, "slots": int(slots), "jobmanager_address": tuple(jobmanager_address),
