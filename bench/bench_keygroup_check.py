@@ -84,6 +84,9 @@ class _CountingOutput:
     def emit_watermark(self, timestamp: int) -> None:
         pass
 
+    def emit_watermark_status(self, idle: bool) -> None:
+        pass
+
     def emit_side(self, tag: Any, values: list, timestamps: Any) -> None:
         pass
 
@@ -105,7 +108,8 @@ def _operator(build: Callable[[Any], Any]) -> tuple[Any, _CountingOutput]:
     name = type(operator).__name__
     context = OperatorContext(
         task_info=TaskInfo("bench", "bench", name, SUBTASK, PARALLELISM, MAX_PARALLELISM),
-        node=SimpleNamespace(name=name), processing_time=processing_time, timer_service=timer_service,
+        node=SimpleNamespace(name=name),  # type: ignore[arg-type]  # only the name is read
+        processing_time=processing_time, timer_service=timer_service,
         operator_state=DefaultOperatorStateBackend(), metrics=OperatorMetrics(name), keyed_backend=backend)
     output = _CountingOutput()
     operator.setup(context, output)
