@@ -1,6 +1,7 @@
 # streamkernel: two commands do all set-up on a fresh machine.
 #   make demo   - virtual environment, install, run the word-count demo (graphs as SVG in out/demo)
-#   make test   - virtual environment, install with test extras, run every test and notebook
+#   make test   - virtual environment, install with test extras, run every test and notebook;
+#                 then the py_matrix subset under every other Python setup.cfg declares (.venv-3.X)
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
@@ -34,6 +35,7 @@ lint: install
 
 test: lint install graphviz browser
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	bash scripts/test_other_pythons.sh $(PY)
 
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) .venv-3.* out .pytest_cache

@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.py_matrix  # also run under every declared Python (scripts/test_other_pythons.sh)
+
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "streamkernel"
 
 # layer -> layers it may import at module level (lazy imports inside functions are allowed:

@@ -12,6 +12,8 @@ from typing import Any, Optional
 
 from IPython.core.error import UsageError
 
+from streamkernel.common.futures import result_within
+
 __all__ = ["ClusterCommands"]
 
 
@@ -123,7 +125,7 @@ class ClusterCommands:
             known = ", ".join(f"{j.job_id} ({j.name})" for j in cluster.jobs()) or "none"
             what = "no job matches" if not matches else "several jobs match"
             raise UsageError(f"%flink cancel: {what} {args.job!r}; jobs: {known}")
-        cluster.get_job(matches[0].job_id).cancel().result(timeout=10)
+        result_within(cluster.get_job(matches[0].job_id).cancel(), 10)
         print(f"Cancelled job {matches[0].job_id} ({matches[0].name}).")
 
     def kill_taskmanager(self, args: argparse.Namespace) -> None:

@@ -16,6 +16,7 @@ import itertools
 import threading
 from typing import Any, Optional, Union
 
+from streamkernel.common.futures import result_within
 from streamkernel.common.job_execution_result import JobExecutionResult
 from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options import MiniClusterOptions, TaskManagerOptions, validate_configuration
@@ -89,13 +90,13 @@ def _wait_for_result(cluster: MiniCluster, client: MiniClusterJobClient) -> JobR
     try:
         while True:
             try:
-                return future.result(_POLL_SECONDS)
+                return result_within(future, _POLL_SECONDS)
             except TimeoutError:
                 continue
     except KeyboardInterrupt:
         client.cancel()
         try:
-            future.result(CANCEL_WAIT_SECONDS)
+            result_within(future, CANCEL_WAIT_SECONDS)
         except BaseException:  # noqa: BLE001 - a second interrupt, or a slow task: give up waiting
             pass
         raise
@@ -148,7 +149,7 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
         buffer.discard()
         if not client.get_job_status().result().is_globally_terminal_state():
             try:
-                client.cancel().result(CANCEL_WAIT_SECONDS)
+                result_within(client.cancel(), CANCEL_WAIT_SECONDS)
             except TimeoutError:
                 pass
 
@@ -164,7 +165,7 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
         # Every sink subtask finished: the job ends in a moment (unless another branch of it
         # runs on); wait briefly so that a failure elsewhere in the job still surfaces here.
         try:
-            result = result_future.result(CANCEL_WAIT_SECONDS)
+            result = result_within(result_future, CANCEL_WAIT_SECONDS)
         except TimeoutError:
             return
         if result.status is JobStatus.FAILED:

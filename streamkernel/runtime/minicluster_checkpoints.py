@@ -16,10 +16,10 @@ asks for::
 
 from __future__ import annotations
 
-import concurrent.futures
 from typing import Any, Optional, Union
 
 from streamkernel.common.completable_future import CompletableFuture
+from streamkernel.common.futures import result_within
 from streamkernel.common.job_status import JobID
 from streamkernel.runtime.checkpoint.history import CheckpointStatsSnapshot
 
@@ -77,8 +77,8 @@ class MiniClusterCheckpoints:
     @staticmethod
     def _wait(future: CompletableFuture, what: str, job_id: JobIdLike, timeout: Optional[float]) -> str:
         try:
-            return future.result(timeout)
-        except (TimeoutError, concurrent.futures.TimeoutError):
+            return result_within(future, timeout)
+        except TimeoutError:
             if future.done():
                 raise
             raise TimeoutError(f"the {what} of job {job_id} did not complete within {timeout} s; it may still "

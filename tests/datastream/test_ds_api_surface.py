@@ -9,6 +9,8 @@ import pathlib
 
 import pytest
 
+pytestmark = pytest.mark.py_matrix  # also run under every declared Python (scripts/test_other_pythons.sh)
+
 API_FILE = pathlib.Path(__file__).resolve().parents[3] / "shared" / "pyflink-api.json"
 MODULES = ["data_stream", "functions"]
 

@@ -20,6 +20,8 @@ from streamkernel.graph.transformations import (
     UnionTransformation,
 )
 
+pytestmark = pytest.mark.py_matrix  # also run under every declared Python (scripts/test_other_pythons.sh)
+
 
 def _source(name: str = "Collection Source", parallelism: int = 4) -> SourceTransformation:
     return SourceTransformation(name, OperatorSpec("source"), parallelism)

@@ -110,6 +110,7 @@ def _check_every_key_exactly_once(subtasks: list[_Subtask], expected: dict) -> N
     assert seen == expected
 
 
+@pytest.mark.py_matrix
 def test_rescaling_1_to_3_to_2_keeps_every_key_exactly_once(tmp_path) -> None:
     storage = CheckpointStorage(tmp_path, "job", num_retained=5)
     job1 = _job(1)

@@ -49,6 +49,7 @@ def _endless(env: StreamExecutionEnvironment):
                            "endless")
 
 
+@pytest.mark.py_matrix
 def test_execute_without_a_cluster_uses_a_transient_one_and_stops_it() -> None:
     before = set(threading.enumerate())
     env = _env()
@@ -86,6 +87,7 @@ def test_execute_submits_to_the_started_cluster() -> None:
         assert job.job_id == result.get_job_id()
 
 
+@pytest.mark.py_matrix
 def test_a_failing_user_function_raises_job_execution_error_naming_operator_subtask_and_record() -> None:
     before = set(threading.enumerate())
     env = _env(1)
@@ -120,6 +122,7 @@ def test_execute_async_returns_a_job_client_and_the_transient_cluster_stops_afte
     wait_until(lambda: set(threading.enumerate()) - before == set())
 
 
+@pytest.mark.py_matrix
 def test_cancel_through_the_job_client() -> None:
     with MiniCluster(1, 2):
         env = _env()
@@ -162,6 +165,7 @@ def test_keyboard_interrupt_while_waiting_cancels_the_job() -> None:
         assert job.status is JobStatus.CANCELED
 
 
+@pytest.mark.py_matrix
 def test_execute_and_collect_iterates_over_the_results() -> None:
     env = _env(1)
     with env.from_collection(list(range(10))).map(lambda x: x + 1).execute_and_collect() as results:

@@ -62,6 +62,7 @@ def running(client: Any) -> bool:
 
 
 # ------------------------------------------------------------------ rescaling
+@pytest.mark.py_matrix
 def test_savepoints_restored_at_parallelism_1_then_3_then_2_keep_every_key(tmp_path) -> None:
     first, second = Gate(), Gate()
     script = WORDS[:300] + [first] + WORDS[300:600] + [second] + WORDS[600:]

@@ -25,6 +25,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import ipywidgets as widgets
 
+from streamkernel.common.futures import result_within
 from streamkernel.jupyter.widgets import html
 from streamkernel.jupyter.widgets.history import MetricsHistory
 from streamkernel.jupyter.widgets.models import (
@@ -255,7 +256,7 @@ class JobDashboard(_LiveWidget):
 
     def cancel(self) -> str:
         """Cancel the job."""
-        self.cluster.get_job(self.job_id).cancel().result(timeout=10)
+        result_within(self.cluster.get_job(self.job_id).cancel(), 10)
         return f"Cancelled job {self.job_id}."
 
     def kill_taskmanager(self) -> str:
@@ -278,7 +279,7 @@ class JobDashboard(_LiveWidget):
         if self.model is not None and not self.model.ended:
             if not completed.is_savepoint:  # the job's own checkpoints go with it when it is cancelled: keep a copy
                 path = _retain(path, stream_graph.configuration, self.job_id, completed.checkpoint_id)
-            self.cluster.get_job(self.job_id).cancel().result(timeout=10)
+            result_within(self.cluster.get_job(self.job_id).cancel(), 10)
         restored = dataclasses.replace(
             stream_graph, configuration={**stream_graph.configuration, "execution.state-recovery.path": path})
         client = self.cluster.submit(restored)

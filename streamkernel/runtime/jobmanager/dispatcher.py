@@ -12,6 +12,7 @@ import threading
 from typing import Any, Callable, Mapping, Optional, Union
 
 from streamkernel.common.completable_future import CompletableFuture
+from streamkernel.common.futures import result_within
 from streamkernel.common.job_status import JobID, JobStatus
 from streamkernel.common.options import validate_configuration
 from streamkernel.errors import InvalidProgramError
@@ -94,7 +95,7 @@ class Dispatcher:
 
         Raises TimeoutError if the job is still running after ``timeout``.
         """
-        return self._master(job_id).result_future.result(timeout)
+        return result_within(self._master(job_id).result_future, timeout)
 
     def trigger_checkpoint(self, job_id: JobIdLike) -> CompletableFuture[str]:
         """Take a checkpoint of a running job now; the future gets its directory."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol
 
 from streamkernel.common.watermark_strategy import MIN_WATERMARK
 from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.runtime.operators.key_group_check import KeyGroupCheck
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.graph.stream_graph import StreamNode
@@ -102,12 +103,15 @@ class StreamOperator(ABC):
         self.context: OperatorContext = None  # type: ignore[assignment]
         self.current_watermark: int = MIN_WATERMARK
         self._timer_services: list["InternalTimerService"] = []
+        #: checks keys made current against this subtask's key groups (None: nothing to check)
+        self.key_group_check: Optional[KeyGroupCheck] = None
 
     # ---------------------------------------------------------------- lifecycle
     def setup(self, context: OperatorContext, output: Output) -> None:
         """Receive the task's context and the output to emit to."""
         self.context = context
         self.output = output
+        self.key_group_check = KeyGroupCheck.for_operator(self)
 
     def initialize_state(self) -> None:
         """Restore operator state from ``self.context.restored_state`` (keyed state is restored by the task)."""

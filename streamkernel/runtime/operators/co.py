@@ -25,7 +25,7 @@ from streamkernel.runtime.operators.contexts import (
     wrap_user_error,
 )
 from streamkernel.runtime.operators.keyed import UserTimers, require_keyed_backend
-from streamkernel.runtime.operators.simple import failed_index, run_process_function
+from streamkernel.runtime.operators.simple import batch_keys, failed_index, run_process_function
 
 __all__ = [
     "CoMapOperator",
@@ -66,15 +66,16 @@ class CoMapOperator(_CoOperator):
     """Flink's CoStreamMap: ``map1`` for input 1, ``map2`` for input 2; timestamps pass through."""
 
     def _map(self, f: Callable[[Any], Any], key_of: Any, values: list, timestamps: Optional[list]) -> None:
+        next_key = None if key_of is None else batch_keys(self, key_of, values)
         it = iter(values)
         try:
-            if key_of is None:
+            if next_key is None:
                 out = list(map(f, it))
             else:
                 out = []
                 append, backend = out.append, self._backend
                 for v in it:
-                    backend.current_key = key_of(v)
+                    backend.current_key = next_key()
                     append(f(v))
         except Exception as exc:
             raise wrap_user_error(self, values[failed_index(values, it)], exc) from exc
@@ -96,11 +97,12 @@ class CoFlatMapOperator(_CoOperator):
         out: list = []
         out_ts: Optional[list] = None if timestamps is None else []
         extend, backend = out.extend, self._backend
+        next_key = None if key_of is None else batch_keys(self, key_of, values)
         it = iter(values)
         try:
             for i, v in enumerate(it):
-                if key_of is not None:
-                    backend.current_key = key_of(v)
+                if next_key is not None:
+                    backend.current_key = next_key()
                 before = len(out)
                 extend(f(v))
                 if out_ts is not None:

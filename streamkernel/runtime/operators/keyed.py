@@ -24,7 +24,8 @@ from streamkernel.runtime.operators.contexts import (
     describe_record,
     wrap_user_error,
 )
-from streamkernel.runtime.operators.simple import failed_index, run_process_function
+from streamkernel.runtime.operators.key_group_check import KeyGroupOwnershipError
+from streamkernel.runtime.operators.simple import batch_keys, failed_index, run_process_function
 
 if TYPE_CHECKING:
     from streamkernel.runtime.timers import Triggerable
@@ -167,6 +168,10 @@ class KeyedProcessOperator(StreamOperator):
         self._timers.fire(timer, TimeDomain.PROCESSING_TIME)
 
 
+def _owned(key: Any) -> None:
+    """No key group check: the subtask owns every key group."""
+
+
 class ReduceOperator(StreamOperator):
     """Flink's StreamGroupedReduceOperator: a rolling reduce per key (also sum/min/max/min_by/max_by).
 
@@ -176,7 +181,9 @@ class ReduceOperator(StreamOperator):
 
     Hot path (W2): when the backend exposes the raw ``key -> value`` dict of a state
     (``HeapKeyedStateBackend.value_dict(descriptor)``), the loop reads and writes that dict directly — the
-    same work as a hand-written ``dict.get`` / assignment loop, no State method calls.
+    same work as a hand-written ``dict.get`` / assignment loop, no State method calls. The
+    key group check costs nothing there for known keys: the dict holds only checked keys,
+    so a key is checked when it has no running value yet (the branch that exists anyway).
     """
 
     def __init__(self, spec: OperatorSpec) -> None:
@@ -221,15 +228,22 @@ class ReduceOperator(StreamOperator):
         """
         out: list = []
         append, reduce, key_of = out.append, self._reduce, self._key_selector
+        table = self._table
+        next_key = None if table is not None else batch_keys(self, key_of, values)
         it = iter(values)
         try:
-            table = self._table
             if table is not None:
                 get = table.get
+                check = self.key_group_check
+                check_new_key = check.check_new_key if check is not None else _owned
                 for v in it:  # the W2 loop: one key call, one dict get, one reduce, one dict set
                     k = key_of(v)
                     acc = get(k)
-                    acc = v if acc is None else reduce(acc, v)
+                    if acc is None:  # the key's first record here (or its value was None)
+                        check_new_key(k)
+                        acc = v
+                    else:
+                        acc = reduce(acc, v)
                     if acc is None:  # None means "no value" in a ValueState: never store it
                         table.pop(k, None)
                     else:
@@ -239,11 +253,13 @@ class ReduceOperator(StreamOperator):
                 backend, state = self._backend, self._state
                 value, update = state.value, state.update
                 for v in it:
-                    backend.current_key = key_of(v)
+                    backend.current_key = next_key()  # type: ignore[misc]
                     acc = value()
                     acc = v if acc is None else reduce(acc, v)
                     update(acc)
                     append(acc)
+        except KeyGroupOwnershipError:
+            raise
         except Exception as exc:
             raise wrap_user_error(self, values[failed_index(values, it)], exc) from exc
         metrics = self.context.metrics

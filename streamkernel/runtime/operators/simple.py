@@ -8,6 +8,8 @@ of the list iterator (``it.__length_hint__()``), never by re-running anything.
 
 After ``key_by`` (``params['key_selector']``) the operator also sets the keyed backend's
 current key per record, so RuntimeContext state works; that slower loop runs only then.
+The batch's keys are computed first (:func:`batch_keys`, one key selector call per record)
+and checked against the subtask's key groups in one go; the loop takes them in order.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "FlatMapOperator",
     "FilterOperator",
     "ProcessOperator",
+    "batch_keys",
     "failed_index",
     "run_process_function",
 ]
@@ -40,6 +43,23 @@ def failed_index(values: list, iterator: Any) -> int:
     ``iterator`` is ``iter(values)``: after it handed out item ``i``, ``i + 1`` items are gone.
     """
     return len(values) - iterator.__length_hint__() - 1
+
+
+def batch_keys(operator: StreamOperator, key_selector: Callable[[Any], Any], values: list) -> Callable[[], Any]:
+    """The keys of a batch's records, handed out in order by the returned ``next``.
+
+    ``key_selector`` is called once per record, before the batch is processed, and the keys
+    are checked against the operator subtask's key groups (``operator.key_group_check``).
+    """
+    it = iter(values)
+    try:
+        keys = list(map(key_selector, it))
+    except Exception as exc:
+        raise wrap_user_error(operator, values[failed_index(values, it)], exc) from exc
+    check = operator.key_group_check
+    if check is not None:
+        check.check(keys)
+    return iter(keys).__next__
 
 
 class _OneInputOperator(StreamOperator):
@@ -73,15 +93,16 @@ class MapOperator(_OneInputOperator):
 
     def process_batch(self, values: list, timestamps: Optional[list]) -> None:
         """``map`` over the batch, emitted as one batch."""
+        next_key = None if self._key_selector is None else batch_keys(self, self._key_selector, values)
         it = iter(values)
         try:
-            if self._key_selector is None:
+            if next_key is None:
                 out = list(map(self._call, it))  # fast path: one C-level loop over the batch
             else:
                 out = []
-                append, f, key_of, backend = out.append, self._call, self._key_selector, self._backend
+                append, f, backend = out.append, self._call, self._backend
                 for v in it:
-                    backend.current_key = key_of(v)
+                    backend.current_key = next_key()
                     append(f(v))
         except Exception as exc:
             raise self._fail(values, it, exc) from exc
@@ -99,20 +120,21 @@ class FilterOperator(_OneInputOperator):
 
     def process_batch(self, values: list, timestamps: Optional[list]) -> None:
         """Filter the batch; emit the kept records (if any) as one batch."""
+        next_key = None if self._key_selector is None else batch_keys(self, self._key_selector, values)
         it = iter(values)
         try:
-            if self._key_selector is None and timestamps is None:
+            if next_key is None and timestamps is None:
                 out = list(filter(self._call, it))  # fast path: one C-level loop
                 out_ts = None
             else:
-                f, key_of, backend = self._call, self._key_selector, self._backend
-                if key_of is None:
+                f, backend = self._call, self._backend
+                if next_key is None:
                     keep = list(map(f, it))
                 else:
                     keep = []
                     append = keep.append
                     for v in it:
-                        backend.current_key = key_of(v)
+                        backend.current_key = next_key()
                         append(f(v))
                 out = [v for v, k in zip(values, keep) if k]
                 out_ts = None if timestamps is None else [t for t, k in zip(timestamps, keep) if k]
@@ -137,23 +159,24 @@ class FlatMapOperator(_OneInputOperator):
         """Flat-map the batch; emit all results as one batch."""
         out: list = []
         out_ts: Optional[list] = None
-        extend, f, key_of, backend = out.extend, self._call, self._key_selector, self._backend
+        extend, f, backend = out.extend, self._call, self._backend
+        next_key = None if self._key_selector is None else batch_keys(self, self._key_selector, values)
         it = iter(values)
         try:
             if timestamps is None:
-                if key_of is None:
+                if next_key is None:
                     for v in it:
                         extend(f(v))
                 else:
                     for v in it:
-                        backend.current_key = key_of(v)
+                        backend.current_key = next_key()
                         extend(f(v))
             else:
                 out_ts = []
                 extend_ts = out_ts.extend
                 for v, t in zip(it, timestamps):
-                    if key_of is not None:
-                        backend.current_key = key_of(v)
+                    if next_key is not None:
+                        backend.current_key = next_key()
                     before = len(out)
                     extend(f(v))
                     produced = len(out) - before
@@ -177,25 +200,27 @@ def run_process_function(operator: StreamOperator, method: Callable[[Any, Any], 
 
     Shared by the process, keyed-process, co-process and broadcast operators. ``ctx`` is the
     operator's reused context: its ``timestamp_`` is moved per record. With ``key_selector``
-    the backend's current key is set first. Results keep the record's timestamp (Flink's
+    the backend's current key is set first (the batch's keys are checked against the
+    subtask's key groups: :func:`batch_keys`). Results keep the record's timestamp (Flink's
     TimestampedCollector); side outputs are emitted once, after the batch.
     """
     out: list = []
     out_ts: Optional[list] = None if timestamps is None else []
+    next_key = None if key_selector is None else batch_keys(operator, key_selector, values)
     it = iter(values)
     try:
         if timestamps is None:
             ctx.timestamp_ = None
             for v in it:
-                if key_selector is not None:
-                    backend.current_key = key_selector(v)
+                if next_key is not None:
+                    backend.current_key = next_key()
                 result = method(v, ctx)
                 if result is not None:
                     collect_results(result, None, out, None, side)
         else:
             for v, t in zip(it, timestamps):
-                if key_selector is not None:
-                    backend.current_key = key_selector(v)
+                if next_key is not None:
+                    backend.current_key = next_key()
                 ctx.timestamp_ = t
                 result = method(v, ctx)
                 if result is not None:

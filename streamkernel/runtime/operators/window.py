@@ -61,6 +61,7 @@ from streamkernel.errors import InvalidProgramError, UserFunctionError
 from streamkernel.graph.transformations import OperatorSpec
 from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.operators.contexts import SideOutputCollector, collect_results, describe_record, wrap_user_error
+from streamkernel.runtime.operators.key_group_check import KeyGroupOwnershipError
 from streamkernel.runtime.operators.merging_window_set import (
     MERGING_WINDOW_SET_DESCRIPTOR,
     MergingWindowSet,
@@ -197,10 +198,13 @@ class WindowOperator(StreamOperator):
         assign, assigner_context = self.assigner.assign_windows, self._assigner_context
         add_to_windows = self._add_to_merging_windows if self._merging else self._add_to_windows
         lateness, event_time, count_state = self.allowed_lateness, self.is_event_time, self._count_state
+        check_key = self.key_group_check.check_key if self.key_group_check is not None else None
         value = None
         try:
             for value, timestamp in zip(values, timestamps if timestamps is not None else repeat(None)):
                 key = 0 if key_of is None else key_of(value)
+                if check_key is not None:
+                    check_key(key)
                 backend.current_key = key
                 backend.current_namespace = VOID_NAMESPACE
                 windows = assign(value, timestamp, assigner_context)
@@ -209,7 +213,7 @@ class WindowOperator(StreamOperator):
                     self.late_element(value, timestamp)
                 if count_state is not None:
                     self._clear_completed_count_window()
-        except UserFunctionError:
+        except (UserFunctionError, KeyGroupOwnershipError):
             raise
         except Exception as exc:
             raise wrap_user_error(self, value, exc) from exc

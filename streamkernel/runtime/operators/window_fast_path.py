@@ -47,6 +47,7 @@ from streamkernel.datastream.window_triggers import EventTimeTrigger
 from streamkernel.datastream.windows import TimeWindow
 from streamkernel.errors import UserFunctionError
 from streamkernel.runtime.operators.contexts import collect_results, describe_record, wrap_user_error
+from streamkernel.runtime.operators.key_group_check import KeyGroupOwnershipError
 from streamkernel.runtime.state.api import VOID_NAMESPACE
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -182,12 +183,16 @@ class EventTimeWindowFastPath:
                         if acc is missing:
                             acc = get((key, start), missing)
                         local[key] = fold(value, acc)
-        except UserFunctionError:
+        except (UserFunctionError, KeyGroupOwnershipError):
             raise
         except Exception as exc:
             if timestamp is None:
                 operator.assigner.assign_windows(value, None, None)  # raises the explanatory error
             raise wrap_user_error(operator, value, exc) from exc
+        check = operator.key_group_check
+        if check is not None:  # the batch's keys, once per window: before any reaches the state
+            for local in batch.values():
+                check.check(local)
         self._write_back(batch)
 
     def _write_back(self, batch: dict) -> None:
@@ -209,6 +214,8 @@ class EventTimeWindowFastPath:
         are the batch's: they are accumulated there, never in the state directly.
         """
         operator = self.operator
+        if operator.key_group_check is not None:
+            operator.key_group_check.check_key(key)
         watermark, size, lateness = operator.current_watermark, self.size, self.lateness
         contents, batch, slow_bound = self.contents, self._batch, self._slow_bound
         skipped = True

@@ -37,6 +37,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional
 
+from streamkernel.common.futures import result_within
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.rpc.serialization import UnpickleHooks, dumps, loads, portable_exception
 from streamkernel.runtime.rpc.transport import close_connection
@@ -286,7 +287,7 @@ class RpcConnection:
             self._pending[call_id] = future
         try:
             self._send((_CALL, call_id, target, method), payload)
-            ok, value = future.result(timeout)
+            ok, value = result_within(future, timeout)
         except TimeoutError:
             raise RpcTimeoutError(f"{self.name}: {method}() on {target} got no answer within {timeout} s") from None
         finally:
