@@ -92,7 +92,7 @@ def test_deterministic_keyed_jobs_at_parallelism_3_are_unaffected() -> None:
                                                           windows.map(lambda r: ("window", r)))
                 .execute_and_collect("deterministic keys"))
     final_counts: dict = {}
-    for tag, (key, count) in (r for r in rows if r[0] == "count"):
+    for _tag, (key, count) in (r for r in rows if r[0] == "count"):
         final_counts[key] = max(final_counts.get(key, 0), count)
     assert final_counts == {f"k{k}": sum(1 for x in range(1, 401) if x % 11 == k) for k in range(11)}
     assert max(r for tag, r in rows if tag == "total") == max(sum(range(k, 401, 5)) for k in range(1, 6))
