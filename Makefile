@@ -5,20 +5,30 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
+CKSUM  := $(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
+# The demo needs the package alone; the tests add the test extras (PySpark, JupyterLab, ...).
+BASE_STAMP := $(VENV)/.installed-base-$(CKSUM)
+TEST_STAMP := $(VENV)/.installed-test-$(CKSUM)
 
-.PHONY: demo test lint install graphviz browser clean
+.PHONY: demo test lint install install-test graphviz browser clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): | $(PY)
+$(BASE_STAMP): | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
-	rm -f $(VENV)/.installed-*
+	$(PY) -m pip install --quiet -e .
+	rm -f $(VENV)/.installed-base-*
 	touch $@
 
-install: $(STAMP)
+$(TEST_STAMP): $(BASE_STAMP)
+	$(PY) -m pip install --quiet -e ".[test]"
+	rm -f $(VENV)/.installed-test-*
+	touch $@
+
+install: $(BASE_STAMP)
+
+install-test: $(TEST_STAMP)
 
 graphviz:
 	@bash scripts/ensure_graphviz.sh
@@ -29,11 +39,11 @@ browser:
 demo: install graphviz
 	$(PY) -m streamkernel demo --out out/demo
 
-lint: install
+lint: install-test
 	$(VENV)/bin/ruff check streamkernel tests bench scripts
 	$(VENV)/bin/mypy
 
-test: lint install graphviz browser
+test: lint install-test graphviz browser
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 	bash scripts/test_other_pythons.sh $(PY)
 
