@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from IPython.core.error import UsageError
 
-from streamkernel.errors import StreamKernelError
+from streamkernel.errors import InvalidProgramError, StreamKernelError
 
 __all__ = ["ClusterCommands", "matching_jobs"]
 
@@ -21,7 +21,6 @@ def matching_jobs(jobs: list[Any], wanted: str, command: str) -> list[Any]:
     """The jobs (``MiniCluster.jobs()`` rows) ``wanted`` names (``select_jobs``: id, name, else id
     prefix); a blank ``wanted`` is a UsageError for ``%flink command``."""
     from streamkernel.common.job_status import select_jobs
-    from streamkernel.errors import InvalidProgramError
 
     try:
         return select_jobs(wanted, jobs, lambda j: (str(j.job_id), j.name))
