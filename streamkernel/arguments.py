@@ -6,8 +6,13 @@ Like :mod:`streamkernel.errors`, every layer may import it: it holds no engine c
 from __future__ import annotations
 
 import argparse
+import math
 
-__all__ = ["positive_int"]
+__all__ = ["positive_int", "positive_float", "nonblank"]
+
+
+def _shown(text: str, at: int = 40) -> str:
+    return repr(text) if len(text) <= at else f"{text[:at]!r}... ({len(text)} characters)"
 
 
 def positive_int(text: str) -> int:
@@ -19,7 +24,36 @@ def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {_shown(text)}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0 (seconds, say), with a message that names the bad value.
+
+        >>> positive_float("0.5")
+        0.5
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {_shown(text)}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text.strip()}")
+    return value
+
+
+def nonblank(text: str) -> str:
+    """An argparse type: text that is not empty or only whitespace (a name, an id prefix), stripped.
+
+    An empty job id prefix would match every job; an empty name names nothing.
+
+        >>> nonblank(" word count ")
+        'word count'
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise argparse.ArgumentTypeError(f"expected a non-empty value, got {text!r}")
+    return stripped

@@ -35,7 +35,7 @@ __all__ = ["run_parser", "main", "run", "CONTEXT_CONFIGURATION_ENV"]
 
 from streamkernel.arguments import positive_int
 from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV, context_configuration
-from streamkernel.errors import IllegalConfigurationError
+from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -95,15 +95,21 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except (ValueError, IllegalConfigurationError) as error:
         print(f"streamkernel run: {error}", file=sys.stderr)
         return 2
-    if args.detached:
-        return _detach(args, argv)
-    os.environ[CONTEXT_CONFIGURATION_ENV] = json.dumps(conf)
-    arguments = list(args.arguments)
     cluster = None
     if args.taskmanagers is not None:
         from streamkernel.runtime.minicluster import MiniCluster
 
-        cluster = MiniCluster(args.taskmanagers, args.slots, backend=args.backend, configuration=conf).start()
+        try:  # sizes are checked against the backend before anything starts (also before --detached)
+            cluster = MiniCluster(args.taskmanagers, args.slots, backend=args.backend, configuration=conf)
+        except (InvalidProgramError, IllegalConfigurationError) as error:
+            print(f"streamkernel run: {error}", file=sys.stderr)
+            return 2
+    if args.detached:
+        return _detach(args, argv)
+    os.environ[CONTEXT_CONFIGURATION_ENV] = json.dumps(conf)
+    arguments = list(args.arguments)
+    if cluster is not None:
+        cluster.start()
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [args.script, *arguments]
     sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 from enum import Enum
-from typing import Optional, Union
+from typing import Callable, Iterable, Optional, TypeVar, Union
 
 from streamkernel.errors import InvalidProgramError
 
-__all__ = ["JobStatus", "JobID"]
+__all__ = ["JobStatus", "JobID", "select_jobs"]
+
+_Job = TypeVar("_Job")
 
 
 class JobStatus(Enum):
@@ -113,3 +115,25 @@ def _from_hex(text: str) -> bytes:
     if len(value) != 16:
         raise InvalidProgramError(f"A JobID is 32 hex digits, got {text!r}")
     return value
+
+
+def select_jobs(wanted: str, jobs: Iterable[_Job], id_and_name: Callable[[_Job], tuple[str, str]]) -> list[_Job]:
+    """The jobs that ``wanted`` names, the one rule for every place a user names a job.
+
+    A job is named by its full id or its name; when no job is, by the first characters of
+    its id (case-insensitive, as ``%flink cancel 3f2a``). ``id_and_name`` gives a job's id
+    (hex) and name. Raises InvalidProgramError for an empty or blank ``wanted``, which as a
+    prefix would match every job.
+
+        >>> select_jobs("3f", [("3f00", "a"), ("ab00", "b")], lambda j: j)
+        [('3f00', 'a')]
+    """
+    if not isinstance(wanted, str) or not wanted.strip():
+        raise InvalidProgramError(f"a job is named by its id, the first characters of its id, or its name; "
+                                  f"got {wanted!r}, which would match every job")
+    candidates = [(job, *id_and_name(job)) for job in jobs]
+    exact = [job for job, job_id, name in candidates if wanted in (job_id, name)]
+    if exact:
+        return exact
+    prefix = wanted.strip().lower()
+    return [job for job, job_id, _ in candidates if job_id.lower().startswith(prefix)]

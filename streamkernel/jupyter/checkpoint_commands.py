@@ -20,6 +20,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from streamkernel.common.configuration import Configuration
+from streamkernel.jupyter.cluster_commands import matching_jobs
 
 __all__ = ["CheckpointCommands", "HISTORY_COLUMNS", "ACK_COLUMNS"]
 
@@ -123,7 +124,7 @@ class CheckpointCommands:
         everything = cluster.jobs()
         if not everything:
             raise UsageError("%flink checkpoints: no job has run on this cluster yet; submit one with %flink submit")
-        jobs = [j for j in everything if args.job is None or str(j.job_id).startswith(args.job) or j.name == args.job]
+        jobs = everything if args.job is None else matching_jobs(everything, args.job, "checkpoints")
         if not jobs:
             raise UsageError(f"%flink checkpoints: no job matches {args.job!r}; jobs: {_listing(everything)}")
         import pandas as pd  # lazy: pandas only when a table is shown

@@ -13,8 +13,20 @@ from typing import Any, Optional
 from IPython.core.error import UsageError
 
 from streamkernel.common.futures import result_within
+from streamkernel.errors import InvalidProgramError, StreamKernelError
 
-__all__ = ["ClusterCommands"]
+__all__ = ["ClusterCommands", "matching_jobs"]
+
+
+def matching_jobs(jobs: list[Any], wanted: str, command: str) -> list[Any]:
+    """The jobs (``MiniCluster.jobs()`` rows) ``wanted`` names (``select_jobs``: id, name, else id
+    prefix); a blank ``wanted`` is a UsageError for ``%flink command``."""
+    from streamkernel.common.job_status import select_jobs
+
+    try:
+        return select_jobs(wanted, jobs, lambda j: (str(j.job_id), j.name))
+    except InvalidProgramError as exc:
+        raise UsageError(f"%flink {command}: {exc}") from None
 
 
 def _frame(rows: list[dict], columns: Optional[list[str]] = None) -> Any:
@@ -55,8 +67,13 @@ class ClusterCommands:
                 raise UsageError(f"%flink start: --spark-session {name}: {name!r} is a "
                                  f"{type(spark_session).__name__}, not a SparkSession")
         backend = "spark" if spark_session is not None or master else args.backend
-        cluster = MiniCluster(taskmanagers=args.taskmanagers, slots_per_taskmanager=args.slots, backend=backend,
-                              spark_session=spark_session, spark_master=master).start()
+        try:  # the sizes are checked against the backend before anything starts
+            cluster = MiniCluster(taskmanagers=args.taskmanagers, slots_per_taskmanager=args.slots, backend=backend,
+                                  configuration=_configuration(getattr(args, "dynamic", None) or []),
+                                  spark_session=spark_session, spark_master=master)
+        except StreamKernelError as exc:
+            raise UsageError(f"%flink start: {_options(exc)}") from None
+        cluster.start()
         self.session.shell.push({"cluster": cluster})
         print(f"Started {cluster!r}; bound to `cluster`. Every env.execute() in this kernel now runs on it.")
         if self.cockpit is not None and self.cockpit.live:
@@ -120,7 +137,7 @@ class ClusterCommands:
     def cancel(self, args: argparse.Namespace) -> None:
         """``%flink cancel JOB``: cancel a job by id prefix or name."""
         cluster = self.cluster_or_usage("cancel")
-        matches = [j for j in cluster.jobs() if str(j.job_id).startswith(args.job) or j.name == args.job]
+        matches = matching_jobs(cluster.jobs(), args.job, "cancel")
         if len(matches) != 1:
             known = ", ".join(f"{j.job_id} ({j.name})" for j in cluster.jobs()) or "none"
             what = "no job matches" if not matches else "several jobs match"
@@ -144,13 +161,17 @@ class ClusterCommands:
 
     def fail(self, args: argparse.Namespace) -> None:
         """``%flink fail OPERATOR``: inject an exception into an operator's running subtasks."""
-        from streamkernel.runtime.jobmanager.failure_injection import FailureInjectionError
+        from streamkernel.runtime.jobmanager.failure_injection import FailureInjectionError, NoSuchSubtaskError
 
         cluster = self.cluster_or_usage("fail")
         job = self.running_job(cluster, args.job, "fail")
-        subtask = None if args.subtask is None else args.subtask - 1
+        subtask = None if args.subtask is None else args.subtask - 1  # the option counts from 1, the API from 0
         try:
             failed = cluster.fail_operator(job.job_id, args.operator, subtask)
+        except NoSuchSubtaskError as exc:
+            raise UsageError(f"%flink fail: operator {exc.operator!r} of {exc.job} runs {exc.parallelism} "
+                             f"subtask(s), 1..{exc.parallelism} (--subtask counts from 1, as subtask names do); "
+                             f"there is no subtask {args.subtask}") from None
         except FailureInjectionError as exc:
             raise UsageError(f"%flink fail: {exc}") from None
         print(f"Injected a failure into {', '.join(failed)} of job {job.name!r}; it recovers by its restart "
@@ -160,7 +181,7 @@ class ClusterCommands:
         """The one running job matching ``wanted`` (id prefix or name; None: the only one)."""
         jobs = [j for j in cluster.jobs() if not j.status.is_globally_terminal_state()]
         if wanted is not None:
-            jobs = [j for j in jobs if str(j.job_id).startswith(wanted) or j.name == wanted]
+            jobs = matching_jobs(jobs, wanted, command)
         if len(jobs) != 1:
             listing = ", ".join(f"{j.job_id} ({j.name}, {j.status.name})" for j in cluster.jobs()) or "none"
             how = "--job JOB" if command in ("fail", "peek") else "its name or id after the subcommand"
@@ -178,7 +199,37 @@ class ClusterCommands:
         from streamkernel.runtime.metrics import metric_rows
 
         cluster = self.cluster_or_usage("metrics")
+        if args.job is not None and not matching_jobs(cluster.jobs(), args.job, "metrics"):
+            raise UsageError(f"%flink metrics: no job matches {args.job!r} (by id, id prefix or name); "
+                             f"jobs: {_listing(cluster.jobs())}")
         self.display(_frame(metric_rows(cluster.snapshot(), args.job)))
+
+
+def _listing(jobs: list[Any]) -> str:
+    return ", ".join(f"{j.job_id} ({j.name}, {j.status.name})" for j in jobs) or "none"
+
+
+def _options(error: BaseException) -> str:
+    """A MiniCluster error in the terms of ``%flink start``'s options."""
+    from streamkernel.runtime.minicluster_limits import ClusterSizeError
+
+    text = str(error)
+    for argument, option in (("taskmanagers =", "--taskmanagers"), ("slots_per_taskmanager =", "--slots")):
+        text = text.replace(f"MiniCluster: {argument}", option)
+    if isinstance(error, ClusterSizeError) and "raise streamkernel." in text:
+        text += " (-D KEY=VALUE sets a key)"
+    return text.removeprefix("MiniCluster: ")
+
+
+def _configuration(entries: list[str]) -> dict[str, str]:
+    """``-D KEY=VALUE`` options as a configuration dict (UsageError for a malformed one)."""
+    conf = {}
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"%flink start: -D {entry!r}: expected KEY=VALUE")
+        conf[key.strip()] = value.strip()
+    return conf
 
 
 def _kill_story(backend: str, killed: str, replaced_by_resource_manager: bool = True) -> str:

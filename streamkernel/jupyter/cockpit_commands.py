@@ -20,6 +20,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from IPython.core.error import UsageError
 
+from streamkernel.jupyter.cluster_commands import matching_jobs
+
 __all__ = ["CockpitCommands", "widgets_frontend"]
 
 
@@ -128,7 +130,7 @@ class CockpitCommands:
         if wanted is None:
             running = [j for j in jobs if not j.status.is_globally_terminal_state()]
             return str((running or jobs)[0].job_id)
-        matches = [j for j in jobs if str(j.job_id).startswith(wanted) or j.name == wanted]
+        matches = matching_jobs(jobs, wanted, command)
         if len(matches) != 1:
             listing = ", ".join(f"{j.job_id} ({j.name}, {j.status.name})" for j in jobs)
             what = "no job matches" if not matches else "several jobs match"

@@ -15,13 +15,31 @@ from typing import Optional
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
-from streamkernel.arguments import positive_int
+from streamkernel.arguments import nonblank, positive_float, positive_int
 
-__all__ = ["BACKENDS", "GRAPH_KINDS", "SHOW_CHOICES", "cell_parser", "line_parser", "parse_cell_options", "parse_line", "usage"]
+__all__ = [
+    "BACKENDS", "GRAPH_KINDS", "SHOW_CHOICES", "parallelism", "cell_parser", "line_parser", "parse_cell_options",
+    "parse_line", "usage",
+]
 
 GRAPH_KINDS = ("stream", "job", "execution")
 BACKENDS = ("local", "process", "spark")
 SHOW_CHOICES = (*GRAPH_KINDS, "plan")
+
+
+def parallelism(text: str) -> int:
+    """An argparse type: a parallelism, an int from 1 to Flink's upper bound of max parallelism (32768).
+
+    More subtasks than key groups can never run; a typo like ``-p 99999999999`` would
+    otherwise expand into that many subtasks when the ExecutionGraph is drawn.
+    """
+    from streamkernel.graph.keygroups import UPPER_BOUND_MAX_PARALLELISM
+
+    value = positive_int(text)
+    if value > UPPER_BOUND_MAX_PARALLELISM:
+        raise argparse.ArgumentTypeError(f"expected a parallelism of at most {UPPER_BOUND_MAX_PARALLELISM} "
+                                         f"(Flink's upper bound of max parallelism), got {value}")
+    return value
 
 
 def _add_cluster_shape(parser: argparse.ArgumentParser) -> None:
@@ -40,9 +58,9 @@ def cell_parser() -> MagicArgumentParser:
                                              "notebook's dataflow, which is then drawn (new operators highlighted).")
     parser.add_argument("--show", choices=(*GRAPH_KINDS, "none"), default="stream",
                         help="which graph to draw after the cell (default: stream)")
-    parser.add_argument("--parallelism", "-p", type=positive_int, default=None,
+    parser.add_argument("--parallelism", "-p", type=parallelism, default=None,
                         help="default parallelism of the operators this cell creates")
-    parser.add_argument("--name", "-n", default=None, help="name of the dataflow (the job name)")
+    parser.add_argument("--name", "-n", type=nonblank, default=None, help="name of the dataflow (the job name)")
     parser.add_argument("--reset", action="store_true", help="start a new, empty dataflow before the cell")
     parser.add_argument("--submit", action="store_true",
                         help="submit the dataflow after the cell (as env.execute_async); the notebook stays usable")
@@ -61,68 +79,73 @@ def line_parser() -> MagicArgumentParser:
     _add_cluster_shape(show)
     sub.add_parser("help", add_help=False, help="list every subcommand with its options")
     reset = sub.add_parser("reset", add_help=False, help="start a new, empty dataflow bound to `env`")
-    reset.add_argument("--name", "-n", default=None, help="name of the new dataflow (the job name)")
+    reset.add_argument("--name", "-n", type=nonblank, default=None, help="name of the new dataflow (the job name)")
     start = sub.add_parser("start", add_help=False, help="start a cluster: a JobManager and TaskManagers")
     start.add_argument("--taskmanagers", "-t", type=positive_int, default=1, help="number of TaskManagers (default 1)")
     start.add_argument("--slots", "-s", type=positive_int, default=2, help="task slots per TaskManager (default 2)")
     start.add_argument("--backend", "-b", choices=BACKENDS, default=None,
                        help="where TaskManagers run: local = threads in this kernel (default), process = one "
                             "child process each, spark = long-running Spark tasks")
-    start.add_argument("--master", "-m", default=None,
+    start.add_argument("--master", "-m", type=nonblank, default=None,
                        help="spark backend: the Spark master (local[N,F], spark://host:7077, yarn, k8s://...)")
-    start.add_argument("--spark-session", default=None, metavar="NAME",
+    start.add_argument("--spark-session", type=nonblank, default=None, metavar="NAME",
                        help="spark backend: the notebook variable holding the SparkSession to use")
+    start.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
+                       help="a configuration key of the cluster (repeatable), e.g. "
+                            "-D streamkernel.minicluster.max-taskmanager-processes=32")
     sub.add_parser("stop", add_help=False, help="stop the cluster: cancel its jobs, end every TaskManager")
     sub.add_parser("cluster", add_help=False, help="the cluster's TaskManagers and what runs in each slot")
     sub.add_parser("jobs", add_help=False, help="the jobs of the cluster with their status")
     submit = sub.add_parser("submit", add_help=False, help="submit the current dataflow (env.execute_async)")
-    submit.add_argument("--name", "-n", default=None, help="job name")
+    submit.add_argument("--name", "-n", type=nonblank, default=None, help="job name")
     cancel = sub.add_parser("cancel", add_help=False, help="cancel a job")
-    cancel.add_argument("job", help="job id (or its first characters) or job name")
+    cancel.add_argument("job", type=nonblank, help="job id (or its first characters) or job name")
     checkpoint = sub.add_parser("checkpoint", add_help=False, help="take a checkpoint of a running job now")
-    checkpoint.add_argument("job", nargs="?", default=None, help="job id prefix or name (default: the only running job)")
+    checkpoint.add_argument("job", nargs="?", type=nonblank, default=None, help="job id prefix or name (default: the only running job)")
     savepoint = sub.add_parser("savepoint", add_help=False, help="take a savepoint of a running job")
-    savepoint.add_argument("job", nargs="?", default=None, help="job id prefix or name (default: the only running job)")
-    savepoint.add_argument("--dir", "-d", default=None,
+    savepoint.add_argument("job", nargs="?", type=nonblank, default=None,
+                           help="job id prefix or name (default: the only running job)")
+    savepoint.add_argument("--dir", "-d", type=nonblank, default=None,
                            help="target directory (default: execution.checkpointing.savepoint-dir or ./savepoints)")
     savepoint.add_argument("--stop", action="store_true", help="stop the job after the savepoint (stop-with-savepoint)")
     restore = sub.add_parser("restore", add_help=False, help="submit the dataflow starting from a checkpoint or savepoint")
-    restore.add_argument("path", help="a savepoint or chk-N checkpoint directory")
-    restore.add_argument("--parallelism", "-p", type=positive_int, default=None,
+    restore.add_argument("path", type=nonblank, help="a savepoint or chk-N checkpoint directory")
+    restore.add_argument("--parallelism", "-p", type=parallelism, default=None,
                          help="run at this parallelism (operators without an explicit one)")
-    restore.add_argument("--name", "-n", default=None, help="job name")
+    restore.add_argument("--name", "-n", type=nonblank, default=None, help="job name")
     history = sub.add_parser("checkpoints", add_help=False,
                              help="checkpoint history: id, status, duration, size, acks (live, with controls, in a notebook)")
-    history.add_argument("job", nargs="?", default=None, help="only this job (id prefix or name)")
+    history.add_argument("job", nargs="?", type=nonblank, default=None, help="only this job (id prefix or name)")
     kill = sub.add_parser("kill-taskmanager", add_help=False,
                           help="kill a TaskManager as if its process died (failure injection)")
-    kill.add_argument("taskmanager", help="TaskManager number (1, 2 ...) or id (taskmanager-2, TM2)")
+    kill.add_argument("taskmanager", type=nonblank, help="TaskManager number (1, 2 ...) or id (taskmanager-2, TM2)")
     kill.add_argument("--replace", action="store_true", help="start a replacement TaskManager afterwards")
     fail = sub.add_parser("fail", add_help=False, help="make an operator's running subtasks fail (failure injection)")
-    fail.add_argument("operator", help="operator name, uid or chain name")
-    fail.add_argument("--job", "-j", default=None, help="job id prefix or name (default: the only running job)")
+    fail.add_argument("operator", type=nonblank, help="operator name, uid or chain name")
+    fail.add_argument("--job", "-j", type=nonblank, default=None, help="job id prefix or name (default: the only running job)")
     fail.add_argument("--subtask", type=positive_int, default=None, help="only this subtask (1-based)")
     metrics = sub.add_parser("metrics", add_help=False, help="metrics per subtask as a table")
-    metrics.add_argument("job", nargs="?", default=None, help="only this job (id prefix or name)")
+    metrics.add_argument("job", nargs="?", type=nonblank, default=None, help="only this job (id prefix or name)")
     metrics.add_argument("--live", "-l", action="store_true",
                          help="a live view of one job: rates, busy and backpressure per vertex and subtask")
     sub.add_parser("slots", add_help=False, help="the cluster view: TaskManagers, slots and the subtasks in them (live)")
     dashboard = sub.add_parser("dashboard", add_help=False,
                                help="a job's live dashboard: graph, metrics, checkpoints with controls, results")
-    dashboard.add_argument("job", nargs="?", default=None, help="job id prefix or name (default: the running job)")
+    dashboard.add_argument("job", nargs="?", type=nonblank, default=None, help="job id prefix or name (default: the running job)")
     peek = sub.add_parser("peek", add_help=False, help="the records an operator of a running job emits right now")
-    peek.add_argument("operator", help="operator uid or name (or a chain's name)")
-    peek.add_argument("--job", "-j", default=None, help="job id prefix or name (default: the only running job)")
+    peek.add_argument("operator", type=nonblank, help="operator uid or name (or a chain's name)")
+    peek.add_argument("--job", "-j", type=nonblank, default=None, help="job id prefix or name (default: the only running job)")
     peek.add_argument("-n", type=positive_int, default=20, help="records per subtask (default 20)")
-    peek.add_argument("--seconds", "-s", type=float, default=1.0, help="how long to look at most (default 1)")
+    peek.add_argument("--seconds", "-s", type=positive_float, default=1.0,
+                      help="how long to look at most, in seconds > 0 (default 1)")
     state = sub.add_parser("state", add_help=False,
                            help="the keyed state of a running job's operator as a table (from a savepoint)")
-    state.add_argument("names", nargs="+", metavar="[JOB] OPERATOR",
+    state.add_argument("names", nargs="+", type=nonblank, metavar="[JOB] OPERATOR",
                        help="job id prefix or name (default: the only running job), then the operator's uid or name")
     state.add_argument("--key", "-k", default=None, help="only this key")
-    state.add_argument("--state", default=None, help="only this state (its descriptor's name)")
+    state.add_argument("--state", type=nonblank, default=None, help="only this state (its descriptor's name)")
     results = sub.add_parser("results", add_help=False, help="the last records of a job's collect or pandas sink (live)")
-    results.add_argument("job", nargs="?", default=None, help="job id prefix or name (default: the running job)")
+    results.add_argument("job", nargs="?", type=nonblank, default=None, help="job id prefix or name (default: the running job)")
     return parser
 
 

@@ -11,6 +11,7 @@ import time
 from collections import deque
 from typing import Any, Callable, Optional
 
+from streamkernel.common.job_status import select_jobs
 from streamkernel.common.watermark_strategy import MIN_WATERMARK
 
 __all__ = ["Counter", "MetricGroup", "OperatorMetrics", "TaskMetrics"]
@@ -148,13 +149,21 @@ def metric_rows(cluster_snapshot: dict, job: Optional[str] = None) -> list[dict]
 
     Columns: job, vertex, subtask, state, records in/out, records in/out per second (over
     the subtask's run time), bytes out, busy / idle / backpressured ratios, input and output
-    watermarks, and the mean end-to-end latency of the latency samples. ``job`` filters by
-    job id (or its prefix) or name.
+    watermarks, and the mean end-to-end latency of the latency samples. ``job`` keeps the
+    jobs it names (id, id prefix or name: :func:`~streamkernel.common.job_status.select_jobs`);
+    raises UnknownJobError (a KeyError) naming it when it names none, InvalidProgramError
+    when it is blank.
     """
+    jobs = cluster_snapshot.get("jobs", [])
+    if job is not None:
+        jobs = select_jobs(job, jobs, lambda j: (j["job_id"], j["name"]))
+        if not jobs:
+            from streamkernel.runtime.jobmanager.dispatcher import UnknownJobError  # lazy: the JobManager
+
+            known = ", ".join(f"{j['job_id']} ({j['name']})" for j in cluster_snapshot.get("jobs", [])) or "none"
+            raise UnknownJobError(f"no job {job!r} in this cluster (by id, id prefix or name); jobs: {known}")
     rows = []
-    for job_info in cluster_snapshot.get("jobs", []):
-        if job and not (job_info["job_id"].startswith(job) or job_info["name"] == job):
-            continue
+    for job_info in jobs:
         for vertex in job_info["vertices"]:
             for sub in vertex["subtasks"]:
                 m = sub.get("metrics") or {}

@@ -59,12 +59,15 @@ from streamkernel.runtime.minicluster_taskmanagers import (
     LOCAL_HEARTBEAT_DEFAULTS,
     create_taskmanagers,
     heartbeat_defaults,
-    positive_count,
     resolve_backend,
 )
+from streamkernel.runtime.minicluster_limits import check_cluster_size
 
 __all__ = ["MiniCluster", "JobInfo", "SlotOccupancy", "TaskManagerInfo", "current_cluster", "set_current_cluster",
            "BACKENDS", "LOCAL_HEARTBEAT_DEFAULTS"]
+
+_TASKMANAGERS_KEY = "minicluster.number-of-taskmanagers"
+_SLOTS_KEY = "taskmanager.numberOfTaskSlots"
 
 _current_lock = threading.Lock()
 _current: Optional["MiniCluster"] = None
@@ -99,7 +102,9 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
     """A JobManager (Dispatcher + ResourceManager + a JobMaster per job) and its TaskManagers.
 
     ``taskmanagers`` and ``slots_per_taskmanager`` default to the configuration's
-    ``minicluster.number-of-taskmanagers`` and ``taskmanager.numberOfTaskSlots``, else 1.
+    ``minicluster.number-of-taskmanagers`` and ``taskmanager.numberOfTaskSlots``, else 1;
+    counts above what the backend can host raise ClusterSizeError at once, before anything
+    starts (:mod:`.minicluster_limits`: the limits and the keys that raise them).
     ``backend`` is where TaskManagers run (:data:`BACKENDS`; None: the configuration's
     ``streamkernel.backend``, else ``$STREAMKERNEL_BACKEND``, else ``local``).
     ``configuration`` holds Flink keys for the cluster (``slot.request.timeout``,
@@ -117,11 +122,16 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
         conf = {k: str(v) for k, v in dict(configuration or {}).items()}
         explicit_local = task_factory is not None or shuffle is not None or clock is not None
         self.backend = resolve_backend(backend or ("local" if explicit_local else None), conf)
-        self.number_of_taskmanagers = positive_count(
-            "taskmanagers", taskmanagers if taskmanagers is not None else conf.get("minicluster.number-of-taskmanagers", 1))
-        self.slots_per_taskmanager = positive_count(
-            "slots_per_taskmanager",
-            slots_per_taskmanager if slots_per_taskmanager is not None else conf.get("taskmanager.numberOfTaskSlots", 1))
+        # Sizes are checked against what the backend can host before anything starts (minicluster_limits).
+        tm_from = "taskmanagers" if taskmanagers is not None else f"configuration key {_TASKMANAGERS_KEY}"
+        slots_from = ("slots_per_taskmanager" if slots_per_taskmanager is not None
+                      else f"configuration key {_SLOTS_KEY}")
+        self.number_of_taskmanagers, self.slots_per_taskmanager = check_cluster_size(
+            self.backend,
+            taskmanagers if taskmanagers is not None else conf.get(_TASKMANAGERS_KEY, 1),
+            slots_per_taskmanager if slots_per_taskmanager is not None else conf.get(_SLOTS_KEY, 1),
+            conf, taskmanagers_from=tm_from, slots_from=slots_from,
+            spark_master=spark_master, spark_session=spark_session)
         conf["taskmanager.numberOfTaskSlots"] = str(self.slots_per_taskmanager)
         self.configuration = conf
         self.clock = clock or SystemClock()

@@ -70,12 +70,15 @@ class MiniClusterInspection:
         last ``limit`` records it emits within ``seconds`` (all subtasks at once); returns
         (subtask name, record, timestamp) rows, subtask by subtask. The job is not slowed
         down outside that moment. Raises ValueError (FailureInjectionError) naming the job's
-        operators when none matches, or when a name is ambiguous.
+        operators when none matches, or when a name is ambiguous; ValueError for a ``limit``
+        below 1 or ``seconds`` not > 0.
         """
         from concurrent.futures import ThreadPoolExecutor
 
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"peek: limit must be an int >= 1, got {limit!r}")
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
+            raise ValueError(f"peek: seconds must be a number > 0, got {seconds!r}")
         master = self.dispatcher.job_master(job_id if isinstance(job_id, JobID) else JobID.from_hex_string(str(job_id)))
         targets = operator_nodes(master.job_graph, operator)
         if not targets:

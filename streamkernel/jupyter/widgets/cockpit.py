@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
+import weakref
 from typing import Any, Callable, Optional, Sequence
 
 import ipywidgets as widgets
@@ -52,6 +53,23 @@ class _LiveWidget(widgets.VBox):
         super().__init__(**kwargs)
         self._closed = False
         self.refreshes = 0
+
+    # ipywidgets keeps every widget until it is closed: a view holds its cluster weakly, so a
+    # stopped cluster the notebook dropped can be collected although its last picture stays.
+    _cluster_ref: Optional["weakref.ref[Any]"] = None
+
+    @property
+    def cluster(self) -> Any:
+        """The cluster shown (ReferenceError once it was stopped, dropped and collected)."""
+        cluster = self._cluster_ref() if self._cluster_ref is not None else None
+        if cluster is None:
+            raise ReferenceError("the cluster of this view was stopped and garbage-collected; start one with "
+                                 "%flink start")
+        return cluster
+
+    @cluster.setter
+    def cluster(self, cluster: Any) -> None:
+        self._cluster_ref = weakref.ref(cluster)
 
     def close(self) -> None:
         """Close the widget: the refresher drops it."""
@@ -237,8 +255,9 @@ class JobDashboard(_LiveWidget):
     def _refresh_now(self) -> None:
         from streamkernel.jupyter.widgets.refresher import refresher_for
 
-        if self.cluster.is_running:
-            refresher_for(self.cluster).refresh_once([self])
+        cluster = self._cluster_ref() if self._cluster_ref is not None else None
+        if cluster is not None and cluster.is_running:
+            refresher_for(cluster).refresh_once([self])
 
     # ---------------------------------------------------------------- actions
     def trigger_checkpoint(self) -> str:

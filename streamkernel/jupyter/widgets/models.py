@@ -21,6 +21,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from streamkernel.common.job_status import select_jobs
 from streamkernel.jupyter.widgets.history import MetricsHistory, Rates, backpressure_level
 
 __all__ = ["PALETTE", "BACKPRESSURE_COLOURS", "TaskChip", "SlotCell", "TaskManagerCard", "ClusterModel",
@@ -219,15 +220,14 @@ class JobModel:
 
 
 def find_job(snapshot: Mapping[str, Any], job: Optional[str] = None) -> Optional[Mapping[str, Any]]:
-    """The job ``job`` (its id, an id prefix or its name) of a snapshot; None: the newest job."""
+    """The job ``job`` (its id, its name, else an id prefix: ``select_jobs``) of a snapshot; None: the
+    newest job. Of several jobs of that name (a restored job keeps it), the newest."""
     jobs = sorted(snapshot.get("jobs", ()), key=lambda j: j.get("start_time") or 0, reverse=True)
     if job is None:
         return jobs[0] if jobs else None
-    for candidate in jobs:
-        if candidate["job_id"] == job or candidate["name"] == job:
-            return candidate
-    prefixed = [j for j in jobs if j["job_id"].startswith(job)]
-    return prefixed[0] if len(prefixed) == 1 else None
+    matches = select_jobs(job, jobs, lambda j: (j["job_id"], j["name"]))
+    exact = bool(matches) and job in (matches[0]["job_id"], matches[0]["name"])  # then all of them are
+    return matches[0] if len(matches) == 1 or exact else None
 
 
 def job_model(job: Mapping[str, Any], history: Optional[MetricsHistory] = None) -> JobModel:

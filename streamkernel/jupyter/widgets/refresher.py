@@ -40,7 +40,9 @@ class Refresher:
     """Snapshots ``cluster`` every ``interval_s`` seconds for its views, from one daemon thread."""
 
     def __init__(self, cluster: Any, interval_s: float = DEFAULT_INTERVAL_S) -> None:
-        self.cluster = cluster
+        # Weak: the refresher map's key is the cluster, and a value holding its key would keep
+        # every cluster ever shown alive. A collected cluster ends the refresher.
+        self._cluster = weakref.ref(cluster)
         self.interval_s = interval_s
         self.history = MetricsHistory()
         self.snapshots_taken = 0
@@ -64,6 +66,14 @@ class Refresher:
                 self._thread.start()
 
     @property
+    def cluster(self) -> Any:
+        """The cluster refreshed (ReferenceError once it was stopped, dropped and collected)."""
+        cluster = self._cluster()
+        if cluster is None:
+            raise ReferenceError("the cluster of this cockpit view was stopped and garbage-collected")
+        return cluster
+
+    @property
     def views(self) -> list[Any]:
         """The views still refreshed."""
         with self._lock:
@@ -79,7 +89,13 @@ class Refresher:
 
         Called by the thread and by a button's action (a view redrawn at once): one at a time."""
         with self._refreshing:
-            snapshot = self.cluster.snapshot()
+            cluster = self._cluster()
+            if cluster is None:  # collected: nothing left to show
+                with self._lock:
+                    self._stopped = True
+                return {}
+            snapshot = cluster.snapshot()
+            del cluster  # the thread holds no strong reference between two snapshots
             self.snapshots_taken += 1
             self.history.add_snapshot(snapshot)
             for view in (self.views if views is None else views):
@@ -93,7 +109,7 @@ class Refresher:
         while not self._wake.wait(self.interval_s):
             with self._lock:
                 self._views = [v for v in self._views if not v.done]
-                if not self._views or self._stopped:
+                if not self._views or self._stopped or self._cluster() is None:
                     self._thread = None
                     return
             self.refresh_once()

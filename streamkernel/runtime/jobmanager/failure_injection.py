@@ -18,7 +18,7 @@ from streamkernel.graph.job_graph import JobGraph
 from streamkernel.runtime.deployment import ExecutionState
 from streamkernel.runtime.jobmanager.job_status import JobDetails, SubtaskDetails
 
-__all__ = ["FailureInjectionError", "subtasks_to_fail", "injected_failure_message", "operator_nodes",
+__all__ = ["FailureInjectionError", "NoSuchSubtaskError", "subtasks_to_fail", "injected_failure_message", "operator_nodes",
            "unknown_operator"]
 
 _LIVE = (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING)
@@ -26,6 +26,20 @@ _LIVE = (ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.R
 
 class FailureInjectionError(StreamKernelError, ValueError):
     """A failure could not be injected: unknown operator or subtask, or nothing is running."""
+
+
+class NoSuchSubtaskError(FailureInjectionError):
+    """The chosen subtask index is outside the operator's parallelism.
+
+    ``operator``, ``job``, ``parallelism`` and ``subtask`` (0-based, as given) let a caller
+    that counts subtasks from 1 (``%flink fail --subtask``) say it in its own terms.
+    """
+
+    def __init__(self, operator: str, job: str, parallelism: int, subtask: int) -> None:
+        super().__init__(f"operator {operator!r} of {job} runs {parallelism} subtask(s), indexes 0..{parallelism - 1} "
+                         f"(from 0; its subtask names count from 1: 1/{parallelism} .. {parallelism}/{parallelism}); "
+                         f"there is no subtask index {subtask}")
+        self.operator, self.job, self.parallelism, self.subtask = operator, job, parallelism, subtask
 
 
 def operator_nodes(job_graph: JobGraph, operator: str) -> list[tuple[int, int]]:
@@ -72,8 +86,7 @@ def subtasks_to_fail(job_graph: JobGraph, details: JobDetails, operator: str,
         raise unknown_operator(job_graph, job, operator)
     vertex = next(v for v in details.vertices if v.vertex_id == vertex_ids[0])
     if subtask is not None and not 0 <= subtask < vertex.parallelism:
-        raise FailureInjectionError(f"operator {operator!r} of {job} runs {vertex.parallelism} subtask(s) "
-                                    f"(0..{vertex.parallelism - 1}); there is no subtask {subtask}")
+        raise NoSuchSubtaskError(operator, job, vertex.parallelism, subtask)
     chosen = [s for s in vertex.subtasks if subtask is None or s.subtask_index == subtask]
     live = [s for s in chosen if s.state in _LIVE and s.taskmanager_id is not None]
     if not live:
