@@ -73,6 +73,7 @@ from streamkernel.runtime.taskmanager.spark_session import (OwnedSession, SparkH
                                                             obtain_session, python_exec_for, task_tries,
                                                             taskmanager_python)
 from streamkernel.runtime.taskmanager.spark_stop import active_jobs_of_group, cancel_and_wait, wait_until_gone
+from streamkernel.runtime.taskmanager.worker import WORKING_DIR_KEY
 
 __all__ = ["SparkTaskManagerLauncher", "SparkTaskSlotsError", "SparkHostJobError"]
 
@@ -234,8 +235,11 @@ class SparkTaskManagerLauncher:
             self._check_slots(context, len(ids))
             launcher_address = self._hosts.listen(jobmanager_address[0], secret)
             local = is_local_master(str(context.master))
+            task_configuration = dict(configuration)
+            if not local:  # the cluster's directory is on the driver's machine; hosts elsewhere make their own
+                task_configuration.pop(WORKING_DIR_KEY, None)
             spec = {"ids": ids, "slots": int(slots), "jobmanager_address": tuple(jobmanager_address),
-                    "secret": bytes(secret), "configuration": dict(configuration),
+                    "secret": bytes(secret), "configuration": task_configuration,
                     "launcher_address": launcher_address,
                     "worker_entry": self._worker_entry}
             driver_paths = [os.getcwd() if p == "" else p for p in sys.path] if local else None

@@ -1,0 +1,164 @@
+"""Nothing of a cluster remains after it stopped or after its process exited normally.
+
+* A SIGKILLed ``process`` TaskManager (no ``finally`` runs in it) leaves no working
+  directory (RocksDB files) behind: the cluster owns its TaskManagers' directories and
+  removes the whole tree when it stops, the replacement's included.
+* A script that exits right after ``execute_and_collect()`` / ``env.execute()`` (or raises)
+  leaves nothing in its temp directory: the transient cluster's stop completes before the
+  interpreter exits, and so does the stop of a cluster the script started and never stopped.
+
+The scripts run in a subprocess whose ``TMPDIR`` is a fresh directory, and the cluster test
+points this process's temp directory at a fresh one, so other tests (and other users of
+the machine's /tmp) cannot disturb the assertions.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from typing import Any, Callable
+
+import pytest
+
+from streamkernel.common import Configuration, WatermarkStrategy
+from streamkernel.datastream import StreamExecutionEnvironment
+from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.testing import Gate, ScriptedSource
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process backend on Linux")
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def leftovers(directory: pathlib.Path) -> list[str]:
+    """Everything under ``directory`` (relative paths), sorted."""
+    return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
+
+
+class FileGate(Gate):
+    """A Gate across processes: open once ``<dir>/<name>.open`` exists (``<name>.reached`` when held)."""
+
+    def __init__(self, directory: Any, name: str = "gate") -> None:  # noqa: D107 - plain data, no Events
+        self.directory, self.name = str(directory), name
+
+    def _path(self, suffix: str) -> pathlib.Path:
+        return pathlib.Path(self.directory) / f"{self.name}.{suffix}"
+
+    def open(self) -> None:
+        self._path("open").touch()
+
+    @property
+    def is_open(self) -> bool:
+        return self._path("open").exists()
+
+    @property
+    def reached(self) -> bool:
+        return self._path("reached").exists()
+
+    def _hold(self) -> bool:
+        if self.is_open:
+            return False
+        self._path("reached").touch()
+        return True
+
+    def __reduce__(self) -> tuple:
+        return FileGate, (self.directory, self.name)
+
+
+def to_pair(word: str) -> tuple:
+    return word, 1
+
+
+def first(pair: tuple) -> Any:
+    return pair[0]
+
+
+def add_counts(a: tuple, b: tuple) -> tuple:
+    return a[0], a[1] + b[1]
+
+
+def rocksdb_files(directory: pathlib.Path) -> list[pathlib.Path]:
+    return [p for p in directory.rglob("CURRENT") if p.is_file()]
+
+
+# ------------------------------------------------------------------ killed TaskManagers
+def test_a_killed_process_taskmanager_leaves_no_directory_after_stop(tmp_path, monkeypatch) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    gates = tmp_path / "gates"
+    gates.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))  # the TaskManager processes' temp directory
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))  # this process's
+    gate = FileGate(gates, "hold")
+    words = [f"w{i % 7}" for i in range(200)]
+    cluster = MiniCluster(2, 1, backend="process",
+                          configuration={"state.backend.type": "rocksdb"}).start(make_current=False)
+    try:
+        env = StreamExecutionEnvironment.get_execution_environment(
+            Configuration.from_dict({"state.backend.type": "rocksdb", "restart-strategy.type": "none"}))
+        env.set_parallelism(2)
+        (env.from_source(ScriptedSource(words + [gate]), WatermarkStrategy.no_watermarks(), "words")
+            .map(to_pair).key_by(first).reduce(add_counts).print())
+        client = cluster.submit(env.get_stream_graph("keyed on rocksdb"))
+        wait_until(lambda: gate.reached, what="the source to hold at the gate")
+        wait_until(lambda: len(rocksdb_files(temp)) == 2, what="a RocksDB database per keyed subtask")
+        pids = dict(cluster.taskmanager_backend.launcher.pids())
+        assert cluster.kill_taskmanager("taskmanager-2") == "taskmanager-2"
+        wait_until(lambda: "taskmanager-3" in cluster.taskmanager_backend.live_ids(),
+                   what="the replacement TaskManager to register")
+        assert pids  # the killed one ran, with its database
+        client.cancel()
+    finally:
+        cluster.stop()
+    assert leftovers(temp) == []
+
+
+# ------------------------------------------------------------------ scripts that exit
+JOB = """
+from streamkernel.datastream import StreamExecutionEnvironment
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(2)
+stream = env.from_collection(list(range(100))).map(lambda x: (x % 3, x)).key_by(lambda t: t[0])
+"""
+
+SCRIPTS = {
+    "execute_and_collect": JOB + "print(sorted(stream.reduce(lambda a, b: (a[0], a[1] + b[1])).execute_and_collect())[-1])",
+    "execute": JOB + "stream.print()\nenv.execute('printed')",
+    "process backend": JOB.replace("get_execution_environment()", "get_execution_environment("
+                                   "__import__('streamkernel.common', fromlist=['Configuration']).Configuration"
+                                   ".from_dict({'streamkernel.backend': 'process'}))")
+                       + "print(len(list(stream.execute_and_collect())))",
+    "raises after execute_and_collect": JOB + "it = stream.execute_and_collect()\nprint(next(it))\n"
+                                              "raise SystemExit('script failed after collecting')",
+    "partly read iterator": JOB + "print(next(iter(stream.execute_and_collect())))",
+    "started cluster never stopped": "from streamkernel.runtime.minicluster import MiniCluster\n"
+                                     "MiniCluster(1, 2, backend='process').start()\n" + JOB
+                                     + "print(len(list(stream.execute_and_collect())))",
+}
+
+
+@pytest.mark.parametrize("script", sorted(SCRIPTS))
+def test_a_script_that_exits_leaves_nothing_in_its_temp_directory(script: str, tmp_path) -> None:
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
+    env.pop("STREAMKERNEL_BACKEND", None)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(SCRIPTS[script])], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=240)
+    expected_code = 1 if script == "raises after execute_and_collect" else 0
+    assert done.returncode == expected_code, done.stderr
+    assert leftovers(temp) == [], f"{script}: the cluster left files behind; stderr:\n{done.stderr}"
