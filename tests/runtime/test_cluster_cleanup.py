@@ -162,3 +162,26 @@ def test_a_script_that_exits_leaves_nothing_in_its_temp_directory(script: str, t
     expected_code = 1 if script == "raises after execute_and_collect" else 0
     assert done.returncode == expected_code, done.stderr
     assert leftovers(temp) == [], f"{script}: the cluster left files behind; stderr:\n{done.stderr}"
+
+
+# ------------------------------------------------------- transient clusters in this process
+@pytest.mark.parametrize("how", ["read to the end", "limit", "closed early"])
+def test_the_transient_cluster_is_gone_when_collecting_returns(how: str, tmp_path) -> None:
+    from streamkernel.runtime.minicluster import current_cluster
+    from streamkernel.runtime.minicluster_exit import running_clusters
+
+    assert current_cluster() is None, "this test needs a transient cluster"
+    before = running_clusters()
+    env = StreamExecutionEnvironment.get_execution_environment(
+        Configuration.from_dict({"io.tmp.dirs": str(tmp_path)}))
+    env.set_parallelism(2)
+    stream = env.from_collection(list(range(50))).map(lambda x: (x % 3, x)).key_by(first).reduce(add_counts)
+    if how == "read to the end":
+        assert len(list(stream.execute_and_collect())) == 50
+    elif how == "limit":
+        assert len(stream.execute_and_collect(limit=3)) == 3
+    else:
+        with stream.execute_and_collect() as records:
+            next(records)
+    assert running_clusters() == before
+    assert leftovers(tmp_path) == []
