@@ -185,3 +185,28 @@ def test_the_transient_cluster_is_gone_when_collecting_returns(how: str, tmp_pat
             next(records)
     assert running_clusters() == before
     assert leftovers(tmp_path) == []
+
+
+# ------------------------------------------------------------- spark hosts on other machines
+def test_a_spark_host_on_another_machine_removes_what_a_killed_attempt_left(tmp_path) -> None:
+    pytest.importorskip("pyspark")  # run_host asks pyspark's TaskContext for its attempt
+    from streamkernel.runtime.taskmanager.spark_host import run_host
+    from streamkernel.runtime.taskmanager.worker import WORKING_DIR_KEY
+
+    killed = tmp_path / "streamkernel-c1-taskmanager-1" / "taskmanager-1"  # an attempt SIGKILLed mid-job
+    (killed / "job" / "db").mkdir(parents=True)
+    (killed / "job" / "db" / "CURRENT").write_text("MANIFEST-000001\n")
+    seen: dict = {}
+
+    def entry(jobmanager_address, secret, taskmanager_id, slots, configuration):
+        seen["base"] = configuration[WORKING_DIR_KEY]
+        seen["left by the killed attempt"] = leftovers(tmp_path / "streamkernel-c1-taskmanager-1")
+        pathlib.Path(seen["base"], taskmanager_id).mkdir()  # as run_taskmanager makes it
+
+    spec = {"ids": ["taskmanager-1"], "slots": 1, "jobmanager_address": ("127.0.0.1", 9), "secret": b"s",
+            "configuration": {"io.tmp.dirs": str(tmp_path)}, "launcher_address": None, "cluster": "c1",
+            "worker_entry": entry}
+    [(taskmanager_id, attempt, _, outcome)] = run_host(0, spec)
+    assert (taskmanager_id, attempt, outcome) == ("taskmanager-1", 0, "finished")
+    assert seen == {"base": str(tmp_path / "streamkernel-c1-taskmanager-1"), "left by the killed attempt": []}
+    assert leftovers(tmp_path) == []

@@ -240,7 +240,7 @@ class SparkTaskManagerLauncher:
                 task_configuration.pop(WORKING_DIR_KEY, None)
             spec = {"ids": ids, "slots": int(slots), "jobmanager_address": tuple(jobmanager_address),
                     "secret": bytes(secret), "configuration": task_configuration,
-                    "launcher_address": launcher_address,
+                    "launcher_address": launcher_address, "cluster": self._cluster,
                     "worker_entry": self._worker_entry}
             driver_paths = [os.getcwd() if p == "" else p for p in sys.path] if local else None
             launch = _Launch(tuple(ids), time.monotonic())
