@@ -210,3 +210,44 @@ def test_a_spark_host_on_another_machine_removes_what_a_killed_attempt_left(tmp_
     assert (taskmanager_id, attempt, outcome) == ("taskmanager-1", 0, "finished")
     assert seen == {"base": str(tmp_path / "streamkernel-c1-taskmanager-1"), "left by the killed attempt": []}
     assert leftovers(tmp_path) == []
+
+
+# ------------------------------------------------------------------ streamkernel run, stopped
+ENDLESS = """
+import pathlib, sys
+from streamkernel.common import WatermarkStrategy
+from streamkernel.datastream import StreamExecutionEnvironment
+from streamkernel.datastream.connectors import DataGeneratorSource
+env = StreamExecutionEnvironment.get_execution_environment()
+env.set_parallelism(2)
+(env.from_source(DataGeneratorSource(lambda i: i, None, 200), WatermarkStrategy.no_watermarks(), "endless")
+    .key_by(lambda i: i % 3).map(lambda i: i).print())
+client = env.execute_async("endless")
+pathlib.Path(sys.argv[1]).touch()
+client.get_job_execution_result().result()
+"""
+
+
+@pytest.mark.parametrize("backend", ["local", "process"])
+def test_a_job_script_stopped_with_sigterm_leaves_nothing_in_its_temp_directory(backend: str, tmp_path) -> None:
+    """``streamkernel run --detached`` says: stop it with ``kill PID``; that stops its cluster first."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    script, marker = tmp_path / "endless.py", tmp_path / "running"
+    script.write_text(ENDLESS)
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
+    run = subprocess.Popen([sys.executable, "-m", "streamkernel", "run", "--backend", backend, str(script), "--",
+                            str(marker)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        wait_until(lambda: marker.exists() or run.poll() is not None, what="the job to run")
+        assert run.poll() is None, run.stderr.read().decode() if run.stderr else ""
+        assert leftovers(temp), "the cluster should have a working directory while it runs"
+        run.terminate()
+        _, stderr = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 143, stderr.decode()
+    assert leftovers(temp) == [], stderr.decode()
