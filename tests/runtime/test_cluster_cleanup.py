@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import tempfile
@@ -51,7 +52,7 @@ def leftovers(directory: pathlib.Path) -> list[str]:
 class FileGate(Gate):
     """A Gate across processes: open once ``<dir>/<name>.open`` exists (``<name>.reached`` when held)."""
 
-    def __init__(self, directory: Any, name: str = "gate") -> None:  # noqa: D107 - plain data, no Events
+    def __init__(self, directory: Any, name: str = "gate") -> None:  # plain data, no Events
         self.directory, self.name = str(directory), name
 
     def _path(self, suffix: str) -> pathlib.Path:
@@ -158,7 +159,7 @@ def test_a_script_that_exits_leaves_nothing_in_its_temp_directory(script: str, t
         p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
     env.pop("STREAMKERNEL_BACKEND", None)
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(SCRIPTS[script])], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=240)
+                          capture_output=True, text=True, timeout=240, check=False)
     expected_code = 1 if script == "raises after execute_and_collect" else 0
     assert done.returncode == expected_code, done.stderr
     assert leftovers(temp) == [], f"{script}: the cluster left files behind; stderr:\n{done.stderr}"
@@ -235,7 +236,7 @@ def test_a_job_script_stopped_with_sigterm_leaves_nothing_in_its_temp_directory(
     temp.mkdir()
     script, marker = tmp_path / "endless.py", tmp_path / "running"
     script.write_text(ENDLESS)
-    env = {**os.environ, "TMPDIR": str(temp), "PYTHONPATH": os.pathsep.join(
+    env = {**os.environ, "TMPDIR": str(temp), "PYTHONFAULTHANDLER": "1", "PYTHONPATH": os.pathsep.join(
         p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)}
     run = subprocess.Popen([sys.executable, "-m", "streamkernel", "run", "--backend", backend, str(script), "--",
                             str(marker)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -244,7 +245,11 @@ def test_a_job_script_stopped_with_sigterm_leaves_nothing_in_its_temp_directory(
         assert run.poll() is None, run.stderr.read().decode() if run.stderr else ""
         assert leftovers(temp), "the cluster should have a working directory while it runs"
         run.terminate()
-        _, stderr = run.communicate(timeout=120)
+        try:
+            _, stderr = run.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            run.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: every thread's stack to stderr
+            raise AssertionError("the run did not end after SIGTERM:\n" + run.communicate()[1].decode()) from None
     finally:
         if run.poll() is None:
             run.kill()
