@@ -17,7 +17,8 @@ exactly as ``flink run`` hands its options to the program's context environment:
   once, printing its pid and the log file its output goes to (``--log FILE``).
 
 Exit status: 0 when the script ended normally (or ``sys.exit(0)``), the script's
-``sys.exit`` code, 1 when it raised (the traceback is printed), 2 for bad options.
+``sys.exit`` code, 1 when it raised (the traceback is printed), 2 for bad options, 143 when
+stopped by SIGTERM (``kill PID``; its clusters are stopped first, so nothing of them remains).
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ import argparse
 import json
 import os
 import runpy
+import signal
 import subprocess
 import sys
+import threading
 import traceback
-from typing import Sequence
+from typing import Any, Sequence
 
 __all__ = ["run_parser", "main", "run", "CONTEXT_CONFIGURATION_ENV"]
 
@@ -111,6 +114,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if cluster is not None:
         cluster.start()
     saved_argv, saved_path = sys.argv, list(sys.path)
+    saved_sigterm = _exit_on_sigterm()
     sys.argv = [args.script, *arguments]
     sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
     try:
@@ -127,8 +131,24 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+        if saved_sigterm is not None:
+            signal.signal(signal.SIGTERM, saved_sigterm)
         if cluster is not None:
             cluster.stop()
+
+
+def _exit_on_sigterm() -> Any:
+    """Make SIGTERM (``kill PID``, how a detached run is stopped) a SystemExit(143) in the main thread,
+    so the clusters stop and remove their files (the default action would end the process at once);
+    returns the handler to restore, None when not on the main thread or SIGTERM is not at its default."""
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    def terminate(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, terminate)
 
 
 def _detach(args: argparse.Namespace, argv: Sequence[str]) -> int:

@@ -4,7 +4,10 @@ Flink's client prepares a job and hands it to a JobManager; attached, it then wa
 the result. Here the JobManager is the process's current :class:`MiniCluster` if one was
 started, and otherwise a *transient* local cluster sized for the job (one TaskManager with
 as many slots as the job needs), started for this job and stopped when the job ends, as
-PyFlink's local mode starts a fresh cluster per ``execute()``.
+PyFlink's local mode starts a fresh cluster per ``execute()``. ``execute()`` and the end
+(or close) of ``execute_and_collect()``'s iterator stop it in the caller's thread, so it is
+gone when they return; a transient cluster whose results were not read to the end stops
+when its job ends, at the latest when the interpreter exits (:mod:`.minicluster_exit`).
 
 Waiting is interruptible: a KeyboardInterrupt (interrupting a notebook cell) cancels the
 job, waits briefly for it to stop, and is re-raised.
@@ -59,12 +62,18 @@ def transient_cluster_for(stream_graph: StreamGraph) -> MiniCluster:
 def submit_stream_graph(env: Any, stream_graph: StreamGraph) -> MiniClusterJobClient:
     """Submit the job to the current cluster (or a transient one) and return its JobClient at once.
 
-    A transient cluster stops by itself once the job reaches a terminal state.
+    A transient cluster stops by itself once the job reaches a terminal state (and at the
+    latest when the interpreter exits: :mod:`.minicluster_exit`).
     """
+    return _submit(stream_graph)[0]
+
+
+def _submit(stream_graph: StreamGraph) -> tuple[MiniClusterJobClient, Optional[MiniCluster]]:
+    """Submit to the current cluster or a transient one; returns the JobClient and the transient cluster."""
     validate_configuration(stream_graph.configuration)
     cluster = current_cluster()
     if cluster is not None:
-        return cluster.submit(stream_graph)
+        return cluster.submit(stream_graph), None
     cluster = transient_cluster_for(stream_graph).start(make_current=False)
     try:
         client = cluster.submit(stream_graph)
@@ -72,12 +81,13 @@ def submit_stream_graph(env: Any, stream_graph: StreamGraph) -> MiniClusterJobCl
         cluster.stop()
         raise
     _stop_when_terminal(cluster, client)
-    return client
+    return client, cluster
 
 
 def _stop_when_terminal(cluster: MiniCluster, client: MiniClusterJobClient) -> None:
     """Stop a transient cluster once its job ended (from a short-lived thread: the JobMaster's
-    own thread cannot join itself)."""
+    own thread cannot join itself). Whoever waits for the job may stop it sooner (stop is
+    idempotent); a stop still under way at interpreter exit is waited for there."""
     def stop_later(_: Any) -> None:
         threading.Thread(target=cluster.stop, name="streamkernel transient cluster stop", daemon=True).start()
 
@@ -132,6 +142,8 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
     yields records while the job runs, ends when the job finished and raises
     JobExecutionError if it failed; closing it cancels a still running job. With ``limit``,
     returns a list of at most ``limit`` records and cancels the rest of the job (PyFlink).
+    A transient cluster is stopped before the iterator's last ``next()`` (or ``close()``)
+    returns, so nothing of it is left once the results were read.
     """
     from streamkernel.datastream.closeable_iterator import CloseableIterator
     from streamkernel.datastream.connectors.collect import CollectSink
@@ -139,10 +151,15 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
     sink = CollectSink()
     data_stream.sink_to(sink).name("Collect Sink").set_parallelism(1)  # one collector, as Flink's CollectSinkOperator
     stream_graph = env.get_stream_graph(job_execution_name, clear_transformations=True)
-    client = submit_stream_graph(env, stream_graph)
+    client, transient = _submit(stream_graph)
     buffer = sink.buffer  # ended with the job by MiniCluster.submit (watch_collect_buffers)
     dispatcher = client._dispatcher  # the cluster the job runs on (current or transient)
     closed = threading.Event()
+
+    def stop_transient(only_when_ended: bool = False) -> None:
+        # here, in the caller's thread: nothing of the cluster is left once iteration ended
+        if transient is not None and not (only_when_ended and not result_future.done()):
+            transient.stop()
 
     def close() -> None:
         closed.set()
@@ -152,10 +169,26 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
                 result_within(client.cancel(), CANCEL_WAIT_SECONDS)
             except TimeoutError:
                 pass
+        stop_transient()
 
     result_future = dispatcher.job_result_future(client.get_job_id())
 
     def records() -> Any:
+        # Stops a transient cluster when the records end or fail and the job ended (another
+        # branch of it may run on), not when the generator is merely closed or collected
+        # (GeneratorExit; the garbage collector's thread is arbitrary).
+        ended = False
+        try:
+            yield from job_records()
+            ended = True
+        except Exception:
+            ended = True
+            raise
+        finally:
+            if ended:
+                stop_transient(only_when_ended=True)
+
+    def job_records() -> Any:
         try:
             yield from buffer
         except Exception:

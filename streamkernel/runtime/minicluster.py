@@ -51,6 +51,7 @@ from streamkernel.runtime.clock import Clock, SystemClock
 from streamkernel.runtime.jobmanager.dispatcher import Dispatcher
 from streamkernel.runtime.jobmanager.resource_manager import ResourceManager
 from streamkernel.runtime.minicluster_checkpoints import MiniClusterCheckpoints
+from streamkernel.runtime.minicluster_exit import cluster_started, cluster_stopped
 from streamkernel.runtime.minicluster_failures import MiniClusterFailureInjection
 from streamkernel.runtime.minicluster_inspection import MiniClusterInspection, SlotOccupancy, TaskManagerInfo
 from streamkernel.runtime.minicluster_job_client import MiniClusterJobClient, watch_collect_buffers
@@ -184,13 +185,16 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
             raise
         self._resource_manager.start_heartbeats()
         self._running = True
+        cluster_started(self)  # stopped at interpreter exit unless stopped before
 
     def stop(self, timeout: float = 10.0) -> None:
         """Cancel running jobs, stop the TaskManagers and the JobManager; no thread or process is left.
 
         Waits up to ``timeout`` seconds for jobs and tasks to end (TaskManagers in other
-        processes are asked to shut down, then killed). Stopping a stopped cluster does
-        nothing; a stopped cluster may be started again.
+        processes are asked to shut down, then killed), then removes the cluster's working
+        directory (its TaskManagers' too). Stopping a stopped cluster does nothing; a stopped
+        cluster may be started again. A cluster still running when the interpreter exits is
+        stopped then (:mod:`.minicluster_exit`).
         """
         global _current
         with self._lifecycle:
@@ -205,6 +209,7 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
             finally:
                 if self._working_dir is not None:
                     shutil.rmtree(self._working_dir, ignore_errors=True)
+                cluster_stopped(self)  # only now: an exit-time stop() waits for this one (the lock)
         with _current_lock:
             if _current is self:
                 _current = None

@@ -168,8 +168,9 @@ def create_taskmanagers(backend: str, configuration: Mapping[str, str], *, shuff
         from streamkernel.runtime.taskmanager.process import ProcessTaskManagerLauncher
 
         return RemoteTaskManagers(ProcessTaskManagerLauncher(), configuration, local_taskmanager_id,
-                                  replace_lost=True)
+                                  replace_lost=True, working_dir=working_dir)
     from streamkernel.runtime.taskmanager.spark import SparkTaskManagerLauncher  # lazy: imports pyspark
 
     launcher = SparkTaskManagerLauncher(configuration, spark_session=spark_session, master=spark_master)
-    return RemoteTaskManagers(launcher, configuration, local_taskmanager_id, replace_lost=False)
+    return RemoteTaskManagers(launcher, configuration, local_taskmanager_id, replace_lost=False,
+                              working_dir=working_dir)

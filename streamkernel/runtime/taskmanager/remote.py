@@ -19,6 +19,11 @@ plays that part for the ``process`` and ``spark`` backends around a
   TaskManager that hangs is still found by the heartbeat timeout;
 * :meth:`shutdown` asks every TaskManager to shut down over the protocol, then lets the
   launcher make sure no process is left.
+
+Given the cluster's ``working_dir``, every TaskManager it launches (replacements included)
+works under it (:data:`~.worker.WORKING_DIR_KEY`), so the cluster removes their files when it
+stops even when a process was SIGKILLed; a launcher whose TaskManagers run on other machines
+drops that key (their hosts clean up themselves).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from streamkernel.runtime.rpc.connection import RpcConnection
 from streamkernel.runtime.rpc.proxies import TaskExecutorProxy
 from streamkernel.runtime.rpc.transport import AuthenticatedListener, bind_host, new_cluster_secret
 from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RESOURCE_MANAGER, DriverServices
-from streamkernel.runtime.taskmanager.worker import rpc_timeout_seconds
+from streamkernel.runtime.taskmanager.worker import WORKING_DIR_KEY, rpc_timeout_seconds
 
 __all__ = ["RemoteTaskManagers", "TaskManagerStartError", "REMOTE_HEARTBEAT_DEFAULTS", "REPLACE_LOST_KEY",
            "REGISTRATION_TIMEOUT_KEY"]
@@ -79,13 +84,16 @@ class _RegistrationDesk:
 class RemoteTaskManagers:
     """The TaskManagers a launcher starts, as the JobManager manages them (see the module docstring).
 
-    ``id_of(index)`` names the ``index``-th TaskManager (``taskmanager-1`` ...).
+    ``id_of(index)`` names the ``index``-th TaskManager (``taskmanager-1`` ...); ``working_dir``
+    (owned and removed by the cluster) is where the TaskManagers make their working directories.
     """
 
     def __init__(self, launcher: Any, configuration: Mapping[str, str], id_of: Callable[[int], str], *,
-                 replace_lost: bool = True) -> None:
+                 replace_lost: bool = True, working_dir: Optional[str] = None) -> None:
         self.launcher = launcher
         self.configuration = dict(configuration)
+        if working_dir is not None:
+            self.configuration[WORKING_DIR_KEY] = working_dir
         self._id_of = id_of
         self.replaces_lost = BackendOptions.REPLACE_LOST.get(configuration, replace_lost)
         self._timeout = rpc_timeout_seconds(self.configuration)

@@ -74,6 +74,7 @@ from streamkernel.runtime.taskmanager.spark_session import (OwnedSession, SparkH
                                                             obtain_session, python_exec_for, task_tries,
                                                             taskmanager_python)
 from streamkernel.runtime.taskmanager.spark_stop import active_jobs_of_group, cancel_and_wait, wait_until_gone
+from streamkernel.runtime.taskmanager.worker import WORKING_DIR_KEY
 
 __all__ = ["SparkTaskManagerLauncher", "SparkTaskSlotsError", "SparkHostJobError"]
 
@@ -236,9 +237,12 @@ class SparkTaskManagerLauncher:
             check_shared_checkpoint_storage(context, configuration)
             launcher_address = self._hosts.listen(jobmanager_address[0], secret)
             local = is_local_master(str(context.master))
+            task_configuration = dict(configuration)
+            if not local:  # the cluster's directory is on the driver's machine; hosts elsewhere make their own
+                task_configuration.pop(WORKING_DIR_KEY, None)
             spec = {"ids": ids, "slots": int(slots), "jobmanager_address": tuple(jobmanager_address),
-                    "secret": bytes(secret), "configuration": dict(configuration),
-                    "launcher_address": launcher_address,
+                    "secret": bytes(secret), "configuration": task_configuration,
+                    "launcher_address": launcher_address, "cluster": self._cluster,
                     "worker_entry": self._worker_entry}
             driver_paths = [os.getcwd() if p == "" else p for p in sys.path] if local else None
             launch = _Launch(tuple(ids), time.monotonic())

@@ -16,6 +16,12 @@ index. The host
    JobManager tells the TaskManager to stop (the task then *succeeds*, and Spark does not
    relaunch it) or the TaskManager dies (the task fails, and Spark relaunches it).
 
+Its TaskManager's working directory: under the cluster's own directory when the launcher
+passed one (local masters: the driver removes it at stop); on another machine under
+:func:`host_working_dir`, a directory named after the cluster and the launched id, so the
+attempt Spark relaunches after a kill (no ``finally`` ran in the killed one) removes what
+its predecessor left, and the host removes it when its TaskManager ends.
+
 The control connection carries only these host messages; everything a TaskManager does goes
 through the JobManager <-> TaskManager protocol. Nothing here imports pyspark at module level.
 """
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import socket
 import threading
@@ -33,7 +40,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Callable, Mapping, Optional
 
 __all__ = ["SparkHostInfo", "spark_taskmanager_id", "machine_identity", "run_host", "shutdown_connection",
-           "reachable_address",
+           "reachable_address", "host_working_dir",
            "HOST_MESSAGE", "ENDED_MESSAGE", "KILL_MESSAGE"]
 
 _LOG = logging.getLogger(__name__)
@@ -174,6 +181,21 @@ def reachable_address(peer: tuple[str, int]) -> str:
         return socket.gethostname()
 
 
+def host_working_dir(cluster: str, launched_as: str, configuration: Mapping[str, str]) -> str:
+    """The base directory of the TaskManagers launched as ``launched_as`` on this machine, emptied.
+
+    ``<io.tmp.dirs or the temp dir>/streamkernel-<cluster>-<launched_as>``: the same for every
+    attempt of that Spark task, so a relaunched attempt removes the files of a killed one.
+    """
+    import tempfile
+
+    root = str(configuration.get("io.tmp.dirs", "")).strip() or tempfile.gettempdir()
+    base = os.path.join(root, f"streamkernel-{cluster}-{launched_as}")
+    shutil.rmtree(base, ignore_errors=True)  # an earlier attempt's, killed before it could clean up
+    os.makedirs(base, exist_ok=True)
+    return base
+
+
 def _default_entry() -> Callable[..., None]:
     from streamkernel.runtime.taskmanager.worker import run_taskmanager
 
@@ -184,8 +206,8 @@ def run_host(partition: int, spec: Mapping[str, Any]) -> list[tuple[str, int, in
     """Run the TaskManager of Spark partition ``partition`` in this Spark task; returns its summary.
 
     ``spec`` (plain data, pickled into the task's closure) holds ``ids`` (one per partition),
-    ``slots``, ``jobmanager_address``, ``secret``, ``configuration``, ``launcher_address``
-    and an optional ``worker_entry`` replacing ``run_taskmanager`` (tests). The result, one
+    ``slots``, ``jobmanager_address``, ``secret``, ``configuration``, ``launcher_address``,
+    ``cluster`` (the launcher's cluster id) and an optional ``worker_entry`` replacing ``run_taskmanager`` (tests). The result, one
     ``(taskmanager_id, attempt, pid, outcome)`` tuple, is what the job collects.
     Exceptions of the TaskManager propagate: the Spark task fails and Spark relaunches it.
     """
@@ -204,6 +226,12 @@ def run_host(partition: int, spec: Mapping[str, Any]) -> list[tuple[str, int, in
     configuration = dict(spec["configuration"])
     if not str(configuration.get("taskmanager.bind-host", "")).strip():
         configuration["taskmanager.bind-host"] = reachable_address(tuple(spec["jobmanager_address"]))
+    from streamkernel.runtime.taskmanager.worker import WORKING_DIR_KEY
+
+    own_dir = None
+    if not str(configuration.get(WORKING_DIR_KEY, "")).strip():  # not on the driver's machine
+        own_dir = configuration[WORKING_DIR_KEY] = host_working_dir(str(spec.get("cluster", "spark")), launched_as,
+                                                                    configuration)
     outcome = "finished"
     try:
         entry(tuple(spec["jobmanager_address"]), secret, taskmanager_id, int(spec["slots"]), configuration)
@@ -211,6 +239,8 @@ def run_host(partition: int, spec: Mapping[str, Any]) -> list[tuple[str, int, in
         outcome = f"failed: {type(exc).__name__}: {exc}"
         raise
     finally:
+        if own_dir is not None:
+            shutil.rmtree(own_dir, ignore_errors=True)
         if control is not None:
             control.ended(outcome)
             control.close()

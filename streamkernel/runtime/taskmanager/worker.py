@@ -33,12 +33,17 @@ from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, ConnectionRefusedByP
 from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RESOURCE_MANAGER
 from streamkernel.runtime.taskmanager.forwarding import WorkerForwarding
 
-__all__ = ["run_taskmanager", "main", "rpc_timeout_seconds", "FORWARD_OUTPUT_KEY"]
+__all__ = ["run_taskmanager", "main", "rpc_timeout_seconds", "FORWARD_OUTPUT_KEY", "WORKING_DIR_KEY"]
 
 _LOG = logging.getLogger(__name__)
 
 #: ``false`` keeps the TaskManager's stdout/stderr in its own process (tests running a worker in a thread).
 FORWARD_OUTPUT_KEY = "taskmanager.forward-output"
+#: The directory the cluster owns for its TaskManagers: each works in ``<dir>/<taskmanager id>``
+#: (its RocksDB files included) and the cluster removes the whole tree when it stops, also
+#: after a TaskManager was SIGKILLed and could not clean up. Without it a TaskManager makes
+#: its own temporary directory (under ``io.tmp.dirs``) and removes it when it ends normally.
+WORKING_DIR_KEY = "streamkernel.taskmanager.working-dir"
 _POLL_S = 0.2
 
 
@@ -74,8 +79,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     """Run one TaskManager in this process until the JobManager stops it or the connection is lost.
 
     ``configuration`` holds Flink keys (``taskmanager.bind-host`` for the data listener,
-    ``pekko.ask.timeout``, ``io.tmp.dirs``; ``taskmanager.forward-output: false`` keeps
-    stdout here). Setting ``stop_event`` stops it too (as a lost connection does). Raises
+    ``pekko.ask.timeout``, ``io.tmp.dirs``, :data:`WORKING_DIR_KEY`; ``taskmanager.forward-output:
+    false`` keeps stdout here). Setting ``stop_event`` stops it too (as a lost connection does). Raises
     ConnectionRefusedByPeerError when the JobManager cannot be reached or refuses the secret.
     """
     from streamkernel.runtime.clock import SystemClock
@@ -95,7 +100,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     try:
         _adopt_driver_environment(rpc.call(DRIVER_SERVICES, "worker_environment"))
         shuffle = _shuffle_environment(taskmanager_id, secret, conf)
-        working_dir = tempfile.mkdtemp(prefix=f"streamkernel-{taskmanager_id}-", dir=conf.get("io.tmp.dirs"))
+        working_dir = _make_working_dir(taskmanager_id, conf)
         services = TaskServices(shuffle=shuffle, clock=SystemClock(), taskmanager_id=taskmanager_id,
                                 working_dir=working_dir)
         task_executor = TaskExecutor(taskmanager_id, int(slots), services)
@@ -115,6 +120,16 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
             close()
         if working_dir is not None:
             shutil.rmtree(working_dir, ignore_errors=True)
+
+
+def _make_working_dir(taskmanager_id: str, conf: Mapping[str, str]) -> str:
+    """``<WORKING_DIR_KEY>/<taskmanager_id>`` when the cluster gave a directory, else a new temporary one."""
+    base = conf.get(WORKING_DIR_KEY, "").strip()
+    if not base:
+        return tempfile.mkdtemp(prefix=f"streamkernel-{taskmanager_id}-", dir=conf.get("io.tmp.dirs"))
+    directory = os.path.join(base, taskmanager_id)
+    os.makedirs(directory, exist_ok=True)
+    return directory
 
 
 def _serve(task_executor: Any, resource_manager: Any, rpc: RpcConnection,
