@@ -135,7 +135,7 @@ def test_fail_operator_says_what_it_cannot_do() -> None:
         client = env.execute_async("short")
         with pytest.raises(FailureInjectionError, match=r"no operator named 'Nope'.*'counts'"):
             cluster.fail_operator(client.get_job_id(), "Nope")
-        with pytest.raises(FailureInjectionError, match="no subtask 5"):
+        with pytest.raises(FailureInjectionError, match="there is no subtask index 5"):
             cluster.fail_operator(client.get_job_id(), "Counts", subtask=5)
         gate.open()
         client.get_job_execution_result().result(30)
