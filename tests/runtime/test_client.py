@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import _thread
 import threading
-import time
-from typing import Callable
 
 import pytest
 
@@ -18,14 +16,8 @@ from streamkernel.datastream.connectors import DataGeneratorSource
 from streamkernel.errors import CheckpointFailedError, JobExecutionError, NotEnoughSlotsError, UserFunctionError
 from streamkernel.runtime.client import transient_cluster_for
 from streamkernel.runtime.minicluster import MiniCluster, current_cluster, set_current_cluster
+from streamkernel.testing import wait_until
 
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
 
 
 @pytest.fixture(autouse=True)

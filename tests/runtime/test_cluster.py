@@ -36,6 +36,7 @@ from streamkernel.runtime.taskmanager.gateway import (
     TaskExecutorStoppedError,
 )
 from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
+from streamkernel.testing import wait_until
 
 S = ExecutionState
 
@@ -130,13 +131,6 @@ def graph(name: str, parallelism: int = 2, configuration: Optional[dict] = None)
     env.from_collection([1, 2, 3]).map(lambda x: x).name("Map").print()
     return env.get_stream_graph(name)
 
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
 
 
 def cluster(taskmanagers: int = 1, slots: int = 2, scripts: Optional[Scripts] = None,
