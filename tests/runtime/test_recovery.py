@@ -172,7 +172,9 @@ def test_a_killed_taskmanager_is_detected_and_the_job_restarts_on_a_replacement(
         assert cluster.total_slots == 2
     assert set(threading.enumerate()) - before == set()
     assert latest == EXPECTED and result.get_num_restarts() == 1
-    assert detected < 5 and recovered < 8  # heartbeat.timeout here is 500 ms: generous bounds
+    # heartbeat.timeout here is 500 ms: detected by it (the message below), not by a hang; the
+    # bounds are tens of timeouts, so a loaded machine (many times slower) still meets them
+    assert detected < 20 and recovered < 40
     [entry] = details.exception_history
     assert entry.exception_name == "TaskManagerLostError" and entry.taskmanager_id == "taskmanager-2"
     assert "Heartbeat of TaskManager 'taskmanager-2' timed out" in entry.message
