@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import threading
 import time
 
 import pytest
@@ -12,7 +13,8 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import JobExecutionError
 from streamkernel.common.job_status import JobStatus
 from streamkernel.runtime.minicluster import MiniCluster
-from streamkernel.testing import End, Fail, Gate, InjectedFailure, Pause, ScriptedSource
+from streamkernel.datastream.connectors import DataGeneratorSource, NumberSequenceSource
+from streamkernel.testing import End, Fail, Gate, GatedSource, InjectedFailure, Pause, ScriptedSource, wait_until
 
 
 def _read_all(reader) -> list:
@@ -97,13 +99,6 @@ def test_a_position_snapshotted_at_a_closed_gate_restores_to_the_gate() -> None:
     assert _read_all(restored) == ["c"]
 
 
-def _wait_until(predicate, what: str, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.005)
-
-
 def test_a_job_cannot_finish_before_its_gate_is_opened() -> None:
     gate = Gate()
     words = [f"w{i % 5}" for i in range(60)]
@@ -114,11 +109,60 @@ def test_a_job_cannot_finish_before_its_gate_is_opened() -> None:
         env.from_source(ScriptedSource(words[:40] + [gate] + words[40:]), WatermarkStrategy.no_watermarks(),
                         "gated").add_sink(seen.append)
         client = env.execute_async("gated")
-        assert gate.wait_reached(20)
-        _wait_until(lambda: len(seen) == 40 and client.get_job_status().result() is JobStatus.RUNNING,
-                    "the records before the gate, the job running")
+        assert gate.wait_reached(60)
+        wait_until(lambda: len(seen) == 40 and client.get_job_status().result() is JobStatus.RUNNING,
+                   message="the records before the gate, the job running")
         # everything before the gate went through, nothing after it, and the job goes on: the sources hold
         assert len(seen) == 40 and not client.get_job_status().result().is_globally_terminal_state()
         gate.open()
         client.get_job_execution_result().result(30)
     assert collections.Counter(seen) == collections.Counter(words)
+
+
+# ------------------------------------------------------------------------ wait_until
+def test_wait_until_returns_the_first_truthy_value_and_names_what_it_waited_for() -> None:
+    values = iter([0, [], "ready"])
+    assert wait_until(lambda: next(values), message="a value") == "ready"
+    started = time.monotonic()
+    results: list = []
+    with pytest.raises(AssertionError, match=r"timed out after 0.2 s waiting for 3 results \(last seen: \[\]\)"):
+        wait_until(lambda: results[2:], timeout=0.2, message="3 results")
+    assert time.monotonic() - started >= 0.2
+
+
+def test_wait_until_sees_a_condition_another_thread_makes_true() -> None:
+    done = threading.Event()
+    threading.Timer(0.05, done.set).start()
+    assert wait_until(done.is_set, message="the timer") is True
+
+
+# ----------------------------------------------------------------------- GatedSource
+def test_a_gated_source_holds_every_subtask_after_its_share_and_keeps_the_wrapped_splits() -> None:
+    gate = Gate()
+    source = GatedSource(DataGeneratorSource(lambda i: i, count=100), gate, after=7)
+    readers = [source.create_reader(i, 2) for i in range(2)]
+    assert [_read_all_held(r) for r in readers] == [list(range(7)), list(range(50, 57))]
+    assert gate.reached and readers[0].supports_splits
+    splits = [r.snapshot_splits() for r in readers]
+    assert splits == [[(7, 50)], [(57, 100)]]
+    # restored at parallelism 3 (while still closed): the wrapped reader's rule deals the splits
+    restored = source.create_reader(2, 3)
+    every = restored.rebalance_splits([s for part in splits for s in part])
+    restored.restore_splits([s for i, s in enumerate(every) if restored.owns_split(i, s)])
+    assert len(_read_all_held(restored)) == 7
+    gate.open()
+    rest = [value for r in readers for value in _read_all(r)]
+    assert rest == list(range(7, 50)) + list(range(57, 100))
+
+
+def test_a_gated_source_rejects_a_bad_count() -> None:
+    with pytest.raises(ValueError, match="after must be an int >= 0"):
+        GatedSource(NumberSequenceSource(0, 9), Gate(), after=-1)
+
+
+def _read_all_held(reader) -> list:
+    """What a reader emits until it holds (returns no records) or ends."""
+    out: list = []
+    while (batch := reader.read_batch(3)) is not None and batch[0]:
+        out.extend(batch[0])
+    return out

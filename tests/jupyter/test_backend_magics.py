@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from typing import Any, Iterator
 
 import pytest
@@ -12,6 +11,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from streamkernel.jupyter import magics as magics_module
+from streamkernel.testing import wait_until
 
 COUNT_CELL = """
 env = StreamExecutionEnvironment.get_execution_environment()
@@ -67,10 +67,7 @@ def test_start_with_the_process_backend_runs_jobs_in_child_processes_and_stop_en
     ip.run_cell(COUNT_CELL, store_history=False).raise_error()
     assert ip.user_ns["totals"] == {f"w{i}": 100 for i in range(7)}
     ip.run_line_magic("flink", "stop")
-    deadline = time.monotonic() + 10
-    while set(_child_pids()) - before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not set(_child_pids()) - before, "a TaskManager process outlived %flink stop"
+    wait_until(lambda: not set(_child_pids()) - before, message="every TaskManager process to end after %flink stop")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks processes through /proc")
@@ -84,10 +81,9 @@ def test_kill_taskmanager_on_the_process_backend_kills_its_process_and_a_new_one
     out = capsys.readouterr().out
     assert "Killed taskmanager-1 (SIGKILL to its process)" in out and "closed connection at once" in out
     assert "a new TaskManager process replaces it" in out and "missed heartbeats" not in out
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and (len(cluster.taskmanager_backend.live_ids()) < 2
-                                           or "taskmanager-1" in cluster.taskmanager_backend.live_ids()):
-        time.sleep(0.05)
+    wait_until(lambda: len(cluster.taskmanager_backend.live_ids()) == 2
+               and "taskmanager-1" not in cluster.taskmanager_backend.live_ids(),
+               message="a new TaskManager to replace taskmanager-1")
     live = sorted(cluster.taskmanager_backend.live_ids())
     assert len(live) == 2 and "taskmanager-1" not in live
     assert victim not in {cluster.describe_taskmanager(tm)["pid"] for tm in live}

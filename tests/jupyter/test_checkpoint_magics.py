@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import os
 import shutil
-import time
 from typing import Any, Callable, Iterator
 
 import pytest
@@ -21,6 +20,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 from streamkernel.jupyter import magics as magics_module
 from streamkernel.state import read_checkpoint
+from streamkernel.testing import wait_until
 
 WORDS = [f"w{(i * 7) % 13}" for i in range(600)]
 
@@ -75,12 +75,6 @@ def build(ip: InteractiveShell, tmp_path: Any, parallelism: int = 2, interval: i
                                    counts_uid=counts_uid))
 
 
-def wait_until(condition: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
-        time.sleep(0.01)
-
 
 def running(client: Any) -> bool:
     return client.get_job_status().result().name == "RUNNING" and all(
@@ -108,7 +102,7 @@ def test_checkpoint_and_the_history_with_per_subtask_acknowledgements(shell, tmp
     usage_error(ip, "checkpoint", "no job is running; jobs: none")
     build(ip, tmp_path)
     ip.run_line_magic("flink", "submit")
-    wait_until(part_one_counted(ip), what="part one")
+    wait_until(part_one_counted(ip), message="part one")
     ip.run_line_magic("flink", "checkpoint")
     first = ip.user_ns["checkpoint"]
     ip.run_line_magic("flink", "checkpoint counting")
@@ -148,7 +142,7 @@ def test_checkpoints_of_a_job_without_any_says_how_to_get_some(shell, tmp_path, 
     ip.run_line_magic("flink", "start --slots 2")
     build(ip, tmp_path)
     ip.run_line_magic("flink", "submit")
-    wait_until(part_one_counted(ip), what="part one")
+    wait_until(part_one_counted(ip), message="part one")
     shown.clear()
     ip.run_line_magic("flink", "checkpoints counting")
     assert shown == [] and "No checkpoints yet" in capsys.readouterr().out
@@ -160,7 +154,7 @@ def test_savepoint_then_stop_with_savepoint_then_restore_at_parallelism_3_keeps_
     ip.run_line_magic("flink", "start --taskmanagers 2 --slots 2")
     build(ip, tmp_path)
     ip.run_line_magic("flink", "submit")
-    wait_until(part_one_counted(ip), what="part one")
+    wait_until(part_one_counted(ip), message="part one")
     target = tmp_path / "savepoints"
     ip.run_line_magic("flink", f"savepoint --dir {target}")
     kept = ip.user_ns["savepoint"]
@@ -179,7 +173,7 @@ def test_savepoint_then_stop_with_savepoint_then_restore_at_parallelism_3_keeps_
     ip.user_ns["env"].set_parallelism(1)
     ip.run_line_magic("flink", "restore {savepoint} --parallelism 3")  # IPython expands {savepoint}
     client = ip.user_ns["job"]
-    wait_until(lambda: running(client), what="the restored job")
+    wait_until(lambda: running(client), message="the restored job")
     assert [v.parallelism for v in client.get_job_details().vertices] == [1, 3, 3]  # source, map, counts -> sink
     restored = client.get_job_details().checkpoints.latest_restored
     assert restored.is_savepoint and restored.external_path == stopped
@@ -194,7 +188,7 @@ def test_savepoint_then_stop_with_savepoint_then_restore_at_parallelism_3_keeps_
     build(ip, tmp_path)
     ip.run_line_magic("flink", "submit")
     fresh = ip.user_ns["job"]
-    wait_until(part_one_counted(ip), what="a fresh job")
+    wait_until(part_one_counted(ip), message="a fresh job")
     assert fresh.get_job_details().checkpoints.latest_restored is None
     assert [v.parallelism for v in fresh.get_job_details().vertices] == [1, 2, 2]
 
@@ -205,7 +199,7 @@ def test_restore_refuses_wrong_input_in_one_line_and_submits_nothing(shell, tmp_
     usage_error(ip, f"restore {tmp_path}", "the dataflow is empty; build it again")
     build(ip, tmp_path)
     ip.run_line_magic("flink", "submit")
-    wait_until(part_one_counted(ip), what="part one")
+    wait_until(part_one_counted(ip), message="part one")
     ip.run_line_magic("flink", f"savepoint --stop --dir {tmp_path / 'savepoints'}")
     savepoint = ip.user_ns["savepoint"]
     jobs_before = len(ip.user_ns["cluster"].jobs())
@@ -254,7 +248,7 @@ def test_savepoint_errors_are_one_line(shell, tmp_path) -> None:
     usage_error(ip, "savepoint --stop", "no job is running")
     build(ip, tmp_path)
     ip.run_line_magic("flink", "submit")
-    wait_until(part_one_counted(ip), what="part one")
+    wait_until(part_one_counted(ip), message="part one")
     (tmp_path / "a-file").write_text("in the way")
     usage_error(ip, f"savepoint --dir {tmp_path / 'a-file'}",
                 "savepoint failed: savepoint target directory: .*a-file is a regular file, not a directory")
@@ -274,14 +268,14 @@ def test_fail_and_kill_taskmanager_recover_from_the_latest_checkpoint_with_exact
     build(ip, tmp_path, interval=100)
     ip.run_line_magic("flink", "submit")
     client = ip.user_ns["job"]
-    wait_until(part_one_counted(ip), what="part one")
+    wait_until(part_one_counted(ip), message="part one")
     completed = lambda: client.get_job_details().checkpoints.num_completed  # noqa: E731
     done = completed()
-    wait_until(lambda: completed() > done, what="a checkpoint after part one")
+    wait_until(lambda: completed() > done, message="a checkpoint after part one")
 
     usage_error(ip, "fail NoSuchOperator", "no operator named 'NoSuchOperator'.*'counts'")
     ip.run_line_magic("flink", "fail Counts")
-    wait_until(lambda: client.get_job_details().num_restarts == 1 and running(client), what="restart 1")
+    wait_until(lambda: client.get_job_details().num_restarts == 1 and running(client), message="restart 1")
     assert ip.user_ns["latest"] == collections.Counter(WORDS[:200])  # restored, not counted twice
 
     cluster = ip.user_ns["cluster"]
@@ -289,7 +283,7 @@ def test_fail_and_kill_taskmanager_recover_from_the_latest_checkpoint_with_exact
     usage_error(ip, "kill-taskmanager 9", "no live TaskManager 'TM9'")
     ip.run_line_magic("flink", f"kill-taskmanager {busy} --replace")
     usage_error(ip, f"kill-taskmanager {busy}", f"no live TaskManager 'TM{busy}'")
-    wait_until(lambda: client.get_job_details().num_restarts == 2 and running(client), what="restart 2")
+    wait_until(lambda: client.get_job_details().num_restarts == 2 and running(client), message="restart 2")
     ip.user_ns["gate"].open()
     result = client.get_job_execution_result().result(timeout=30)
 

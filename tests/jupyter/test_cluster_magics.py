@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any, Iterator
 
 import pytest
@@ -11,6 +10,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from streamkernel.jupyter import magics as magics_module
+from streamkernel.testing import wait_until
 
 SETUP = ("from streamkernel.common import WatermarkStrategy\n"
          "from streamkernel.datastream.connectors.number_seq import NumberSequenceSource\n"
@@ -78,7 +78,7 @@ def test_cancel_stops_an_unbounded_job(shell) -> None:
                       "env.from_source(DataGeneratorSource(lambda i: i, count=None, rate_limiter_strategy=1000.0),"
                       " WatermarkStrategy.no_watermarks(), 'gen').add_sink(lambda v: None)")
     ip.run_line_magic("flink", "submit")
-    time.sleep(0.2)
+    wait_until(lambda: ip.user_ns["job"].get_job_status().result().name == "RUNNING", message="the job to be RUNNING")
     ip.run_line_magic("flink", "cancel forever")
     status = ip.user_ns["job"].get_job_status().result()
     assert status.name == "CANCELED"
@@ -97,19 +97,14 @@ def test_kill_taskmanager_and_fail_inject_failures_the_job_recovers_from(shell) 
                       " WatermarkStrategy.no_watermarks(), 'gen').map(lambda x: x).name('Work').add_sink(lambda v: None)")
     ip.run_line_magic("flink", "submit")
     client = ip.user_ns["job"]
-    _wait_for(lambda: client.get_job_status().result().name == "RUNNING")
+    wait_until(lambda: client.get_job_status().result().name == "RUNNING", message="the job to be RUNNING")
     ip.run_line_magic("flink", "fail Work")
-    _wait_for(lambda: client.get_job_details().num_restarts == 1 and client.get_job_status().result().name == "RUNNING")
+    wait_until(lambda: client.get_job_details().num_restarts == 1 and client.get_job_status().result().name == "RUNNING",
+               message="the job to be RUNNING after its first restart")
     with pytest.raises(UsageError, match="no operator|Work"):
         ip.run_line_magic("flink", "fail NoSuchOperator")
     taskmanager = next(i for i, row in enumerate(ip.user_ns["cluster"].taskmanagers) if any(s.job_id for s in row.slots))
     ip.run_line_magic("flink", f"kill-taskmanager {taskmanager + 1} --replace")
-    _wait_for(lambda: client.get_job_details().num_restarts == 2 and client.get_job_status().result().name == "RUNNING")
-    client.cancel().result(timeout=5)
-
-
-def _wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.05)
+    wait_until(lambda: client.get_job_details().num_restarts == 2 and client.get_job_status().result().name == "RUNNING",
+               message="the job to be RUNNING after its second restart")
+    client.cancel().result(timeout=60)

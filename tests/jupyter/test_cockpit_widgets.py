@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
-import time
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -18,6 +17,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from streamkernel.jupyter import magics as magics_module
 from streamkernel.jupyter.widgets.cockpit import ClusterView, JobDashboard
 from streamkernel.jupyter.widgets.refresher import refresher_for
+from streamkernel.testing import wait_until
 
 SETUP = ("from streamkernel.common import WatermarkStrategy\n"
          "from streamkernel.datastream.connectors.datagen import DataGeneratorSource\n"
@@ -28,15 +28,6 @@ UNBOUNDED = ("ds = env.from_source(DataGeneratorSource(lambda i: ('k%d' % (i % 5
              "ds.key_by(lambda p: p[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).uid('counts').name('Counts')"
              ".execute_and_collect")
 
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what or predicate}")
 
 
 @pytest.fixture
@@ -72,14 +63,14 @@ def test_start_shows_the_cluster_view_which_follows_jobs_and_ends_with_the_clust
     ip.run_cell_magic("flink", "--show none --parallelism 2 --submit --name live",
                       "env.from_source(DataGeneratorSource(lambda i: i, count=None, rate_limiter_strategy=500.0), "
                       "WatermarkStrategy.no_watermarks(), 'gen').map(lambda x: x).add_sink(lambda v: None)")
-    wait_until(lambda: _occupied(view) == 2, what="two occupied slots in the live view")
+    wait_until(lambda: _occupied(view) == 2, message="two occupied slots in the live view")
     chain = "Source: gen -&gt; Map -&gt; Sink: Unnamed"  # one chained task per slot
     assert re.findall(r'class="sk-chip"[^>]*>([^<]+)<', view.fallback_html()) == [f"{chain} (1/2)", f"{chain} (2/2)"]
     refresher = refresher_for(ip.user_ns["cluster"])
     assert refresher.running
     ip.run_line_magic("flink", "stop")
     assert view.done and "The cluster is stopped." in view.fallback_html()
-    wait_until(lambda: not refresher.running, what="the refresher thread to end")
+    wait_until(lambda: not refresher.running, message="the refresher thread to end")
     assert not [t for t in threading.enumerate() if t.name == "streamkernel-cockpit-refresher"]
 
 
@@ -98,14 +89,14 @@ def test_a_submitted_job_gets_a_dashboard_whose_buttons_checkpoint_and_whose_res
     dashboard = shown[-1]
     assert isinstance(dashboard, JobDashboard)  # shown after the cell, by the post_run_cell hook
     assert dashboard.parts == ("header", "graph", "vertices", "subtasks", "checkpoints", "results")
-    wait_until(lambda: 'data-status="RUNNING"' in dashboard.fallback_html(), what="RUNNING in the header")
+    wait_until(lambda: 'data-status="RUNNING"' in dashboard.fallback_html(), message="RUNNING in the header")
     assert dashboard.fallback_html().count('class="sk-subtask-row"') == 2
     assert "sk-checkpoint-row" not in dashboard.fallback_html()
     assert 'data-total="0"' in dashboard.fallback_html()  # exactly-once collect: nothing before a checkpoint
     dashboard._in_background(dashboard.trigger_checkpoint).join(30)  # what the Trigger checkpoint button runs
     assert "Checkpoint completed" in dashboard.message.value
     wait_until(lambda: int(re.search(r'data-total="(\d+)"', dashboard.fallback_html()).group(1)) > 0,
-               what="the committed results in the live table")
+               message="the committed results in the live table")
     assert re.search(r"<td>k\d</td>", dashboard.fallback_html())
     assert re.findall(r'data-checkpoint="(\d+)" data-status="(\w+)"', dashboard.fallback_html()) == [("1", "COMPLETED")]
     assert [v for _, v in dashboard.restore_choice.options] and dashboard.taskmanager_choice.options == ("taskmanager-1",)
@@ -116,9 +107,9 @@ def test_a_submitted_job_gets_a_dashboard_whose_buttons_checkpoint_and_whose_res
     assert "restored from" in dashboard.message.value and dashboard.job_id != old
     cluster = ip.user_ns["cluster"]
     wait_until(lambda: cluster.get_job(dashboard.job_id).get_job_details().checkpoints.latest_restored is not None,
-               what="the new job restored the checkpoint")
+               message="the new job restored the checkpoint")
     dashboard._in_background(dashboard.cancel).join(30)
-    wait_until(lambda: dashboard.done, what="the dashboard to end with its job")
+    wait_until(lambda: dashboard.done, message="the dashboard to end with its job")
     assert 'data-status="CANCELED"' in dashboard.fallback_html()
     assert all(b.disabled for name, b in dashboard.buttons.items() if name in ("checkpoint", "savepoint", "stop", "cancel"))
 

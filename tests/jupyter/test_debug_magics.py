@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any, Iterator
 
 import pandas as pd
@@ -11,6 +10,7 @@ from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
 from streamkernel.jupyter import magics as magics_module
+from streamkernel.testing import wait_until
 
 JOB = """
 from streamkernel.common import WatermarkStrategy
@@ -51,15 +51,14 @@ def shell(request, monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[tuple[
 def _submit(ip) -> None:
     ip.run_cell_magic("flink", "--show none --parallelism 2 --submit --name debugged", JOB)
     cluster = ip.user_ns["cluster"]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def running() -> bool:
         job = cluster.jobs()[-1]
-        if job.status.name == "RUNNING" and all(
-                s.state.name == "RUNNING" for v in cluster.get_job(job.job_id).get_job_details().vertices
-                for s in v.subtasks):
-            return
-        time.sleep(0.05)
-    raise AssertionError("the job did not run")
+        return job.status.name == "RUNNING" and all(
+            s.state.name == "RUNNING" for v in cluster.get_job(job.job_id).get_job_details().vertices
+            for s in v.subtasks)
+
+    wait_until(running, message="the debugged job and all its subtasks to be RUNNING")
 
 
 def test_peek_shows_what_an_operator_emits_from_every_subtask(shell) -> None:
@@ -82,8 +81,12 @@ def test_peek_shows_what_an_operator_emits_from_every_subtask(shell) -> None:
 def test_state_reads_the_keyed_state_of_the_running_job(shell) -> None:
     ip, shown = shell
     _submit(ip)
-    time.sleep(0.3)
-    ip.run_line_magic("flink", "state debugged totals")
+
+    def every_key_has_state() -> bool:
+        ip.run_line_magic("flink", "state debugged totals")
+        return set(shown[-1]["key"]) == {"w0", "w1", "w2"}
+
+    wait_until(every_key_has_state, message="keyed state for w0, w1 and w2 (each key's first record processed)")
     frame = shown[-1]
     assert set(frame["key"]) == {"w0", "w1", "w2"} and set(frame["state"]) == {"total"}
     assert all(value > 0 and value % 2 == 0 for value in frame["value"])

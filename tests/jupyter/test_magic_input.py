@@ -4,7 +4,7 @@ kernel stays usable; the same mistakes through the Python API raise clear except
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 from IPython.core.error import UsageError
@@ -17,6 +17,7 @@ from streamkernel.jupyter import magics as magics_module
 from streamkernel.jupyter.widgets.models import find_job
 from streamkernel.runtime.metrics import metric_rows
 from streamkernel.runtime.minicluster import MiniCluster, current_cluster
+from streamkernel.testing import wait_until
 
 SETUP = ("from streamkernel.common import WatermarkStrategy, Configuration\n"
          "from streamkernel.datastream.connectors.datagen import DataGeneratorSource\n")
@@ -27,14 +28,6 @@ UNBOUNDED = ("env.configure(Configuration.from_dict({'restart-strategy.type': 'f
              " WatermarkStrategy.no_watermarks(), 'gen').map(lambda x: x).name('Work').add_sink(lambda v: None)")
 
 
-def wait_until(predicate: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 @pytest.fixture
@@ -64,7 +57,7 @@ def _running_job(ip: InteractiveShell) -> Any:
     ip.run_cell_magic("flink", "--show none --parallelism 2 --name forever", UNBOUNDED)
     ip.run_line_magic("flink", "submit")
     client = ip.user_ns["job"]
-    wait_until(lambda: client.get_job_status().result().name == "RUNNING", "the job to run")
+    wait_until(lambda: client.get_job_status().result().name == "RUNNING", message="the job to run")
     return client
 
 
@@ -174,5 +167,5 @@ def test_fail_counts_subtasks_from_one_and_checks_them_against_the_parallelism(s
     assert "98" not in message and "0.." not in message
     assert client.get_job_details().num_restarts == 0
     ip.run_line_magic("flink", "fail Work --subtask 2")
-    wait_until(lambda: client.get_job_details().num_restarts == 1, "the job to restart after the injected failure")
+    wait_until(lambda: client.get_job_details().num_restarts == 1, message="the job to restart after the injected failure")
     client.cancel().result(timeout=10)

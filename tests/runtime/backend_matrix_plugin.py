@@ -3,37 +3,50 @@
 Loaded with ``-p backend_matrix_plugin`` (this directory on PYTHONPATH) in a pytest run
 whose ``STREAMKERNEL_BACKEND`` names the backend. It counts the clusters the tests start,
 per backend, and prints the count last (``clusters started per backend: {...}``), so the
-matrix test can check that the tests really ran on the backend it asked for. With
-``spark`` it also starts one local SparkSession before the first test and stops it after
-the last: every cluster the tests start (their own MiniClusters and the transient ones of
-``env.execute()``) launches its TaskManagers on that running session, as in a notebook with
-a SparkSession, instead of paying a JVM start per cluster. Not a test module.
+matrix test can check that the tests really ran on the backend it asked for, and how many
+tests the run selected (``tests selected: N``), so it can check that every one passed. With
+``spark`` it also starts one local SparkSession when the first cluster starts and stops it
+after the last test: every cluster the tests start (their own MiniClusters and the
+transient ones of ``env.execute()``) launches its TaskManagers on that running session, as
+in a notebook with a SparkSession, instead of paying a JVM start per cluster (a run whose
+tests start no cluster in this process, the PyFlink programs run as scripts, starts no
+JVM here). Not a test module.
 """
 
 from __future__ import annotations
 
 import collections
-import os
 from typing import Any
 
 from streamkernel.runtime.minicluster import MiniCluster
 
 _session: Any = None
+_selected = 0
 _started: collections.Counter = collections.Counter()
 _original_start = MiniCluster._start_locked
 
 
 def _counting_start(self: MiniCluster) -> None:
+    if self.backend == "spark" and _session is None:
+        _start_spark_session()
     _original_start(self)
     _started[self.backend] += 1
 
 
 def pytest_sessionstart(session: Any) -> None:
-    """Count cluster starts; on spark, start the SparkSession (``local[6,8]``: room for the largest test cluster)."""
-    global _session
+    """Count cluster starts."""
     MiniCluster._start_locked = _counting_start  # type: ignore[method-assign]
-    if os.environ.get("STREAMKERNEL_BACKEND") != "spark":
-        return
+
+
+def pytest_collection_finish(session: Any) -> None:
+    """Remember how many tests run (after ``-k`` deselected some)."""
+    global _selected
+    _selected = len(session.items)
+
+
+def _start_spark_session() -> None:
+    """The SparkSession every cluster of the run uses (``local[6,8]``: room for the largest test cluster)."""
+    global _session
     from pyspark.sql import SparkSession
 
     from streamkernel.runtime.taskmanager.spark_session import session_defaults
@@ -52,5 +65,6 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Print how many clusters started on each backend."""
+    """Print how many tests were selected and how many clusters started on each backend."""
+    terminalreporter.write_line(f"tests selected: {_selected}")
     terminalreporter.write_line(f"clusters started per backend: {dict(_started)}")

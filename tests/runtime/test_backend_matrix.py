@@ -1,20 +1,28 @@
 """The runtime's end-to-end keyed-state, timer and window tests, unchanged, on ``process`` and ``spark``.
 
-Each backend gets its own pytest run in a subprocess with ``STREAMKERNEL_BACKEND`` set, so
-every cluster those tests start (their own MiniClusters and the transient ones of
-``env.execute()``) has its TaskManagers in child processes or in Spark tasks, and records
-between TaskManagers go over TCP:
+Each (backend, test file) pair is one pytest item that runs that file in its own pytest
+subprocess with ``STREAMKERNEL_BACKEND`` set, so every cluster those tests start (their
+own MiniClusters and the transient ones of ``env.execute()``) has its TaskManagers in
+child processes or in Spark tasks, and records between TaskManagers go over TCP:
 
 * ``tests/runtime/test_end_to_end.py``: keyed results at parallelism 1, 2 and 4, ValueState
   per key, event-time windows, late data to a side output, a failing user function naming
   operator, subtask and record, cancel, backpressure, several jobs, batch mode;
 * ``tests/compat/test_pyflink_programs.py``: the PyFlink programs (keyed state with TTL,
   timers, tumbling, sliding, session and count windows, triggers, side outputs, file
-  sinks), each run as a script. On ``spark`` three of them run (each script starts its own
-  JVM: about ten seconds apiece): ValueState, event-time timers, tumbling windows.
+  sinks), each run as a script. On ``spark`` three of them run, one item each (each script
+  starts its own JVM: about ten seconds apiece on an idle machine, a minute or more on a
+  loaded one): ValueState, event-time timers, tumbling windows.
 
-The run must pass with nothing skipped, and ``backend_matrix_plugin`` must report that the
-clusters started were on the backend asked for (and none on another).
+Every selected test of a run must pass, with nothing skipped (``backend_matrix_plugin``
+prints how many were selected), and the plugin must report that the clusters started in
+the run were on the backend asked for (and none on another).
+
+One item per file (per program on spark) keeps each item's time a fraction of the whole:
+on an idle 2-core machine the longest (the programs on ``process``) takes about a minute,
+on one loaded by other test runs (load average 8) about two and a half minutes; the per-item
+timeout (:data:`ITEM_TIMEOUT_S`) leaves room for a machine several times slower, and the
+subprocess is stopped a little earlier, so a run that is too slow fails with its output.
 """
 
 from __future__ import annotations
@@ -31,44 +39,63 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 END_TO_END = "tests/runtime/test_end_to_end.py"
 PROGRAMS = "tests/compat/test_pyflink_programs.py"
-SPARK_PROGRAMS = "running_balance_state or delayed_event_timers or (window_program_prints and tumbling)"
+#: the programs run on spark (each starts its own JVM), one pytest item each
+SPARK_PROGRAMS = {"ValueState": "test_running_balance_state", "event-time timers": "test_delayed_event_timers",
+                  "tumbling windows": "test_window_program_prints and tumbling"}
+ITEM_TIMEOUT_S = 600
+RUN_TIMEOUT_S = ITEM_TIMEOUT_S - 60
 
 
-def _run_on(backend: str, *args: str) -> str:
+def _run_on(backend: str, *args: str) -> tuple[int, int, dict[str, int]]:
+    """Run pytest on ``args`` with ``backend``: (tests selected, tests passed, clusters started per backend)."""
     env = dict(os.environ, STREAMKERNEL_BACKEND=backend,
                PYTHONPATH=os.pathsep.join([str(REPO / "tests" / "runtime"), str(REPO), os.environ.get("PYTHONPATH", "")]))
-    done = subprocess.run([sys.executable, "-m", "pytest", *args, "-p", "backend_matrix_plugin", "-p", "no:cacheprovider",
-                           "-q", "-rs"], cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    command = [sys.executable, "-m", "pytest", *args, "-p", "backend_matrix_plugin", "-p", "no:cacheprovider",
+               "-q", "-rs"]
+    try:
+        done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired as slow:
+        out = (slow.stdout or "") + (slow.stderr or "")
+        out = out if isinstance(out, str) else out.decode(errors="replace")
+        pytest.fail(f"pytest {' '.join(args)} on {backend} did not end within {RUN_TIMEOUT_S} s:\n{out[-6000:]}")
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
-    return out
-
-
-def _summary(out: str) -> tuple[int, dict[str, int]]:
+    selected = re.search(r"^tests selected: (\d+)$", out, re.MULTILINE)
     passed = re.search(r"(\d+) passed", out)
     started = re.search(r"clusters started per backend: (\{.*\})", out)
-    assert passed and started, out[-3000:]
+    assert selected and passed and started, out[-3000:]
     assert not re.search(r"\d+ (skipped|xfailed|xpassed)", out), out[-3000:]
-    return int(passed.group(1)), ast.literal_eval(started.group(1))
+    return int(selected.group(1)), int(passed.group(1)), ast.literal_eval(started.group(1))
 
 
-def _collected(*args: str) -> int:
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=REPO, capture_output=True, text=True, timeout=120)
-    return sum(1 for line in done.stdout.splitlines() if "::" in line)
+@pytest.mark.timeout(ITEM_TIMEOUT_S)
+def test_end_to_end_tests_pass_unchanged_on_process_taskmanagers() -> None:
+    selected, passed, started = _run_on("process", END_TO_END)
+    assert passed == selected >= 14  # every test of the file, none left out
+    assert set(started) == {"process"} and started["process"] >= selected  # each test starts a cluster
 
 
-def test_keyed_state_and_window_tests_pass_unchanged_on_process_taskmanagers() -> None:
-    out = _run_on("process", END_TO_END, PROGRAMS)
-    passed, started = _summary(out)
-    assert passed == _collected(END_TO_END, PROGRAMS)  # every test of both files, none left out
-    assert set(started) == {"process"} and started["process"] >= _collected(END_TO_END)
+@pytest.mark.timeout(ITEM_TIMEOUT_S)
+def test_pyflink_programs_pass_unchanged_on_process_taskmanagers() -> None:
+    selected, passed, started = _run_on("process", PROGRAMS)
+    assert passed == selected >= 30
+    assert set(started) <= {"process"}  # the programs' clusters start in their own scripts' processes
 
 
 @pytest.mark.spark
-def test_keyed_state_and_window_tests_pass_unchanged_on_spark_taskmanagers() -> None:
+@pytest.mark.timeout(ITEM_TIMEOUT_S)
+def test_end_to_end_tests_pass_unchanged_on_spark_taskmanagers() -> None:
     pytest.importorskip("pyspark")
-    out = _run_on("spark", END_TO_END, PROGRAMS, "-k", f"not test_pyflink_programs or {SPARK_PROGRAMS}")
-    passed, started = _summary(out)
-    assert passed == _collected(END_TO_END) + 3
-    assert set(started) == {"spark"} and started["spark"] >= _collected(END_TO_END)
+    selected, passed, started = _run_on("spark", END_TO_END)
+    assert passed == selected >= 14
+    assert set(started) == {"spark"} and started["spark"] >= selected
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(ITEM_TIMEOUT_S)
+@pytest.mark.parametrize("program", sorted(SPARK_PROGRAMS))
+def test_pyflink_programs_pass_unchanged_on_spark_taskmanagers(program: str) -> None:
+    pytest.importorskip("pyspark")
+    selected, passed, started = _run_on("spark", PROGRAMS, "-k", SPARK_PROGRAMS[program])
+    assert passed == selected == 1
+    assert set(started) <= {"spark"}

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import collections
 import os
-import time
 import uuid
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -19,17 +18,11 @@ from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.checkpoint import filesystem as fs
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage, load_checkpoint
 from streamkernel.runtime.minicluster import MiniCluster
-from streamkernel.testing import Gate, ScriptedSource
+from streamkernel.testing import Gate, ScriptedSource, wait_until
 
 WORDS = [f"w{(i * 7) % 13}" for i in range(400)]
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
 
 
 def counting_env(conf: dict, script: list, latest: dict) -> StreamExecutionEnvironment:
@@ -59,12 +52,12 @@ def checkpoint_restore_and_finish(conf: dict) -> tuple[str, list, Any]:
     with MiniCluster(1, 2) as cluster:
         client = env.execute_async("storage")
         job_id = client.get_job_id()
-        wait_until(lambda: latest == collections.Counter(WORDS[:200]) and running(client), what="part one")
+        wait_until(lambda: latest == collections.Counter(WORDS[:200]) and running(client), message="part one")
         path = cluster.trigger_checkpoint(job_id)
         assert load_checkpoint(path).checkpoint_id == 1  # readable where it was written
         contents = sorted(fs.listdir(path))
         assert cluster.fail_operator(job_id, "counts")
-        wait_until(lambda: client.get_job_details().num_restarts == 1 and running(client), what="the restart")
+        wait_until(lambda: client.get_job_details().num_restarts == 1 and running(client), message="the restart")
         gate.open()
         client.get_job_execution_result().result(60)
         details = client.get_job_details()

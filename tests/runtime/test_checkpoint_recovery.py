@@ -13,8 +13,7 @@ from __future__ import annotations
 import collections
 import os
 import pathlib
-import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -25,17 +24,11 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors import FileSink, RollingPolicy
 from streamkernel.errors import JobExecutionError
 from streamkernel.runtime.minicluster import MiniCluster
-from streamkernel.testing import Gate, ScriptedSource
+from streamkernel.testing import Gate, ScriptedSource, wait_until
 
 RECORDS = [f"r{i:04d}" for i in range(600)]
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
 
 
 def committed_lines(path: pathlib.Path) -> list[str]:
@@ -71,9 +64,9 @@ def test_a_restart_whose_checkpoints_are_all_corrupt_fails_the_job_instead_of_du
     with MiniCluster(1, 1) as cluster:
         client = env.execute_async("all checkpoints corrupt")
         job_id = client.get_job_id()
-        wait_until(lambda: gate.reached and running(client), what="the source at the gate")
+        wait_until(lambda: gate.reached and running(client), message="the source at the gate")
         checkpoint = cluster.trigger_checkpoint(job_id)
-        wait_until(lambda: len(committed_lines(tmp_path / "out")) == 300, what="checkpoint 1's output committed")
+        wait_until(lambda: len(committed_lines(tmp_path / "out")) == 300, message="checkpoint 1's output committed")
         with open(os.path.join(checkpoint, "_metadata"), "w") as file:
             file.write("{not json")
         assert cluster.fail_operator(job_id, "out")
@@ -100,7 +93,7 @@ def test_a_restart_falls_back_to_an_older_valid_checkpoint(tmp_path) -> None:
     with MiniCluster(1, 1) as cluster:
         client = env.execute_async("fallback")
         job_id = client.get_job_id()
-        wait_until(lambda: gate.reached and running(client), what="the source at the gate")
+        wait_until(lambda: gate.reached and running(client), message="the source at the gate")
         first = cluster.trigger_checkpoint(job_id)
         second = cluster.trigger_checkpoint(job_id)
         for name in os.listdir(second):
@@ -108,7 +101,7 @@ def test_a_restart_falls_back_to_an_older_valid_checkpoint(tmp_path) -> None:
                 with open(os.path.join(second, name), "r+b") as file:
                     file.truncate(1)
         assert cluster.fail_operator(job_id, "out")
-        wait_until(lambda: client.get_job_details().num_restarts == 1 and running(client), what="the restart")
+        wait_until(lambda: client.get_job_details().num_restarts == 1 and running(client), message="the restart")
         gate.open()
         client.get_job_execution_result().result(60)
         details = client.get_job_details()

@@ -13,6 +13,7 @@ import pytest
 from streamkernel.errors import CheckpointCorruptedError, IllegalConfigurationError
 from streamkernel.runtime.checkpoint.metadata import JobCheckpointInfo, OperatorMetadata, VertexMetadata
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage, StateHandle, load_checkpoint
+from streamkernel.testing import wait_until
 
 JOB = "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6"
 INFO = JobCheckpointInfo(
@@ -240,9 +241,9 @@ def test_savepoint_directory_defaults(tmp_path, monkeypatch) -> None:
 # ------------------------------------------------------------------ with real tasks
 def test_running_tasks_write_through_the_storage_factory_and_the_checkpoint_restores(tmp_path) -> None:
     import dataclasses
-    import time
 
     from streamkernel.common import Configuration, WatermarkStrategy
+    from streamkernel.runtime.deployment import ExecutionState
     from streamkernel.datastream import StreamExecutionEnvironment
     from streamkernel.datastream.connectors.datagen import DataGeneratorSource
     from streamkernel.graph.job_graph import build_job_graph
@@ -278,14 +279,15 @@ def test_running_tasks_write_through_the_storage_factory_and_the_checkpoint_rest
                          WatermarkStrategy.no_watermarks(), "gen").uid("gen")
             .key_by(lambda x: x % 5).reduce(lambda a, b: a + b).uid("sums").add_sink(lambda v: None).uid("sink"))
         job_graph = build_job_graph(env.get_stream_graph())
+        subtasks = sum(vertex.parallelism for vertex in job_graph.vertices)
         client = env.execute_async("stored")
-        time.sleep(0.2)
+        # The source is unbounded: every task reaches RUNNING and stays there until the cancel.
+        wait_until(lambda: len(tasks) == subtasks and all(t.state == ExecutionState.RUNNING for t in tasks),
+                   message=f"all {subtasks} tasks of the job to be RUNNING (have {tasks})")
         for task in [t for t in tasks if not t.tdd.inputs]:
             task.trigger_checkpoint(1, 1000)
-        deadline = time.monotonic() + 10
-        while len(acks) < len(tasks) and time.monotonic() < deadline:
-            time.sleep(0.01)
-        client.cancel().result(timeout=10)
+        wait_until(lambda: len(acks) == subtasks, message=f"checkpoint 1 acknowledged by all {subtasks} tasks")
+        client.cancel().result(timeout=60)
     job_id = tasks[0].tdd.job_id
     assert all(isinstance(handle, StateHandle) for handle in acks.values())
     storage = CheckpointStorage.from_configuration(job_id, conf)

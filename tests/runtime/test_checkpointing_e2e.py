@@ -15,8 +15,7 @@ from __future__ import annotations
 import collections
 import os
 import threading
-import time
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -25,18 +24,11 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.datastream import CheckpointingMode, StreamExecutionEnvironment
 from streamkernel.errors import JobExecutionError
 from streamkernel.runtime.minicluster import MiniCluster
-from streamkernel.testing import Fail, Gate, Pause, ScriptedSource
+from streamkernel.testing import Fail, Gate, Pause, ScriptedSource, wait_until
 
 WORDS = [f"w{(i * 7) % 13}" for i in range(1500)]
 MORE = [f"w{(i * 5) % 17}" for i in range(1000)]
 
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
 
 
 def paced(words: list, chunk: int = 25, pause_ms: int = 20) -> list:
@@ -78,7 +70,7 @@ def completed(client: Any) -> int:
 
 def wait_for_new_checkpoint(client: Any, what: str) -> None:
     before = completed(client)
-    wait_until(lambda: completed(client) > before, what=f"a completed checkpoint {what}")
+    wait_until(lambda: completed(client) > before, message=f"a completed checkpoint {what}")
 
 
 # ------------------------------------------------------------------- exactly once
@@ -103,27 +95,27 @@ def test_counts_are_exact_after_task_failures_injected_failures_and_a_killed_tas
         for restarts, (crash, words) in enumerate([(crash_1, WORDS[:500]), (crash_2, WORDS[:1000])]):
             wait_until(lambda words=words, restarts=restarts: latest == collections.Counter(words)
                        and all_running(client) and client.get_job_details().num_restarts == restarts,
-                       what=f"the counts before the {crash.name}")
+                       message=f"the counts before the {crash.name}")
             wait_for_new_checkpoint(client, f"before the {crash.name}")
             crash.open()
         wait_until(lambda: latest == part_a and client.get_job_details().num_restarts == 2 and all_running(client),
-                   what="the counts of the first part, after two scripted crashes")
+                   message="the counts of the first part, after two scripted crashes")
         restored = client.get_job_details().checkpoints.latest_restored
         assert restored is not None and not restored.is_savepoint
 
         # 2. an operator fails while the sources are idle (MiniCluster.fail_operator)
         wait_for_new_checkpoint(client, "before fail_operator")
         assert cluster.fail_operator(job_id, "counts", subtask=0) == ["Counts -> Sink: Unnamed (1/2)"]
-        wait_until(lambda: client.get_job_details().num_restarts == 3 and all_running(client), what="restart 3")
+        wait_until(lambda: client.get_job_details().num_restarts == 3 and all_running(client), message="restart 3")
         wait_for_new_checkpoint(client, "after fail_operator")
         assert latest == part_a  # nothing was counted twice, nothing lost
 
         # 3. a TaskManager dies while records flow (or, on a slow machine, while the sources
         # wait at the last gate: the job cannot have finished); a replacement comes
         gate.open()
-        wait_until(lambda: latest != part_a, what="the second part flowing")
+        wait_until(lambda: latest != part_a, message="the second part flowing")
         cluster.kill_taskmanager("TM2")
-        wait_until(lambda: str(job_id) in cluster.resource_manager.pending_requests(), what="the slot request")
+        wait_until(lambda: str(job_id) in cluster.resource_manager.pending_requests(), message="the slot request")
         cluster.add_taskmanager()
         last_gate.open()
         result = client.get_job_execution_result().result(60)
@@ -149,7 +141,7 @@ def test_periodic_checkpoints_are_recorded_with_per_subtask_acknowledgements(tmp
         env.enable_checkpointing(50)
         counting_job(env, ScriptedSource(paced(WORDS[:100]) + [gate] + WORDS[100:200]), {})
         client = env.execute_async("statistics")
-        wait_until(lambda: completed(client) >= 3, what="three checkpoints")
+        wait_until(lambda: completed(client) >= 3, message="three checkpoints")
         rows = cluster.checkpoint_history(client.get_job_id())
         gate.open()
         client.get_job_execution_result().result(30)
@@ -175,7 +167,7 @@ def test_a_corrupt_latest_checkpoint_is_skipped_with_the_reason_and_the_previous
         counting_job(env, ScriptedSource(paced(WORDS[:300]) + [gate] + WORDS[300:600]), latest)
         client = env.execute_async("corrupt checkpoint")
         job_id = client.get_job_id()
-        wait_until(lambda: latest == collections.Counter(WORDS[:300]) and all_running(client), what="part one")
+        wait_until(lambda: latest == collections.Counter(WORDS[:300]) and all_running(client), message="part one")
         first = cluster.trigger_checkpoint(job_id)
         second = cluster.trigger_checkpoint(job_id)
         assert os.path.basename(first) == "chk-1" and os.path.basename(second) == "chk-2"
@@ -184,7 +176,7 @@ def test_a_corrupt_latest_checkpoint_is_skipped_with_the_reason_and_the_previous
         with open(victim, "r+b") as file:
             file.truncate(os.path.getsize(victim) // 2)
         cluster.fail_operator(job_id, "counts")
-        wait_until(lambda: client.get_job_details().num_restarts == 1 and all_running(client), what="the restart")
+        wait_until(lambda: client.get_job_details().num_restarts == 1 and all_running(client), message="the restart")
         details = client.get_job_details()
         gate.open()
         client.get_job_execution_result().result(30)
@@ -238,7 +230,7 @@ def test_a_job_restores_a_retained_checkpoint_by_path(tmp_path) -> None:
         env.enable_checkpointing(3_600_000)
         counting_job(env, ScriptedSource(paced(WORDS[:400]) + [gate] + WORDS[400:800]), latest)
         client = env.execute_async("retained")
-        wait_until(lambda: latest == collections.Counter(WORDS[:400]) and all_running(client), what="part one")
+        wait_until(lambda: latest == collections.Counter(WORDS[:400]) and all_running(client), message="part one")
         checkpoint = cluster.trigger_checkpoint(client.get_job_id())
         client.cancel().result(10)
         assert os.path.isdir(checkpoint)  # retained on cancellation

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import _thread
 import threading
-import time
-from typing import Callable
 
 import pytest
 
@@ -18,14 +16,8 @@ from streamkernel.datastream.connectors import DataGeneratorSource
 from streamkernel.errors import CheckpointFailedError, JobExecutionError, NotEnoughSlotsError, UserFunctionError
 from streamkernel.runtime.client import transient_cluster_for
 from streamkernel.runtime.minicluster import MiniCluster, current_cluster, set_current_cluster
+from streamkernel.testing import wait_until
 
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
 
 
 @pytest.fixture(autouse=True)
@@ -129,7 +121,7 @@ def test_cancel_through_the_job_client() -> None:
         _endless(env).map(lambda x: x).add_sink(lambda x: None)
         client = env.execute_async("endless")
         wait_until(lambda: client.get_job_status().result() is JobStatus.RUNNING)
-        client.cancel().result(5)
+        client.cancel().result(30)
         assert client.get_job_status().result() is JobStatus.CANCELED
         with pytest.raises(JobExecutionError, match="was cancelled"):
             client.get_job_execution_result().result(1)
@@ -140,13 +132,13 @@ def test_savepoints_of_a_job_that_ended_fail_clearly() -> None:
         env = _env()
         env.from_collection([1]).add_sink(lambda x: None)
         client = env.execute_async()
-        client.get_job_execution_result().result(5)
+        client.get_job_execution_result().result(30)
         with pytest.raises(CheckpointFailedError, match="cannot take a savepoint .* the job is FINISHED"):
-            client.trigger_savepoint().result(5)
+            client.trigger_savepoint().result(30)
         with pytest.raises(CheckpointFailedError, match="the job is FINISHED"):
-            client.stop_with_savepoint().result(5)
+            client.stop_with_savepoint().result(30)
         with pytest.raises(NotImplementedError, match="advance_to_end_of_event_time=True"):
-            client.stop_with_savepoint(advance_to_end_of_event_time=True).result(5)
+            client.stop_with_savepoint(advance_to_end_of_event_time=True).result(30)
 
 
 def test_keyboard_interrupt_while_waiting_cancels_the_job() -> None:

@@ -36,6 +36,7 @@ from streamkernel.runtime.taskmanager.gateway import (
     TaskExecutorStoppedError,
 )
 from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
+from streamkernel.testing import wait_until
 
 S = ExecutionState
 
@@ -131,13 +132,6 @@ def graph(name: str, parallelism: int = 2, configuration: Optional[dict] = None)
     return env.get_stream_graph(name)
 
 
-def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.01)
-
 
 def cluster(taskmanagers: int = 1, slots: int = 2, scripts: Optional[Scripts] = None,
             configuration: Optional[dict] = None) -> MiniCluster:
@@ -201,8 +195,8 @@ def test_session_mode_runs_two_jobs_at_once_while_slots_last() -> None:
         snapshot = c.snapshot()
         assert snapshot["slots"] == {"total": 4, "free": 0}
         assert {j["name"] for j in snapshot["jobs"]} == {"first", "second"}
-        first.cancel().result(5)
-        second.cancel().result(5)
+        first.cancel().result(30)
+        second.cancel().result(30)
         assert all(s.is_free for s in c.resource_manager.slots())
         assert [j.status for j in c.jobs()] == [JobStatus.CANCELED, JobStatus.CANCELED]
 
@@ -216,7 +210,7 @@ def test_a_job_waits_for_slots_and_runs_when_another_job_frees_them() -> None:
         wait_until(lambda: c.resource_manager.pending_requests() == {str(second.get_job_id()): 2})
         assert second.get_job_status().result() is JobStatus.CREATED
         scripts.release.set()
-        assert second.get_job_execution_result().result(5).get_job_id() == second.get_job_id()
+        assert second.get_job_execution_result().result(30).get_job_id() == second.get_job_id()
         assert first.get_job_status().result() is JobStatus.FINISHED
 
 
@@ -225,7 +219,7 @@ def test_a_job_needing_more_slots_than_exist_waits_then_fails_with_a_clear_error
         client = c.submit(graph("too big", 3))
         assert client.get_job_status().result() is JobStatus.CREATED
         with pytest.raises(JobExecutionError) as caught:
-            client.get_job_execution_result().result(5)
+            client.get_job_execution_result().result(30)
         cause = caught.value.__cause__
         assert isinstance(cause, NotEnoughSlotsError)
         message = str(cause)
@@ -241,7 +235,7 @@ def test_the_slot_error_names_the_jobs_holding_the_slots_and_job_configuration_w
         wait_until(lambda: holder.get_job_status().result() is JobStatus.RUNNING)
         late = c.submit(graph("late", 1, {"slot.request.timeout": "100 ms"}))
         with pytest.raises(JobExecutionError, match="job 'holder' holds 2") as caught:
-            late.get_job_execution_result().result(5)
+            late.get_job_execution_result().result(30)
         assert "0 free of 2 total" in str(caught.value.__cause__)
         assert holder.get_job_status().result() is JobStatus.RUNNING
 
@@ -251,7 +245,7 @@ def test_one_failing_task_cancels_the_others_and_fails_the_job_with_its_cause() 
                       else "run")
     with cluster(1, 3, scripts) as c:
         client = c.submit(graph("failing", 3))
-        result = c.dispatcher.request_job_result(client.get_job_id(), timeout=5)
+        result = c.dispatcher.request_job_result(client.get_job_id(), timeout=30)
         assert result.status is JobStatus.FAILED
         assert isinstance(result.failure_cause, ValueError)
         assert result.failing_task == "Map -> Sink: Print to Std. Out (2/3)"
@@ -291,7 +285,7 @@ def test_a_deployment_that_fails_fails_the_job_and_cancels_what_was_deployed() -
     scripts = Refusing()
     with cluster(1, 2, scripts) as c:
         client = c.submit(graph("undeployable", 2))
-        result = c.dispatcher.request_job_result(client.get_job_id(), timeout=5)
+        result = c.dispatcher.request_job_result(client.get_job_id(), timeout=30)
         assert result.status is JobStatus.FAILED and isinstance(result.failure_cause, MemoryError)
         assert result.failing_task.startswith("Source")
         assert len(scripts.tasks) == 2 and all(_ended(t) for t in scripts.tasks)
@@ -393,21 +387,21 @@ def test_a_waiting_slot_request_is_woken_by_release_cancel_and_stop() -> None:
     waiter.start()
     wait_until(lambda: "waiter" in rm.pending_requests())
     rm.release_slots("holder")
-    waiter.join(5)
+    waiter.join(30)
     assert outcome["waiter"][0].slot_id == SlotId(0, 0)
 
     cancelled = threading.Thread(target=request, args=("cancelled",))
     cancelled.start()
     wait_until(lambda: "cancelled" in rm.pending_requests())
     rm.cancel_slot_request("cancelled")
-    cancelled.join(5)
+    cancelled.join(30)
     assert isinstance(outcome["cancelled"], SlotRequestCancelledError)
 
     stopped = threading.Thread(target=request, args=("stopped",))
     stopped.start()
     wait_until(lambda: "stopped" in rm.pending_requests())
     rm.stop()
-    stopped.join(5)
+    stopped.join(30)
     assert isinstance(outcome["stopped"], ResourceManagerStoppedError)
 
 

@@ -21,27 +21,20 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 from streamkernel.common import Configuration, WatermarkStrategy
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.runtime.minicluster import MiniCluster
-from streamkernel.testing import Gate, ScriptedSource
+from streamkernel.testing import Gate, ScriptedSource, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process backend on Linux")
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def leftovers(directory: pathlib.Path) -> list[str]:
@@ -114,12 +107,12 @@ def test_a_killed_process_taskmanager_leaves_no_directory_after_stop(tmp_path, m
         (env.from_source(ScriptedSource(words + [gate]), WatermarkStrategy.no_watermarks(), "words")
             .map(to_pair).key_by(first).reduce(add_counts).print())
         client = cluster.submit(env.get_stream_graph("keyed on rocksdb"))
-        wait_until(lambda: gate.reached, what="the source to hold at the gate")
-        wait_until(lambda: len(rocksdb_files(temp)) == 2, what="a RocksDB database per keyed subtask")
+        wait_until(lambda: gate.reached, message="the source to hold at the gate")
+        wait_until(lambda: len(rocksdb_files(temp)) == 2, message="a RocksDB database per keyed subtask")
         pids = dict(cluster.taskmanager_backend.launcher.pids())
         assert cluster.kill_taskmanager("taskmanager-2") == "taskmanager-2"
         wait_until(lambda: "taskmanager-3" in cluster.taskmanager_backend.live_ids(),
-                   what="the replacement TaskManager to register")
+                   message="the replacement TaskManager to register")
         assert pids  # the killed one ran, with its database
         client.cancel()
     finally:
@@ -241,7 +234,7 @@ def test_a_job_script_stopped_with_sigterm_leaves_nothing_in_its_temp_directory(
     run = subprocess.Popen([sys.executable, "-m", "streamkernel", "run", "--backend", backend, str(script), "--",
                             str(marker)], env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_until(lambda: marker.exists() or run.poll() is not None, what="the job to run")
+        wait_until(lambda: marker.exists() or run.poll() is not None, message="the job to run")
         assert run.poll() is None, run.stderr.read().decode() if run.stderr else ""
         assert leftovers(temp), "the cluster should have a working directory while it runs"
         run.terminate()

@@ -23,6 +23,7 @@ from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.window import TumblingEventTimeWindows
 from streamkernel.errors import JobExecutionError
 from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.testing import wait_until
 
 WORDS = ["to be or not to be", "that is the question", "to sleep perchance to dream", "be still"]
 
@@ -35,6 +36,25 @@ def _env(parallelism: int) -> StreamExecutionEnvironment:
 
 def _task_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if t.name.endswith(")") and "/" in t.name]
+
+
+def _subtask_metrics(snapshot: dict) -> dict[str, dict]:
+    """Every subtask's metrics in a cluster snapshot, by subtask name."""
+    return {s["name"]: s.get("metrics") or {} for j in snapshot["jobs"] for v in j["vertices"] for s in v["subtasks"]}
+
+
+def _metric(snapshot: dict, prefix: str, name: str) -> int:
+    """The sum of metric ``name`` over the subtasks whose name starts with ``prefix``."""
+    return sum(m.get(name) or 0 for n, m in _subtask_metrics(snapshot).items() if n.startswith(prefix))
+
+
+def _records_out(cluster: MiniCluster, prefix: str) -> int:
+    return _metric(cluster.snapshot(), prefix, "records_out")
+
+
+def _if(test, value):
+    """``value`` when ``test(value)``, else None (for wait_until on a snapshot)."""
+    return value if test(value) else None
 
 
 def _word_counts(parallelism: int) -> dict[str, int]:
@@ -137,8 +157,7 @@ def test_a_failing_user_function_fails_the_job_naming_operator_subtask_and_recor
     assert "Exploder" in message and "13" in message and "unlucky number" in message
     assert "/2)" in message  # the subtask
     assert isinstance(info.value.__cause__, Exception)
-    time.sleep(0.2)
-    assert _task_threads() == []
+    wait_until(lambda: _task_threads() == [], message="every task thread to end")
 
 
 def test_cancel_stops_an_unbounded_job_within_a_second_and_leaves_no_thread() -> None:
@@ -147,8 +166,9 @@ def test_cancel_stops_an_unbounded_job_within_a_second_and_leaves_no_thread() ->
         env.from_source(DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "gen") \
             .map(lambda x: x + 1).add_sink(lambda v: None)
         client = env.execute_async("forever")
-        time.sleep(0.3)
-        assert client.get_job_status().result().name == "RUNNING"
+        # the job is RUNNING once every task is, and its source emits
+        wait_until(lambda: client.get_job_status().result().name == "RUNNING" and _records_out(cluster, "Source") > 0,
+                   message="the job to be RUNNING and its source to emit")
         start = time.monotonic()
         client.cancel().result(timeout=5)
         result_status = client.get_job_status().result()
@@ -170,11 +190,10 @@ def test_a_slow_sink_backpressures_an_unbounded_source_and_memory_stays_bounded(
         env.from_source(DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "gen") \
             .rebalance().add_sink(slow).set_parallelism(1)
         client = env.execute_async("backpressured")
-        time.sleep(1.0)
-        snapshot = cluster.snapshot()
-        client.cancel().result(timeout=5)
-    subtasks = {s["name"]: s.get("metrics") or {} for j in snapshot["jobs"] for v in j["vertices"]
-                for s in v["subtasks"]}
+        snapshot = wait_until(lambda: _if(lambda s: _metric(s, "Source", "backpressured_ns") > 0, cluster.snapshot()),
+                              message="the source to be backpressured")
+        client.cancel().result(timeout=60)
+    subtasks = _subtask_metrics(snapshot)
     source = next(m for name, m in subtasks.items() if name.startswith("Source"))
     # The source could emit millions per second; credits hold it to what the sink consumed plus a
     # few buffers in flight (4 credits x 1024 records, and one batch being built).
@@ -190,10 +209,11 @@ def test_several_jobs_run_at_once_in_one_cluster() -> None:
             env.from_source(DataGeneratorSource(lambda i: i, count=None, rate_limiter_strategy=200.0),
                             WatermarkStrategy.no_watermarks(), name).add_sink(lambda v: None)
             clients.append(env.execute_async(name))
-        time.sleep(0.5)
-        assert sorted(j.status.name for j in cluster.jobs()) == ["RUNNING", "RUNNING"]
+        # unbounded: neither job ends by itself, so both reach RUNNING together
+        wait_until(lambda: sorted(j.status.name for j in cluster.jobs()) == ["RUNNING", "RUNNING"],
+                   message="both jobs to be RUNNING at once")
         for c in clients:
-            c.cancel().result(timeout=5)
+            c.cancel().result(timeout=60)
 
 
 def test_collected_results_become_a_dataframe() -> None:
@@ -213,11 +233,16 @@ def test_latency_markers_reach_the_sinks_and_become_samples() -> None:
                         WatermarkStrategy.no_watermarks(), "gen").key_by(lambda x: x % 5).map(lambda x: x) \
             .add_sink(lambda v: None)
         client = env.execute_async("latency")
-        time.sleep(0.6)
-        snapshot = cluster.snapshot()
-        client.cancel().result(timeout=5)
-    samples = {s["name"]: (s.get("metrics") or {}).get("latency_ms") for j in snapshot["jobs"]
-               for v in j["vertices"] for s in v["subtasks"]}
+
+        def latency_samples() -> dict:
+            snapshot = cluster.snapshot()
+            return {s["name"]: (s.get("metrics") or {}).get("latency_ms") for j in snapshot["jobs"]
+                    for v in j["vertices"] for s in v["subtasks"]}
+
+        samples = wait_until(lambda: _if(lambda found: found and all(found[n] for n in found if "Sink" in n),
+                                         latency_samples()),
+                             message="latency samples at every sink subtask")
+        client.cancel().result(timeout=60)
     assert all(samples[name] for name in samples if "Sink" in name)  # every sink subtask has samples
     assert not any(samples[name] for name in samples if name.startswith("Source"))  # no sink there
 

@@ -9,6 +9,7 @@ import pytest
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.network import ChannelCancelledError, InputGate, LocalChannel
 from streamkernel.runtime.records import END_OF_PARTITION, CheckpointBarrier, DataBuffer, Watermark
+from streamkernel.testing import wait_until
 
 WAIT = 5.0  # generous upper bound for joins; never a timing assertion
 
@@ -29,12 +30,8 @@ def _start(target, *args) -> tuple[threading.Thread, dict]:
 
 
 def _wait_until_blocked(channel: LocalChannel) -> None:
-    """Spin until the sender thread waits for credit (the channel says so)."""
-    for _ in range(5000):
-        if channel._sender_waiting:
-            return
-        threading.Event().wait(0.001)
-    raise AssertionError("the sender never blocked")
+    """Until the sender thread waits for credit (the channel says so)."""
+    wait_until(lambda: channel._sender_waiting, message="the sender to block waiting for credit")
 
 
 def test_channels_are_registered_in_order_with_their_input_index():

@@ -307,12 +307,11 @@ def test_backpressure_is_measured_on_the_writer_and_the_task_metrics():
     writer.emit([1], None)  # takes the only credit
     sender = threading.Thread(target=writer.emit, args=([2], None), daemon=True)
     sender.start()
-    for _ in range(5000):
-        if channel._sender_waiting:
-            break
-        threading.Event().wait(0.001)
+    from streamkernel.testing import wait_until
+
+    wait_until(lambda: channel._sender_waiting, message="the writer to block waiting for credit")
     assert gate.poll(1)[1].values == [1]
-    sender.join(5)
+    sender.join(30)
     assert writer.backpressured_ns > 0
     assert metrics.backpressured_ns == writer.backpressured_ns
     assert gate.poll(1)[1].values == [2]

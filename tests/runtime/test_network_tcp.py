@@ -33,8 +33,9 @@ from streamkernel.runtime.records import (
     Watermark,
 )
 from streamkernel.runtime.rpc.transport import ConnectionRefusedByPeerError
+from streamkernel.testing import wait_until
 
-WAIT = 10.0
+WAIT = 60.0  # a deadline for what must happen: generous, since only a failing test waits it out
 SECRET = b"cluster-secret-for-tests"
 
 
@@ -65,13 +66,8 @@ def _data_threads() -> list[threading.Thread]:
 
 
 def _assert_no_threads_left(before: set) -> None:
-    deadline = time.monotonic() + WAIT
-    while True:
-        left = [t for t in _data_threads() if t not in before]
-        if not left or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
-    assert not left, f"threads left behind: {left}"
+    wait_until(lambda: not [t for t in _data_threads() if t not in before], timeout=WAIT,
+               message="the data threads the test started to end")
 
 
 @pytest.fixture
@@ -120,10 +116,7 @@ def _send_in_thread(channel, items) -> tuple[threading.Thread, dict]:
 
 
 def _wait_for(condition, what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.005)
+    wait_until(condition, timeout=WAIT, message=what)
 
 
 # ---------------------------------------------------------------------------- delivery
@@ -324,7 +317,8 @@ def test_an_item_the_consumer_cannot_read_fails_the_sender_with_the_reason(pair)
     channel = producer.output_channel(_cid(), consumer.data_address)
     channel.send(DataBuffer([_Unreadable()], None))
     with pytest.raises(RemoteChannelError, match="could not read an item.*unreadable on purpose"):
-        for _ in range(20):
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:  # the consumer's error reaches the sender soon after
             channel.send(DataBuffer([1], None))
             time.sleep(0.05)
     assert gate.poll(0) is None

@@ -13,6 +13,7 @@ import pytest
 from streamkernel.datastream.function_async import AsyncFunction, AsyncRetryStrategy
 from streamkernel.errors import UserFunctionError
 from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.testing import wait_until
 
 _spec = importlib.util.spec_from_file_location(
     "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
@@ -27,7 +28,7 @@ def async_op(function, mode="ORDERED", timeout=5000, capacity=100, retry=None, *
     return OperatorHarness(spec, **kwargs)
 
 
-def poll_until(h, condition, limit_s=5.0):
+def poll_until(h, condition, limit_s=60.0):
     """Drive the task's processing-time callbacks (every 5 ms of manual time) until ``condition()``."""
     deadline = time.monotonic() + limit_s
     while not condition():
@@ -194,8 +195,9 @@ def test_watermarks_wait_for_the_records_before_them_even_unordered():
     h.process(["first"], [1])
     h.watermark(5)
     h.process(["second"], [6])
-    assert second_done.wait(5)
-    time.sleep(0.02)
+    assert second_done.wait(60)
+    # "second" completed: its result waits in the operator's hand-over queue, not yet emitted
+    wait_until(lambda: not h.operator._completed.empty(), message="the result of 'second' to reach the operator")
     h.advance_time(5)
     assert h.output.events == []  # "second" came after the watermark: it may not overtake it
     gate.set()

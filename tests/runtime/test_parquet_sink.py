@@ -345,9 +345,6 @@ def test_parquet_source_and_sink_run_in_taskmanager_processes(tmp_path: pathlib.
         env.from_source(source, WatermarkStrategy.no_watermarks(), "rows").sink_to(parquet_sink(tmp_path / "out"))
         env.execute("parquet on processes")
     assert committed(tmp_path / "out") == sorted((f * 1000 + i, f"w{i}") for f in range(3) for i in range(300))
-    import time
+    from streamkernel.testing import wait_until
 
-    deadline = time.monotonic() + 15
-    while not _child_pids() <= before and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _child_pids() <= before  # no TaskManager process left behind
+    wait_until(lambda: _child_pids() <= before, message="every TaskManager process to end (none left behind)")

@@ -270,12 +270,15 @@ def test_a_job_reads_a_parquet_directory_at_parallelism_3(tmp_path: pathlib.Path
 
 def test_savepoints_restored_at_parallelism_3_then_1_read_every_parquet_row_once(tmp_path: pathlib.Path) -> None:
     """A paced job over a Parquet directory, stopped with a savepoint mid-file at parallelism 2,
-    restored at 3, stopped again, finished at 1: row-group splits and their positions move."""
+    restored at 3, stopped again, finished at 1: row-group splits and their positions move.
+    The first two jobs hold at a closed Gate after 150 rows per subtask, so each is provably
+    running (and mid-input) when its savepoint is taken."""
     import time
 
     from streamkernel.common import Configuration
     from streamkernel.datastream.connectors import PandasSink
     from streamkernel.runtime.minicluster import MiniCluster
+    from streamkernel.testing import Gate, GatedSource, wait_until
 
     expected = write_parquet(tmp_path / "in", files=3, rows=400, group=100)
     sink = PandasSink("parquet rescaled")
@@ -292,18 +295,19 @@ def test_savepoints_restored_at_parallelism_3_then_1_read_every_parquet_row_once
         env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
         env.enable_checkpointing(40)
         env.set_parallelism(parallelism)
-        (env.from_source(parquet_source(tmp_path / "in"), WatermarkStrategy.no_watermarks(), "rows").uid("rows")
+        gate = Gate(f"at {parallelism}")
+        source = GatedSource(parquet_source(tmp_path / "in"), gate, 150) if stop else parquet_source(tmp_path / "in")
+        (env.from_source(source, WatermarkStrategy.no_watermarks(), "rows").uid("rows")
             .map(slow_id).uid("ids").sink_to(sink).uid("frame"))
         if not stop:
             env.execute(f"at {parallelism}")
             return None
         client = env.execute_async(f"at {parallelism}")
         before = len(sink.records())
-        deadline = time.monotonic() + 30
-        while len(sink.records()) <= before + 100:
-            assert time.monotonic() < deadline, "no records committed"
-            time.sleep(0.01)
-        path = client.stop_with_savepoint(savepoint_directory=str(tmp_path / "savepoints")).result(30)
+        # a held subtask keeps the job running; checkpoints commit what was read before the gate
+        wait_until(lambda: gate.reached and len(sink.records()) > before + 100,
+                   message=f"a subtask held at the gate and 100 more rows committed at parallelism {parallelism}")
+        path = client.stop_with_savepoint(savepoint_directory=str(tmp_path / "savepoints")).result(60)
         stopped_at.append(len(sink.records()))
         return path
 

@@ -15,7 +15,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -28,7 +28,7 @@ from streamkernel.datastream.window import TumblingEventTimeWindows
 from streamkernel.runtime.minicluster import MiniCluster
 from streamkernel.runtime.taskmanager.process import ProcessTaskManagerLauncher
 from streamkernel.runtime.taskmanager.remote import RemoteTaskManagers, TaskManagerStartError
-from streamkernel.testing import Gate, Pause, ScriptedSource
+from streamkernel.testing import Gate, Pause, ScriptedSource, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks processes through /proc")
 
@@ -72,13 +72,6 @@ class FileGate(Gate):
     def __reduce__(self) -> tuple:
         return FileGate, (self.directory, self.name)
 
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.01)
 
 
 def paced(words: list, chunk: int = 50, pause_ms: int = 10) -> list:
@@ -145,7 +138,7 @@ def _ppid(pid: int) -> int:
 def threads_before():
     before = set(threading.enumerate())
     yield before
-    wait_until(lambda: not (set(threading.enumerate()) - before), 10, "the cluster's threads to end")
+    wait_until(lambda: not (set(threading.enumerate()) - before), 10, message="the cluster's threads to end")
 
 
 # --------------------------------------------------------------------------- lifecycle
@@ -249,12 +242,12 @@ def test_a_killed_taskmanager_process_is_replaced_and_the_job_ends_exactly_once(
         client = env.execute_async("killed taskmanager")
         assert gate.wait_reached(60)
         before = completed(client)
-        wait_until(lambda: completed(client) > before, what="a checkpoint while the sources hold")
+        wait_until(lambda: completed(client) > before, message="a checkpoint while the sources hold")
         pids = dict(cluster.taskmanager_backend.launcher.pids())
         assert cluster.kill_taskmanager("taskmanager-2") == "taskmanager-2"
         # the closed connection unregisters it; a new process replaces it; the job restarts
         wait_until(lambda: client.get_job_details().num_restarts >= 1 and all_running(client),
-                   what="the job running again on the replacement")
+                   message="the job running again on the replacement")
         now = cluster.taskmanager_backend.launcher.pids()
         assert "taskmanager-3" in now and now["taskmanager-3"] not in pids.values()
         gate.open()
@@ -277,10 +270,10 @@ def test_fail_operator_reaches_the_subtask_in_its_process(tmp_path, threads_befo
             .map(to_pair).key_by(first).reduce(add_counts).name("Counts").uid("counts").sink_to(sink))
         client = env.execute_async("failed operator")
         assert gate.wait_reached(60)
-        wait_until(lambda: all_running(client) and completed(client) > 0, what="a checkpoint")
+        wait_until(lambda: all_running(client) and completed(client) > 0, message="a checkpoint")
         failed = cluster.fail_operator(client.get_job_id(), "counts", subtask=1)
         assert failed == ["Counts -> Sink: Collect Sink (2/2)"]
-        wait_until(lambda: client.get_job_details().num_restarts == 1 and all_running(client), what="the restart")
+        wait_until(lambda: client.get_job_details().num_restarts == 1 and all_running(client), message="the restart")
         gate.open()
         records = list(sink.buffer)
         client.get_job_execution_result().result(60)
@@ -303,7 +296,7 @@ def test_savepoint_and_restore_on_process_taskmanagers(tmp_path, threads_before)
         job(env, first_sink)
         client = env.execute_async("before the savepoint")
         assert gate.wait_reached(60)
-        wait_until(lambda: all_running(client), what="every subtask running")
+        wait_until(lambda: all_running(client), message="every subtask running")
         checkpoint = cluster.trigger_checkpoint(client.get_job_id())
         assert os.path.isdir(checkpoint)
         savepoint = cluster.stop_with_savepoint(client.get_job_id(), str(tmp_path / "savepoints"))

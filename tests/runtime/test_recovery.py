@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -24,18 +24,11 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import IllegalConfigurationError, JobExecutionError
 from streamkernel.runtime.jobmanager.failure_injection import FailureInjectionError
 from streamkernel.runtime.minicluster import MiniCluster
-from streamkernel.testing import Fail, Gate, InjectedFailure, Pause, ScriptedSource
+from streamkernel.testing import Fail, Gate, InjectedFailure, Pause, ScriptedSource, wait_until
 
 WORDS = [f"w{i % 7}" for i in range(700)]
 EXPECTED = {w: WORDS.count(w) for w in set(WORDS)}
 
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
 
 
 def _paced(words: list, chunk: int = 35, pause_ms: int = 25) -> list:
@@ -112,10 +105,10 @@ def test_fail_operator_fails_the_running_subtasks_and_the_job_recovers() -> None
         _counting_job(env, _gated(WORDS, gate), latest, RestartStrategies.fixed_delay_restart(1, 1000))
         client = env.execute_async("fail an operator")
         cluster.dispatcher.add_job_status_listener(client.get_job_id(), lambda d: statuses.append(d.status))
-        wait_until(lambda: latest and _all_running(client), what="the first counts")
+        wait_until(lambda: latest and _all_running(client), message="the first counts")
         failed = cluster.fail_operator(client.get_job_id(), "counts", subtask=1)
         assert failed == ["Counts -> Sink: Unnamed (2/2)"]
-        wait_until(lambda: client.get_job_status().result() is JobStatus.RESTARTING, what="RESTARTING")
+        wait_until(lambda: client.get_job_status().result() is JobStatus.RESTARTING, message="RESTARTING")
         assert client.get_job_details().num_restarts == 0  # still waiting out the 1 s backoff
         gate.open()  # the failure is in (delivered asynchronously): the restarted attempt reads all
         result = client.get_job_execution_result().result(30)
@@ -160,18 +153,18 @@ def test_a_killed_taskmanager_is_detected_and_the_job_restarts_on_a_replacement(
         job_id = str(client.get_job_id())
         # every subtask must be deployed before the kill: a deployment to the dead TaskManager
         # would fail at once and restart onto it again until heartbeat.timeout notices it
-        wait_until(lambda: latest and _all_running(client), what="the first counts")
+        wait_until(lambda: latest and _all_running(client), message="the first counts")
         killed_at = time.monotonic()
         assert cluster.kill_taskmanager("TM2") == "taskmanager-2"
         gate.open()  # only now may the job end: the restarted attempt reads everything
         # the ResourceManager notices the missed heartbeats, the job restarts and asks for
         # 2 slots; only taskmanager-1's is left, so it waits for slots
-        wait_until(lambda: job_id in cluster.resource_manager.pending_requests(), what="the slot request")
+        wait_until(lambda: job_id in cluster.resource_manager.pending_requests(), message="the slot request")
         detected = time.monotonic() - killed_at
         assert cluster.resource_manager.taskmanager_ids == ("taskmanager-1",)
         assert cluster.add_taskmanager() == "taskmanager-3"
         wait_until(lambda: client.get_job_details().num_restarts == 1 and (
-            _all_running(client) or client.get_job_status().result() is JobStatus.FINISHED), what="the restarted job")
+            _all_running(client) or client.get_job_status().result() is JobStatus.FINISHED), message="the restarted job")
         recovered = time.monotonic() - killed_at
         result = client.get_job_execution_result().result(30)
         details = client.get_job_details()
@@ -179,7 +172,9 @@ def test_a_killed_taskmanager_is_detected_and_the_job_restarts_on_a_replacement(
         assert cluster.total_slots == 2
     assert set(threading.enumerate()) - before == set()
     assert latest == EXPECTED and result.get_num_restarts() == 1
-    assert detected < 5 and recovered < 8  # heartbeat.timeout here is 500 ms: generous bounds
+    # heartbeat.timeout here is 500 ms: detected by it (the message below), not by a hang; the
+    # bounds are tens of timeouts, so a loaded machine (many times slower) still meets them
+    assert detected < 20 and recovered < 40
     [entry] = details.exception_history
     assert entry.exception_name == "TaskManagerLostError" and entry.taskmanager_id == "taskmanager-2"
     assert "Heartbeat of TaskManager 'taskmanager-2' timed out" in entry.message
@@ -192,7 +187,7 @@ def test_a_killed_taskmanager_with_spare_slots_restarts_on_the_remaining_ones() 
         env = StreamExecutionEnvironment.get_execution_environment()
         _counting_job(env, _gated(WORDS, gate), latest)
         client = env.execute_async("spare slots")
-        wait_until(lambda: latest and _all_running(client), what="the first counts")  # every subtask deployed
+        wait_until(lambda: latest and _all_running(client), message="the first counts")  # every subtask deployed
         cluster.kill_taskmanager(0)
         gate.open()
         result = client.get_job_execution_result().result(30)

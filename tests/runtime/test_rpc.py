@@ -26,6 +26,7 @@ from streamkernel.runtime.rpc.connection import (
 from streamkernel.runtime.rpc.proxies import TaskExecutorProxy, gateway_kind
 from streamkernel.runtime.rpc.serialization import RemoteError, dumps, importable_by_peer, portable_exception
 from streamkernel.runtime.taskmanager.gateway import TaskExecutionState
+from streamkernel.testing import wait_until
 from streamkernel.runtime.rpc.transport import (
     AUTHKEY_ENV,
     AuthenticatedListener,
@@ -41,6 +42,7 @@ class Service:
     def __init__(self) -> None:
         self.seen: list = []
         self.release = threading.Event()
+        self.waiting = threading.Event()  # set once a "wait" call is being served
         self.received: list = []
 
     def add(self, a, b):
@@ -50,6 +52,7 @@ class Service:
         self.seen.append(value)
 
     def wait(self):
+        self.waiting.set()
         self.release.wait(10)
         return "released"
 
@@ -102,24 +105,22 @@ def pair():
         ready.set()
 
     listener = AuthenticatedListener(("127.0.0.1", 0), secret, handler, name="test-rpc")
-    client = RpcConnection(connect(listener.address, secret), name="client", default_timeout=5).start()
-    assert ready.wait(5)
+    client = RpcConnection(connect(listener.address, secret), name="client", default_timeout=30).start()
+    assert ready.wait(30)
     yield client, servers[0], service
     client.close(1)
     for server in servers:
         server.close(1)
     listener.close()
     service.release.set()
-    assert _no_rpc_threads_left() == []
+    _wait_for_no_rpc_threads()
 
 
-def _no_rpc_threads_left(deadline: float = 5.0) -> list[str]:
-    end = time.monotonic() + deadline
-    while True:
-        left = [t.name for t in threading.enumerate() if t.name.startswith("streamkernel-rpc-")]
-        if not left or time.monotonic() > end:
-            return left
-        time.sleep(0.05)
+def _wait_for_no_rpc_threads() -> None:
+    def rpc_threads() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("streamkernel-rpc-")]
+
+    wait_until(lambda: not rpc_threads(), message="every streamkernel-rpc- thread to end")
 
 
 # ------------------------------------------------------------------------ calls and tells
@@ -139,10 +140,7 @@ def test_tells_are_served_in_the_order_they_were_sent(pair) -> None:
     client, _, service = pair
     for i in range(2000):
         client.tell("svc", "note", (i,))
-    assert client.call("svc", "add", (0, 0)) == 0
-    deadline = time.monotonic() + 5
-    while len(service.seen) < 2000 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(service.seen) >= 2000, message="the server to serve 2000 tells")
     assert service.seen == list(range(2000))
 
 
@@ -151,14 +149,16 @@ def test_a_blocking_call_does_not_block_the_connection(pair) -> None:
     answers: list = []
     waiter = threading.Thread(target=lambda: answers.append(client.call("svc", "wait", timeout=10)))
     waiter.start()
-    time.sleep(0.1)
+    assert service.waiting.wait(30), "the server never started serving wait()"
     # other calls and tells are served while "wait" blocks its own thread at the server
     assert client.call("svc", "add", (1, 1)) == 2
     client.tell("svc", "note", ("during",))
     assert client.call("svc", "add", (2, 2)) == 4
-    assert "during" in service.seen
+    # a tell is served on the tell thread, unordered with calls: wait for it, not for the call
+    wait_until(lambda: "during" in service.seen, message="the tell sent while wait() blocks to be served")
+    assert answers == [] and waiter.is_alive()  # wait() was still blocked all along
     service.release.set()
-    waiter.join(5)
+    waiter.join(30)
     assert answers == ["released"]
 
 
@@ -167,13 +167,13 @@ def test_a_call_times_out_and_the_connection_stays_usable(pair) -> None:
     started = time.monotonic()
     with pytest.raises(RpcTimeoutError, match=r"wait\(\) on svc got no answer within 0.2 s"):
         client.call("svc", "wait", timeout=0.2)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 9  # well before wait() returns by itself (10 s)
     service.release.set()
     assert client.call("svc", "add", (1, 2)) == 3
 
 
 def test_a_closed_peer_fails_pending_and_later_calls_at_once(pair) -> None:
-    client, server, _ = pair
+    client, server, service = pair
     errors: list = []
 
     def pending() -> None:
@@ -184,9 +184,9 @@ def test_a_closed_peer_fails_pending_and_later_calls_at_once(pair) -> None:
 
     waiter = threading.Thread(target=pending)
     waiter.start()
-    time.sleep(0.1)
+    assert service.waiting.wait(30), "the server never started serving wait()"
     server.close(0.1)
-    waiter.join(5)
+    waiter.join(30)
     assert not waiter.is_alive() and len(errors) == 1
     with pytest.raises(RpcConnectionLostError, match="client is lost"):
         client.call("svc", "add", (1, 2))
@@ -200,7 +200,8 @@ _DYING_SERVER = textwrap.dedent("""
     from streamkernel.runtime.rpc.connection import RpcConnection
     from streamkernel.runtime.rpc.transport import connect
     class Hang:
-        def hang(self):
+        def hang(self, flag):
+            open(flag, "w").close()  # the parent waits for this file: the call is being served
             threading.Event().wait()
         def pid(self):
             return os.getpid()
@@ -211,7 +212,7 @@ _DYING_SERVER = textwrap.dedent("""
 """)
 
 
-def test_a_killed_peer_process_fails_the_pending_call_with_a_clear_error() -> None:
+def test_a_killed_peer_process_fails_the_pending_call_with_a_clear_error(tmp_path) -> None:
     secret = new_cluster_secret()
     connections: list[RpcConnection] = []
     ready = threading.Event()
@@ -229,12 +230,14 @@ def test_a_killed_peer_process_fails_the_pending_call_with_a_clear_error() -> No
         rpc = connections[0]
         assert rpc.call("hang", "pid") == child.pid
         errors: list = []
+        flag = tmp_path / "hanging"
         waiter = threading.Thread(target=lambda: errors.append(pytest.raises(RpcConnectionLostError, rpc.call,
-                                                                             "hang", "hang", timeout=60)))
+                                                                             "hang", "hang", (str(flag),),
+                                                                             timeout=120)))
         waiter.start()
-        time.sleep(0.2)
+        wait_until(flag.exists, message="the child to serve the hang() call")
         os.kill(child.pid, signal.SIGKILL)
-        waiter.join(10)
+        waiter.join(60)
         assert not waiter.is_alive() and errors, "the pending call did not fail when its peer died"
         assert "JobManager<-child is lost" in str(errors[0].value)
     finally:
@@ -243,7 +246,7 @@ def test_a_killed_peer_process_fails_the_pending_call_with_a_clear_error() -> No
         for rpc in connections:
             rpc.close(1)
         listener.close()
-    assert _no_rpc_threads_left() == []
+    _wait_for_no_rpc_threads()
 
 
 # ------------------------------------------------------------------------- references
@@ -256,9 +259,7 @@ def test_a_gateway_argument_travels_by_reference_and_calls_back(pair) -> None:
     finished = TaskExecutionState(attempt, ExecutionState.FINISHED)
     # the server gets a proxy whose methods call back over the same connection
     client.call("svc", "call_back", (master, running))  # the update is a tell: it comes soon after
-    deadline = time.monotonic() + 5
-    while not master.updates and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: master.updates, message="the update told back to the client")
     assert master.updates == [running]
     assert service.received == []  # call_back does not keep it
     returned = client.call("svc", "keep", (master,))
@@ -266,10 +267,7 @@ def test_a_gateway_argument_travels_by_reference_and_calls_back(pair) -> None:
     [kept] = service.received
     assert kept.job_id == master.job_id and type(kept).__name__ == "JobMasterProxy"
     kept.update_task_execution_state(finished)  # a tell: ordered, one-way
-    assert client.call("svc", "add", (0, 0)) == 0
-    deadline = time.monotonic() + 5
-    while len(master.updates) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(master.updates) >= 2, message="the second update told back to the client")
     assert [u.state for u in master.updates] == [ExecutionState.RUNNING, ExecutionState.FINISHED]
 
 
@@ -299,12 +297,12 @@ def test_a_peer_without_the_secret_is_refused_before_anything_is_unpickled(tmp_p
     secret = new_cluster_secret()
     handled: list = []
     listener = AuthenticatedListener(("127.0.0.1", 0), secret, lambda conn, peer: handled.append(conn),
-                                     name="test-security", handshake_timeout=2)
+                                     name="test-security", handshake_timeout=10)
     trap = tmp_path / "unpickled"
     payload = pickle.dumps(_Trap(str(trap)))
     try:
         # 1. a raw socket that ignores the challenge and sends a pickle at once
-        with socket.create_connection(listener.address, timeout=5) as raw:
+        with socket.create_connection(listener.address, timeout=30) as raw:
             raw.sendall(_frame(payload) * 3)
             try:
                 raw.recv(1024)  # the challenge; then the listener drops us
@@ -314,23 +312,16 @@ def test_a_peer_without_the_secret_is_refused_before_anything_is_unpickled(tmp_p
                 pass
         # 2. a client with a wrong secret
         with pytest.raises(ConnectionRefusedByPeerError, match="could not open an authenticated connection"):
-            connect(listener.address, b"wrong secret", timeout=5)
-        deadline = time.monotonic() + 5
-        while listener.refused < 2 and time.monotonic() < deadline:
-            time.sleep(0.02)
+            connect(listener.address, b"wrong secret", timeout=30)
+        wait_until(lambda: listener.refused >= 2, message="the listener to refuse both peers")
         assert listener.refused == 2
         assert handled == [] and not trap.exists()
         # control: the same bytes from an authenticated peer *are* unpickled (the trap works)
-        conn = connect(listener.address, secret, timeout=5)
-        deadline = time.monotonic() + 5
-        while not handled and time.monotonic() < deadline:
-            time.sleep(0.02)
+        conn = connect(listener.address, secret, timeout=30)
+        wait_until(lambda: handled, message="the listener to hand over the authenticated connection")
         server = RpcConnection(handled[0], name="server").start()
         conn.send_bytes(len(payload).to_bytes(4, "big") + payload)
-        deadline = time.monotonic() + 5
-        while not trap.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert trap.exists()
+        wait_until(trap.exists, message="the authenticated peer's pickle to be unpickled (the trap file)")
         conn.close()
         server.close(1)
     finally:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import collections
 import os
-import time
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -24,17 +23,10 @@ from streamkernel.errors import CheckpointFailedError, JobExecutionError
 from streamkernel.runtime.checkpoint import load_checkpoint
 from streamkernel.runtime.minicluster import MiniCluster
 from streamkernel.state import read_checkpoint
-from streamkernel.testing import Gate, ScriptedSource
+from streamkernel.testing import Gate, ScriptedSource, wait_until
 
 WORDS = [f"k{(i * 11) % 29}" for i in range(900)]
 
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.005)
 
 
 def counting_job(env: StreamExecutionEnvironment, source: ScriptedSource, latest: dict, parallelism: int,
@@ -71,7 +63,7 @@ def test_savepoints_restored_at_parallelism_1_then_3_then_2_keep_every_key(tmp_p
         env = environment()
         counting_job(env, ScriptedSource(script), latest, parallelism=1)
         client = env.execute_async("p1")
-        wait_until(lambda: latest == collections.Counter(WORDS[:300]) and running(client), what="part one")
+        wait_until(lambda: latest == collections.Counter(WORDS[:300]) and running(client), message="part one")
         savepoint_1 = cluster.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
         assert client.get_job_status().result() is JobStatus.CANCELED
         first.open()
@@ -79,7 +71,7 @@ def test_savepoints_restored_at_parallelism_1_then_3_then_2_keep_every_key(tmp_p
         env = environment({"execution.state-recovery.path": savepoint_1})
         counting_job(env, ScriptedSource(script), latest, parallelism=3)
         client = env.execute_async("p3")
-        wait_until(lambda: latest == collections.Counter(WORDS[:600]) and running(client), what="part two")
+        wait_until(lambda: latest == collections.Counter(WORDS[:600]) and running(client), message="part two")
         assert [v.parallelism for v in client.get_job_details().vertices] == [1, 3, 3]
         savepoint_2 = cluster.stop_with_savepoint(client.get_job_id(), str(tmp_path / "savepoints"))
         second.open()
@@ -106,7 +98,7 @@ def test_the_job_client_triggers_savepoints_and_stops_with_one(tmp_path) -> None
         env = environment({"execution.checkpointing.savepoint-dir": str(tmp_path / "configured")})
         counting_job(env, ScriptedSource(WORDS[:200] + [gate] + WORDS[200:]), latest, parallelism=2)
         client = env.execute_async("savepoints")
-        wait_until(lambda: latest == collections.Counter(WORDS[:200]) and running(client), what="part one")
+        wait_until(lambda: latest == collections.Counter(WORDS[:200]) and running(client), message="part one")
         configured = client.trigger_savepoint().result(30)
         explicit = client.trigger_savepoint(str(tmp_path / "explicit")).result(30)
         assert client.get_job_status().result() is JobStatus.RUNNING  # a savepoint does not stop the job
@@ -144,7 +136,7 @@ def _savepoint_of_part_one(cluster: MiniCluster, tmp_path: Any) -> tuple[str, li
     env = environment()
     counting_job(env, ScriptedSource(script), latest, parallelism=2)
     client = env.execute_async("to be saved")
-    wait_until(lambda: latest == collections.Counter(WORDS[:100]) and running(client), what="part one")
+    wait_until(lambda: latest == collections.Counter(WORDS[:100]) and running(client), message="part one")
     savepoint = cluster.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
     gate.open()
     return savepoint, script
@@ -203,7 +195,7 @@ def test_a_program_built_again_without_uids_restores_its_state(tmp_path) -> None
         env = environment()
         job(env, ScriptedSource(script), latest)
         client = env.execute_async("no uids")
-        wait_until(lambda: latest == collections.Counter(WORDS[:100]) and running(client), what="part one")
+        wait_until(lambda: latest == collections.Counter(WORDS[:100]) and running(client), message="part one")
         savepoint = cluster.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
         gate.open()
         env = environment({"execution.state-recovery.path": savepoint})

@@ -15,7 +15,7 @@ from streamkernel.errors import InvalidProgramError, StreamKernelError
 from streamkernel.runtime.clock import ManualClock
 from streamkernel.runtime.sources import create_reader
 
-TIMEOUT_S = 10.0
+TIMEOUT_S = 30.0
 
 
 class Server:

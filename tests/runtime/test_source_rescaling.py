@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import importlib.util
 import pathlib
-import time
 from typing import Any, Callable, Optional
 
 import pytest
@@ -34,7 +33,7 @@ from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.transformations import OperatorSpec
 from streamkernel.runtime.minicluster import MiniCluster
 from streamkernel.runtime.sources.base import owned_splits
-from streamkernel.testing import ScriptedSource
+from streamkernel.testing import Gate, GatedSource, ScriptedSource, wait_until
 
 _spec = importlib.util.spec_from_file_location(
     "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
@@ -261,8 +260,10 @@ def test_a_reader_with_one_position_per_subtask_refuses_another_parallelism() ->
 # ------------------------------------------------------------------ end to end
 def test_savepoints_restored_at_parallelism_2_then_3_then_1_read_every_record_once(tmp_path: pathlib.Path) -> None:
     """A rate-limited generator job, stopped with a savepoint and restored at another parallelism
-    twice; source splits and the (exactly-once) pandas sink's parts move with the parallelism."""
-    count = 2400
+    twice; source splits and the (exactly-once) pandas sink's parts move with the parallelism.
+    The first two jobs hold at a closed Gate after ``held`` records per subtask, so each is
+    provably running (and its records committed) when its savepoint is taken."""
+    count, held = 2400, 200
     sink = PandasSink("rescaled")
 
     def run(parallelism: int, savepoint: Optional[str], stop: bool) -> Optional[str]:
@@ -272,7 +273,8 @@ def test_savepoints_restored_at_parallelism_2_then_3_then_1_read_every_record_on
         env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
         env.enable_checkpointing(50)
         env.set_parallelism(parallelism)
-        (env.from_source(DataGeneratorSource(lambda i: i, count=count, rate_limiter_strategy=4000),
+        numbers = DataGeneratorSource(lambda i: i, count=count, rate_limiter_strategy=4000)
+        (env.from_source(GatedSource(numbers, Gate(f"at {parallelism}"), held) if stop else numbers,
                          WatermarkStrategy.no_watermarks(), "numbers").uid("numbers")
             .map(lambda n: n * 10).uid("times ten")
             .sink_to(sink).uid("frame"))
@@ -280,12 +282,11 @@ def test_savepoints_restored_at_parallelism_2_then_3_then_1_read_every_record_on
             env.execute(f"at {parallelism}")
             return None
         client = env.execute_async(f"at {parallelism}")
-        before = len(sink.records())
-        deadline = time.monotonic() + 20
-        while len(sink.records()) <= before + 100:  # a few checkpoints committed records
-            assert time.monotonic() < deadline, "no records committed"
-            time.sleep(0.01)
-        return client.stop_with_savepoint(savepoint_directory=str(tmp_path / "savepoints")).result(20)
+        # every subtask has more than `held` records left: each emits that many, then holds
+        wanted = len(sink.records()) + parallelism * held
+        wait_until(lambda: len(sink.records()) >= wanted, message=f"{wanted} records committed at {parallelism}")
+        assert client.get_job_status().result(60).name == "RUNNING"
+        return client.stop_with_savepoint(savepoint_directory=str(tmp_path / "savepoints")).result(60)
 
     with MiniCluster(1, 3):
         first = run(2, None, stop=True)

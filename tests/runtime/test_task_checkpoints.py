@@ -11,8 +11,11 @@ import pytest
 from streamkernel.common import Configuration, WatermarkStrategy
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors.datagen import DataGeneratorSource
+from streamkernel.graph.job_graph import build_job_graph
+from streamkernel.runtime.deployment import ExecutionState
 from streamkernel.runtime.minicluster import MiniCluster
 from streamkernel.runtime.task import Task
+from streamkernel.testing import wait_until
 
 
 class _Responder:
@@ -50,18 +53,23 @@ def _run_with_checkpoints(mode: str, parallelism: int) -> tuple[_Responder, list
             .key_by(lambda x: x % 5).map(lambda x: (x % 5, 1)).uid("pairs")
             .key_by(lambda p: p[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).uid("counts")
             .add_sink(lambda v: None).uid("sink"))
+        subtasks = sum(vertex.parallelism for vertex in build_job_graph(env.get_stream_graph()).vertices)
         client = env.execute_async("checkpointed")
-        time.sleep(0.3)
+        # The source is unbounded: every task reaches RUNNING and stays there until the cancel.
+        wait_until(lambda: len(tasks) == subtasks and all(t.state == ExecutionState.RUNNING for t in tasks),
+                   message=f"all {subtasks} tasks of the job to be RUNNING (have {tasks})")
+        sources = [task for task in tasks if not task.tdd.inputs]
         for checkpoint_id in (1, 2):
+            emitted = sum(task.metrics.records_out for task in sources)
+            # records flow between two checkpoints: the second covers more than the first
+            wait_until(lambda emitted=emitted: sum(task.metrics.records_out for task in sources) > emitted,
+                       message=f"the sources to emit records before checkpoint {checkpoint_id}")
             now = int(time.time() * 1000)
-            for task in tasks:
-                if not task.tdd.inputs:
-                    task.trigger_checkpoint(checkpoint_id, now)
-            deadline = time.monotonic() + 5
-            while len(responder.acks.get(checkpoint_id, {})) < len(tasks) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            time.sleep(0.05)
-        client.cancel().result(timeout=5)
+            for task in sources:
+                task.trigger_checkpoint(checkpoint_id, now)
+            wait_until(lambda checkpoint_id=checkpoint_id: len(responder.acks.get(checkpoint_id, {})) == subtasks,
+                       message=f"checkpoint {checkpoint_id} acknowledged by all {subtasks} tasks")
+        client.cancel().result(timeout=60)
     return responder, tasks
 
 

@@ -21,6 +21,7 @@ import time
 from typing import Any, Callable
 
 from streamkernel.runtime.rpc.transport import AuthenticatedListener, new_cluster_secret
+from streamkernel.testing import wait_until  # noqa: F401  (the spark tests use kit.wait_until)
 
 
 class FakeJobManager:
@@ -143,15 +144,6 @@ def python_workers(root: int | None = None) -> list[int]:
     return found
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05) -> Any:
-    """Poll ``predicate`` until it returns something true; returns it (asserts on timeout)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"condition not met within {timeout} s"
-        time.sleep(interval)
 
 
 def local_session(master: str = "local[2,4]", app: str = "streamkernel-tests") -> Any:

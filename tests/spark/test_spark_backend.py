@@ -54,7 +54,7 @@ def cluster():
     context = launcher.spark_session.sparkContext
     cluster.stop(timeout=20)
     assert context._jsc is None  # the SparkSession the launcher created is stopped with the cluster
-    kit.wait_until(lambda: kit.python_workers() == [], timeout=20)
+    kit.wait_until(lambda: kit.python_workers() == [])
     print("\nspark backend timings (s):", {k: round(v, 2) for k, v in TIMINGS.items() if v is not None})
 
 

@@ -49,7 +49,7 @@ def _launcher(spark, mode="serve", **conf):
 
 def _assert_nothing_left(spark, launcher):
     assert spark.sparkContext.statusTracker().getActiveJobsIds() == []
-    kit.wait_until(lambda: kit.python_workers() == [], timeout=15)
+    kit.wait_until(lambda: kit.python_workers() == [])
     assert not [t for t in threading.enumerate() if "spark-taskmanagers" in t.name or "spark-launcher" in t.name]
 
 

@@ -67,7 +67,7 @@ def spark(standalone):
           f"{time.monotonic() - started:.1f} s")
     yield session
     session.stop()
-    kit.wait_until(lambda: kit.python_workers(_worker_jvm(standalone)) == [], timeout=30)
+    kit.wait_until(lambda: kit.python_workers(_worker_jvm(standalone)) == [])
 
 
 def _worker_jvm(standalone) -> int:
