@@ -122,8 +122,11 @@ def parse_boolean(value: Any, key: Optional[str] = None) -> bool:
 def _parse_int(value: Any, key: Optional[str] = None) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    text = str(value).strip()
+    if len(text) > 40:  # not an int of Flink's (int() refuses 4300+ digits with an unrelated message)
+        raise _fail(f"{text[:40]}... ({len(text)} characters)", key, "an integer")
     try:
-        return int(str(value).strip())
+        return int(text)
     except ValueError:
         raise _fail(value, key, "an integer") from None
 
