@@ -211,9 +211,8 @@ class ConfigOption(Generic[T]):
             raise _fail(text, self._key, self.expected()) from None
         bounds = _INT_BOUNDS.get(self._type.name)
         if bounds is not None and not bounds[0] <= value <= bounds[1]:
-            shown = text if len(str(text)) <= 40 else f"{str(text)[:40]}... ({len(str(text))} characters)"
             raise IllegalConfigurationError(
-                f"Invalid value {shown!r} for key '{self._key}': expected {self.expected()} that fits a "
+                f"Invalid value {text!r} for key '{self._key}': expected {self.expected()} that fits a "
                 f"{32 if self._type.name == 'int' else 64}-bit {self._type.name}")
         if self._choices:
             name = text.name if isinstance(text, Enum) else str(text).strip()
