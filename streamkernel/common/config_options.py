@@ -96,6 +96,10 @@ _TYPES = {
 }
 
 
+#: The values Java's ``int`` and ``long`` hold: Flink's int and long options refuse others.
+_INT_BOUNDS = {"int": (-(1 << 31), (1 << 31) - 1), "long": (-(1 << 63), (1 << 63) - 1)}
+
+
 def _bound_text(bound: Union[int, float], type_name: str) -> str:
     return str(Duration.of_millis(int(bound))) if type_name == "duration" else f"{bound:g}"
 
@@ -205,6 +209,11 @@ class ConfigOption(Generic[T]):
             value = self._type.parse(text, self._key)
         except IllegalConfigurationError:
             raise _fail(text, self._key, self.expected()) from None
+        bounds = _INT_BOUNDS.get(self._type.name)
+        if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            raise IllegalConfigurationError(
+                f"Invalid value {text!r} for key '{self._key}': expected {self.expected()} that fits a "
+                f"{32 if self._type.name == 'int' else 64}-bit {self._type.name}")
         if self._choices:
             name = text.name if isinstance(text, Enum) else str(text).strip()
             match = next((c for c in self._choices if c.upper() == name.upper()), None)
@@ -222,17 +231,36 @@ class ConfigOption(Generic[T]):
         """True if ``configuration`` sets the key or one of its deprecated keys."""
         return any(k in configuration for k in (self._key,) + self._deprecated_keys)
 
+    def source_key(self, configuration: Mapping[str, Any]) -> str:
+        """The key ``configuration`` sets this option with, for messages: the key, else the
+        first deprecated key set, else (unset) the key. When a deprecated key holds the same
+        value as the key, the deprecated key: the environment writes a Flink 1.x key the user
+        set again under its 2.x name (keeping the user's), and errors name the key the user wrote.
+
+            >>> option = ConfigOptions.key("new").string_type().no_default_value().with_deprecated_keys("old")
+            >>> option.source_key({"old": "/x", "new": "/x"}), option.source_key({"old": "/x", "new": "/y"})
+            ('old', 'new')
+        """
+        keys = [k for k in (self._key,) + self._deprecated_keys if k in configuration]
+        if not keys:
+            return self._key
+        if keys[0] == self._key:
+            value = str(configuration[self._key]).strip()
+            return next((k for k in keys[1:] if str(configuration[k]).strip() == value), self._key)
+        return keys[0]
+
     def get(self, configuration: Mapping[str, Any], default: Any = _MISSING) -> T:
         """The option's typed value in ``configuration`` (a Configuration or any mapping of
         keys to text): the key's value, else the first deprecated key's, else ``default`` if
-        given, else the option's default.
+        given, else the option's default. An error names the key the value was read from.
 
             >>> ConfigOptions.key("a").duration_type().default_value(Duration.of_seconds(1)).get({"a": "2 min"})
             Duration.of_minutes(2)
         """
         for candidate in (self._key,) + self._deprecated_keys:
-            if candidate in configuration:
-                return self.parse(configuration[candidate])
+            if candidate in configuration:  # errors name the key read (a deprecated one, if that is it)
+                option = self if candidate == self._key else self._copy(key=candidate)
+                return option.parse(configuration[candidate])
         return self._default if default is _MISSING else default  # type: ignore[return-value]
 
     def format(self, value: Any) -> str:

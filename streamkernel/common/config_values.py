@@ -47,7 +47,10 @@ _ISO_DURATION = re.compile(
 
 def _fail(value: Any, key: Optional[str], expected: str) -> IllegalConfigurationError:
     where = f" for key '{key}'" if key else ""
-    return IllegalConfigurationError(f"Could not parse value {value!r}{where}: expected {expected}")
+    shown = repr(value)
+    if len(shown) > 60:  # a value pasted by mistake: its start and its length are enough
+        shown = f"{shown[:40]}... ({len(str(value))} characters)"
+    return IllegalConfigurationError(f"Could not parse value {shown}{where}: expected {expected}")
 
 
 def parse_duration_ms(value: Any, key: Optional[str] = None) -> int:
@@ -122,8 +125,11 @@ def parse_boolean(value: Any, key: Optional[str] = None) -> bool:
 def _parse_int(value: Any, key: Optional[str] = None) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
+    text = str(value).strip()
+    if len(text) > 40:  # not an int of Flink's (int() refuses 4300+ digits with an unrelated message)
+        raise _fail(value, key, "an integer")
     try:
-        return int(str(value).strip())
+        return int(text)
     except ValueError:
         raise _fail(value, key, "an integer") from None
 

@@ -117,9 +117,11 @@ class ExecutionConfig:
 
     def set_parallelism(self, parallelism: int) -> "ExecutionConfig":
         """Sets the default parallelism of operations (> 0, or ``PARALLELISM_DEFAULT``)."""
-        if not _is_int(parallelism) or (parallelism < 1 and parallelism != self.PARALLELISM_DEFAULT):
+        if not _is_int(parallelism) or (not 0 < parallelism <= _MAX_PARALLELISM_UPPER_BOUND
+                                        and parallelism != self.PARALLELISM_DEFAULT):
             raise InvalidProgramError(
-                f"set_parallelism(parallelism) needs an int > 0 (or -1 for the default), got {parallelism!r}"
+                f"set_parallelism(parallelism) needs an int in 1..{_MAX_PARALLELISM_UPPER_BOUND} (or -1 for the "
+                f"default), got {parallelism!r}"
             )
         self._parallelism = parallelism
         return self

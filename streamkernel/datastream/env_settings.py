@@ -175,8 +175,10 @@ class EnvSettings:
     # ------------------------------------------------------------- parallelism
     def set_parallelism(self, parallelism: int) -> "EnvSettings":
         """The default parallelism of operators created from now on (Flink semantics)."""
-        if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
-            raise InvalidProgramError(f"set_parallelism: parallelism must be an int >= 1, got {parallelism!r}")
+        if (isinstance(parallelism, bool) or not isinstance(parallelism, int)
+                or not 0 < parallelism <= UPPER_BOUND_MAX_PARALLELISM):
+            raise InvalidProgramError(
+                f"set_parallelism: parallelism must be an int in 1..{UPPER_BOUND_MAX_PARALLELISM}, got {parallelism!r}")
         max_par = self.get_max_parallelism()
         if max_par > 0 and parallelism > max_par:
             raise InvalidProgramError(

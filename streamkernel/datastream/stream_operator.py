@@ -100,10 +100,11 @@ class OperatorSettings:
     def set_parallelism(self: _Self, parallelism: int) -> _Self:
         """Sets how many parallel subtasks run this operator (at least 1)."""
         t = self._operator("set_parallelism()")
-        if not isinstance(parallelism, int) or isinstance(parallelism, bool) or parallelism < 1:
+        if (not isinstance(parallelism, int) or isinstance(parallelism, bool)
+                or not 1 <= parallelism <= UPPER_BOUND_MAX_PARALLELISM):
             raise InvalidProgramError(
                 f"set_parallelism({parallelism!r}) on operator {t.name!r}: the parallelism of an "
-                f"operator must be an int of at least 1")
+                f"operator must be an int between 1 and {UPPER_BOUND_MAX_PARALLELISM}")
         if self._non_parallel and parallelism != 1:
             raise InvalidProgramError(
                 f"set_parallelism({parallelism}) on operator {t.name!r}: the operator is non-parallel "

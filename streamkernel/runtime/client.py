@@ -28,6 +28,8 @@ from streamkernel.graph.job_graph import build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.jobmanager.job_status import JobResult
 from streamkernel.runtime.minicluster import MiniCluster, current_cluster
+from streamkernel.runtime.minicluster_limits import check_cluster_size
+from streamkernel.runtime.minicluster_taskmanagers import resolve_backend
 from streamkernel.runtime.minicluster_job_client import (
     MiniClusterJobClient,
     to_job_execution_result,
@@ -53,8 +55,13 @@ def transient_cluster_for(stream_graph: StreamGraph) -> MiniCluster:
     conf = {k: str(v) for k, v in stream_graph.configuration.items()}
     validate_configuration(conf)
     job_graph = build_job_graph(stream_graph)
-    taskmanagers = MiniClusterOptions.NUM_TASK_MANAGERS.get(conf)
-    slots = TaskManagerOptions.NUM_TASK_SLOTS.get(conf, None)  # None: sized to fit the job
+    tm_option, slots_option = MiniClusterOptions.NUM_TASK_MANAGERS, TaskManagerOptions.NUM_TASK_SLOTS
+    taskmanagers = tm_option.get(conf)
+    slots = slots_option.get(conf, None)  # None: sized to fit the job
+    # Configured counts are checked first, naming their keys (not MiniCluster's arguments).
+    check_cluster_size(resolve_backend(None, conf), taskmanagers, slots or 1, conf,
+                       taskmanagers_from=f"configuration key {tm_option.key()}",
+                       slots_from=f"configuration key {slots_option.key()}")
     graph = build_execution_graph(job_graph, taskmanagers, slots)  # raises NotEnoughSlotsError
     return MiniCluster(taskmanagers, graph.slots_per_taskmanager, configuration=conf)
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union
 
 from streamkernel.common.job_status import JobID, JobStatus
+from streamkernel.common.options import CoreOptions, MiniClusterOptions, TaskManagerOptions
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.clock import Clock, SystemClock
@@ -62,13 +63,10 @@ from streamkernel.runtime.minicluster_taskmanagers import (
     heartbeat_defaults,
     resolve_backend,
 )
-from streamkernel.runtime.minicluster_limits import check_cluster_size
+from streamkernel.runtime.minicluster_limits import check_cluster_size, configured_count
 
 __all__ = ["MiniCluster", "JobInfo", "SlotOccupancy", "TaskManagerInfo", "current_cluster", "set_current_cluster",
            "BACKENDS", "LOCAL_HEARTBEAT_DEFAULTS"]
-
-_TASKMANAGERS_KEY = "minicluster.number-of-taskmanagers"
-_SLOTS_KEY = "taskmanager.numberOfTaskSlots"
 
 _current_lock = threading.Lock()
 _current: Optional["MiniCluster"] = None
@@ -124,16 +122,17 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
         explicit_local = task_factory is not None or shuffle is not None or clock is not None
         self.backend = resolve_backend(backend or ("local" if explicit_local else None), conf)
         # Sizes are checked against what the backend can host before anything starts (minicluster_limits).
-        tm_from = "taskmanagers" if taskmanagers is not None else f"configuration key {_TASKMANAGERS_KEY}"
+        tm_option, slots_option = MiniClusterOptions.NUM_TASK_MANAGERS, TaskManagerOptions.NUM_TASK_SLOTS
+        tm_from = "taskmanagers" if taskmanagers is not None else f"configuration key {tm_option.key()}"
         slots_from = ("slots_per_taskmanager" if slots_per_taskmanager is not None
-                      else f"configuration key {_SLOTS_KEY}")
+                      else f"configuration key {slots_option.key()}")
         self.number_of_taskmanagers, self.slots_per_taskmanager = check_cluster_size(
             self.backend,
-            taskmanagers if taskmanagers is not None else conf.get(_TASKMANAGERS_KEY, 1),
-            slots_per_taskmanager if slots_per_taskmanager is not None else conf.get(_SLOTS_KEY, 1),
+            taskmanagers if taskmanagers is not None else configured_count(tm_option, conf),
+            slots_per_taskmanager if slots_per_taskmanager is not None else configured_count(slots_option, conf),
             conf, taskmanagers_from=tm_from, slots_from=slots_from,
             spark_master=spark_master, spark_session=spark_session)
-        conf["taskmanager.numberOfTaskSlots"] = str(self.slots_per_taskmanager)
+        conf[slots_option.key()] = str(self.slots_per_taskmanager)
         self.configuration = conf
         self.clock = clock or SystemClock()
         self._task_factory = task_factory
@@ -167,7 +166,7 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
 
     def _start_locked(self) -> None:
         resource_manager = ResourceManager({**heartbeat_defaults(self.backend), **self.configuration})
-        self._working_dir = tempfile.mkdtemp(prefix="streamkernel-", dir=self.configuration.get("io.tmp.dirs"))
+        self._working_dir = tempfile.mkdtemp(prefix="streamkernel-", dir=CoreOptions.TMP_DIRS.get(self.configuration))
         self.shuffle = None
         if self.backend == "local":
             self.shuffle = self._shuffle_given if self._shuffle_given is not None else _local_shuffle()

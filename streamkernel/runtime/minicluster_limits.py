@@ -34,32 +34,31 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from streamkernel.common.config_options import ConfigOption
+from streamkernel.common.options import BackendOptions, MiniClusterOptions
 from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
 
 __all__ = ["ClusterSizeError", "ClusterLimits", "cluster_limits", "check_cluster_size", "count_value",
-           "MAX_TASKMANAGERS", "MAX_TASKMANAGER_PROCESSES", "MAX_SLOTS_PER_TASKMANAGER", "MAX_TOTAL_SLOTS",
+           "configured_count", "MAX_TASKMANAGERS", "MAX_TASKMANAGER_PROCESSES", "MAX_SLOTS_PER_TASKMANAGER", "MAX_TOTAL_SLOTS",
            "LIMIT_KEYS"]
 
 #: Key: TaskManagers of the ``local`` backend (default 256).
-MAX_TASKMANAGERS = "streamkernel.minicluster.max-taskmanagers"
+MAX_TASKMANAGERS = MiniClusterOptions.MAX_TASKMANAGERS.key()
 #: Key: TaskManager processes on this machine (``process``; ``spark`` on a local master); default 4 x cores.
-MAX_TASKMANAGER_PROCESSES = "streamkernel.minicluster.max-taskmanager-processes"
+MAX_TASKMANAGER_PROCESSES = MiniClusterOptions.MAX_TASKMANAGER_PROCESSES.key()
 #: Key: task slots of one TaskManager, every backend (default 256).
-MAX_SLOTS_PER_TASKMANAGER = "streamkernel.minicluster.max-slots-per-taskmanager"
+MAX_SLOTS_PER_TASKMANAGER = MiniClusterOptions.MAX_SLOTS_PER_TASKMANAGER.key()
 #: Key: task slots of the whole cluster, every backend (default 1024).
-MAX_TOTAL_SLOTS = "streamkernel.minicluster.max-total-slots"
+MAX_TOTAL_SLOTS = MiniClusterOptions.MAX_TOTAL_SLOTS.key()
 
-_DEFAULT_TASKMANAGERS = 256
-_DEFAULT_SLOTS_PER_TASKMANAGER = 256
-_DEFAULT_TOTAL_SLOTS = 1024
 _PROCESSES_PER_CORE = 4
 
 #: Every key of this module with a description of its default (for docs and a configuration registry).
 LIMIT_KEYS = {
-    MAX_TASKMANAGERS: f"{_DEFAULT_TASKMANAGERS}",
+    MAX_TASKMANAGERS: f"{MiniClusterOptions.MAX_TASKMANAGERS.default_value()}",
     MAX_TASKMANAGER_PROCESSES: f"{_PROCESSES_PER_CORE} x os.cpu_count(), at least {_PROCESSES_PER_CORE}",
-    MAX_SLOTS_PER_TASKMANAGER: f"{_DEFAULT_SLOTS_PER_TASKMANAGER}",
-    MAX_TOTAL_SLOTS: f"{_DEFAULT_TOTAL_SLOTS}",
+    MAX_SLOTS_PER_TASKMANAGER: f"{MiniClusterOptions.MAX_SLOTS_PER_TASKMANAGER.default_value()}",
+    MAX_TOTAL_SLOTS: f"{MiniClusterOptions.MAX_TOTAL_SLOTS.default_value()}",
 }
 
 # More digits than this is refused as text: never turned into an int (Python refuses 4300+
@@ -107,11 +106,19 @@ def _shorten(text: str, at: int = 40) -> str:
     return text if len(text) <= at else f"{text[:at]}... ({len(text)} characters)"
 
 
-def _limit(configuration: Mapping[str, str], key: str, default: int) -> int:
-    if key not in configuration:
-        return default
+def configured_count(option: ConfigOption[int], configuration: Mapping[str, Any],
+                     default: Optional[int] = None) -> int:
+    """The count ``option`` sets in ``configuration`` (else ``default``, else the option's
+    default), checked by :func:`count_value` naming the configuration key."""
+    if option.key() not in configuration:
+        value = default if default is not None else option.default_value()
+        return count_value(value, f"configuration key {option.key()}")
+    return count_value(configuration[option.key()], f"configuration key {option.key()}")
+
+
+def _limit(configuration: Mapping[str, str], option: ConfigOption[int], default: Optional[int] = None) -> int:
     try:
-        return count_value(configuration[key], f"configuration key {key}")
+        return configured_count(option, configuration, default)
     except ClusterSizeError as error:
         raise ClusterSizeError(f"{error} (a limit on the cluster's size)") from None
 
@@ -123,16 +130,17 @@ def cluster_limits(backend: str, configuration: Mapping[str, str], *, local_proc
     ``local_processes`` says that the ``spark`` backend's TaskManagers will be processes on
     this machine (a local master); ``cpu_count`` replaces ``os.cpu_count()`` (tests).
     """
-    per_taskmanager = _limit(configuration, MAX_SLOTS_PER_TASKMANAGER, _DEFAULT_SLOTS_PER_TASKMANAGER)
-    total = _limit(configuration, MAX_TOTAL_SLOTS, _DEFAULT_TOTAL_SLOTS)
+    per_taskmanager = _limit(configuration, MiniClusterOptions.MAX_SLOTS_PER_TASKMANAGER)
+    total = _limit(configuration, MiniClusterOptions.MAX_TOTAL_SLOTS)
     if backend == "local":
-        return ClusterLimits(_limit(configuration, MAX_TASKMANAGERS, _DEFAULT_TASKMANAGERS), MAX_TASKMANAGERS,
+        return ClusterLimits(_limit(configuration, MiniClusterOptions.MAX_TASKMANAGERS), MAX_TASKMANAGERS,
                              "TaskManagers in this process", per_taskmanager, total)
     if backend == "process" or local_processes:
         cores = cpu_count if cpu_count is not None else (os.cpu_count() or 1)
         default = max(_PROCESSES_PER_CORE, _PROCESSES_PER_CORE * cores)
         what = (f"TaskManager processes on this machine ({_PROCESSES_PER_CORE} per core x {cores} cores by default)")
-        return ClusterLimits(_limit(configuration, MAX_TASKMANAGER_PROCESSES, default), MAX_TASKMANAGER_PROCESSES,
+        return ClusterLimits(_limit(configuration, MiniClusterOptions.MAX_TASKMANAGER_PROCESSES, default),
+                             MAX_TASKMANAGER_PROCESSES,
                              what, per_taskmanager, total)
     # spark on a cluster or a given session: Spark's free task slots are counted at launch
     return ClusterLimits(sys.maxsize, "", "", per_taskmanager, total)
@@ -188,7 +196,7 @@ def _spark_master(configuration: Mapping[str, str], spark_master: Optional[str],
         return None, False
     pyspark = sys.modules.get("pyspark")
     active = getattr(getattr(pyspark, "SparkContext", None), "_active_spark_context", None)
-    master = spark_master or (active.master if active is not None else None) or configuration.get("spark.master")
+    master = spark_master or (active.master if active is not None else None) or BackendOptions.SPARK_MASTER.get(configuration)
     if not master:
         return None, True
     master = str(master)
@@ -205,10 +213,7 @@ def _check_local_master(master: str, taskmanagers: int, configuration: Mapping[s
     threads = local_master_threads(master, cpu_count or os.cpu_count() or 1)
     if threads is None:  # local-cluster[...]: the launcher counts its executors
         return
-    try:
-        task_cpus = int(configuration.get("spark.task.cpus", "1"))
-    except ValueError:
-        task_cpus = 1
+    task_cpus = BackendOptions.SPARK_TASK_CPUS.get(configuration)
     try:
         check_task_slots(taskmanagers, spark_task_slots(master, [threads], task_cpus))
     except Exception as error:  # SparkTaskSlotsError: the same message, raised before Spark starts

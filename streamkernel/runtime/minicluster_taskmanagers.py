@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any, Callable, Mapping, Optional
 
+from streamkernel.common.options import BackendOptions
 from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
 from streamkernel.runtime.clock import Clock
 from streamkernel.runtime.taskmanager.local import local_taskmanager_id, start_local_taskmanagers
@@ -31,7 +32,7 @@ BACKENDS = ("local", "process", "spark")
 
 #: The configuration key naming the backend of a cluster started without an explicit one
 #: (the transient cluster of ``env.execute()`` included); its default comes from :data:`BACKEND_ENV`.
-BACKEND_KEY = "streamkernel.backend"
+BACKEND_KEY = BackendOptions.BACKEND.key()
 
 #: Environment variable giving the default backend (e.g. to run a test suite on ``process``).
 BACKEND_ENV = "STREAMKERNEL_BACKEND"
@@ -61,7 +62,7 @@ def positive_count(name: str, value: Any) -> int:
 def resolve_backend(backend: Optional[str], configuration: Mapping[str, str]) -> str:
     """The backend to use: ``backend`` if given, else ``streamkernel.backend``, else
     ``$STREAMKERNEL_BACKEND``, else ``local``. Raises IllegalConfigurationError for an unknown one."""
-    name = backend or configuration.get(BACKEND_KEY) or os.environ.get(BACKEND_ENV) or "local"
+    name = backend or BackendOptions.BACKEND.get(configuration) or os.environ.get(BACKEND_ENV) or "local"
     name = str(name).strip().lower()
     if name not in BACKENDS:
         raise IllegalConfigurationError(

@@ -152,11 +152,26 @@ def test_operator_settings_land_on_the_transformation() -> None:
     assert ds.disable_chaining()._transformation.chaining_strategy is ChainingStrategy.NEVER
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
-def test_parallelism_must_be_a_positive_int(bad) -> None:
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", 32769, 10**20])
+def test_parallelism_must_be_an_int_within_flinks_bounds(bad) -> None:
     ds = _source(_env()).map(str).name("m")
-    with pytest.raises(InvalidProgramError, match="'m'.*at least 1"):
+    with pytest.raises(InvalidProgramError, match="on operator 'm'.*an int between 1 and 32768"):
         ds.set_parallelism(bad)
+
+
+def test_the_largest_parallelism_is_flinks_max_parallelism_bound() -> None:
+    ds = _source(_env()).map(str).name("m")
+    assert ds.set_parallelism(32768)._transformation.parallelism == 32768
+
+
+@pytest.mark.parametrize("bad", [0, 32769, 10**20])
+def test_the_environments_parallelism_is_refused_outside_flinks_bounds(bad) -> None:
+    env = _env()
+    with pytest.raises(InvalidProgramError, match=r"set_parallelism: parallelism must be an int in 1\.\.32768"):
+        env.set_parallelism(bad)
+    with pytest.raises(InvalidProgramError, match=r"set_parallelism\(parallelism\) needs an int in 1\.\.32768"):
+        env.get_config().set_parallelism(bad)
+    assert env.set_parallelism(32768).get_parallelism() == 32768
 
 
 def test_max_parallelism_bounds_and_its_relation_to_parallelism() -> None:

@@ -106,7 +106,7 @@ def test_a_scheme_whose_package_is_missing_is_refused_naming_the_key_and_package
     monkeypatch.setitem(known_implementations, "skfake",
                         {"class": "skfake_fs_missing.SkFakeFileSystem", "err": "Install skfake-fs to access SkFake"})
     with pytest.raises(IllegalConfigurationError,
-                       match=r"^execution.checkpointing.savepoint-dir: 'skfake://b/sp' uses the skfake:// "
+                       match=r"^state.savepoints.dir: 'skfake://b/sp' uses the skfake:// "
                              r"file system, .*Install skfake-fs .*'skfake_fs_missing'"):
         submit_with({"state.savepoints.dir": "skfake://b/sp"})
     message = known_implementations["s3"]["err"]
@@ -125,7 +125,7 @@ def _installed(module: str) -> bool:
 def test_a_checkpoint_directory_that_is_a_regular_file_is_refused_naming_the_key(tmp_path) -> None:
     (tmp_path / "chk").write_text("not a directory")
     with pytest.raises(IllegalConfigurationError,
-                       match=rf"^execution.checkpointing.dir: {tmp_path}/chk is a regular file, not a directory"):
+                       match=rf"^state.checkpoints.dir: {tmp_path}/chk is a regular file, not a directory"):
         submit_with({"state.checkpoints.dir": str(tmp_path / "chk")})
 
 

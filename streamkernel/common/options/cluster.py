@@ -31,6 +31,9 @@ class TaskManagerOptions:
                                         "PyFlink programs).")
     FORWARD_OUTPUT = _key("taskmanager.forward-output").boolean_type().default_value(True).with_description(
         "streamkernel: whether a TaskManager process forwards its stdout/stderr to the client's.")
+    WORKING_DIR = _key("streamkernel.taskmanager.working-dir").string_type().no_default_value().with_description(
+        "streamkernel: the directory a cluster owns for its TaskManagers (each works in <dir>/<taskmanager id>; "
+        "the cluster sets it); unset: each makes a temporary directory under io.tmp.dirs.")
 
 
 class NettyShuffleEnvironmentOptions:
@@ -92,6 +95,17 @@ class MiniClusterOptions:
 
     NUM_TASK_MANAGERS = _key("minicluster.number-of-taskmanagers").int_type().default_value(1).with_range(1) \
         .with_description("TaskManagers of a MiniCluster (and of env.execute()'s cluster when none runs).")
+    MAX_TASKMANAGERS = _key("streamkernel.minicluster.max-taskmanagers").int_type().default_value(256) \
+        .with_range(1).with_description("streamkernel: most TaskManagers of the local backend (in this process).")
+    MAX_TASKMANAGER_PROCESSES = _key("streamkernel.minicluster.max-taskmanager-processes").int_type() \
+        .no_default_value().with_range(1).with_description(
+            "streamkernel: most TaskManager processes on this machine (process backend; spark on a local master); "
+            "unset: 4 x os.cpu_count(), at least 4.")
+    MAX_SLOTS_PER_TASKMANAGER = _key("streamkernel.minicluster.max-slots-per-taskmanager").int_type() \
+        .default_value(256).with_range(1).with_description(
+            "streamkernel: most task slots of one TaskManager (each slot's subtasks are threads of one process).")
+    MAX_TOTAL_SLOTS = _key("streamkernel.minicluster.max-total-slots").int_type().default_value(1024) \
+        .with_range(1).with_description("streamkernel: most task slots of a whole cluster.")
 
 
 class BackendOptions:
@@ -108,3 +122,5 @@ class BackendOptions:
         "Spark master of the spark backend's session (unset: a local master sized for the TaskManagers).")
     SPARK_TASK_MAX_FAILURES = _key("spark.task.maxFailures").int_type().default_value(8).with_range(1) \
         .with_description("Tries per TaskManager host under the default local master (Spark's default is 4).")
+    SPARK_TASK_CPUS = _key("spark.task.cpus").int_type().default_value(1).with_range(1).with_description(
+        "Cores per Spark task: a local[N] master hosts N // spark.task.cpus TaskManagers.")

@@ -14,8 +14,9 @@ _key = ConfigOptions.key
 class CoreOptions:
     """Flink's ``CoreOptions``: the default parallelism and the temporary directories."""
 
-    DEFAULT_PARALLELISM = _key("parallelism.default").int_type().default_value(1).with_range(1).with_description(
-        "Parallelism of operators that do not set one (the environment writes its own: set, else the CPU count).")
+    DEFAULT_PARALLELISM = _key("parallelism.default").int_type().default_value(1).with_range(1, 1 << 15) \
+        .with_description(
+            "Parallelism of operators that do not set one (the environment writes its own: set, else the CPU count).")
     TMP_DIRS = _key("io.tmp.dirs").string_type().no_default_value().with_description(
         "Directory for temporary files (TaskManager working directories); unset: the system's temp directory.")
 

@@ -386,9 +386,10 @@ def _retain(path: str, configuration: Any, job_id: str, checkpoint_id: int) -> s
     import os
     import shutil
 
+    from streamkernel.common.options import CheckpointingOptions
     from streamkernel.runtime.checkpoint.storage import DEFAULT_SAVEPOINT_DIR
 
-    base = configuration.get("execution.checkpointing.savepoint-dir") or DEFAULT_SAVEPOINT_DIR
+    base = CheckpointingOptions.SAVEPOINT_DIRECTORY.get(configuration) or DEFAULT_SAVEPOINT_DIR
     target = os.path.join(base, f"retained-{job_id[:8]}-chk-{checkpoint_id}")
     if not os.path.exists(target):
         shutil.copytree(path, target)

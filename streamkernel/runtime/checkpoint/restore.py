@@ -36,7 +36,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Union
 
-from streamkernel.common.config_options import parse_boolean
+from streamkernel.common.config_options import ConfigOption
+from streamkernel.common.options import StateRecoveryOptions
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.keygroups import key_group_range_for_operator
@@ -55,10 +56,13 @@ __all__ = [
     "operator_has_state",
 ]
 
-STATE_RECOVERY_PATH = ("execution.state-recovery.path", "execution.savepoint.path")
+def _keys(option: ConfigOption[Any]) -> tuple[str, ...]:
+    return (option.key(),) + option.deprecated_keys()
+
+
+STATE_RECOVERY_PATH = _keys(StateRecoveryOptions.SAVEPOINT_PATH)
 """Keys of the checkpoint or savepoint a job starts from (2.x, then 1.x)."""
-IGNORE_UNCLAIMED_STATE = ("execution.state-recovery.ignore-unclaimed-state",
-                          "execution.savepoint.ignore-unclaimed-state")
+IGNORE_UNCLAIMED_STATE = _keys(StateRecoveryOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE)
 """Keys allowing state that no operator of the job claims (2.x, then 1.x; default false)."""
 
 SubtaskKey = tuple[int, int]
@@ -66,14 +70,13 @@ SubtaskKey = tuple[int, int]
 
 def recovery_path(conf: Mapping[str, Any]) -> Optional[str]:
     """The path of ``execution.state-recovery.path`` (or 1.x ``execution.savepoint.path``), or None."""
-    key = next((k for k in STATE_RECOVERY_PATH if conf.get(k) not in (None, "")), None)
-    return None if key is None else str(conf[key])
+    set_keys = {k: conf[k] for k in STATE_RECOVERY_PATH if conf.get(k) not in (None, "")}  # "": unset
+    return StateRecoveryOptions.SAVEPOINT_PATH.get(set_keys) if set_keys else None
 
 
 def ignore_unclaimed_state(conf: Mapping[str, Any]) -> bool:
     """Whether ``execution.state-recovery.ignore-unclaimed-state`` (or its 1.x key) is true."""
-    key = next((k for k in IGNORE_UNCLAIMED_STATE if k in conf), None)
-    return False if key is None else parse_boolean(conf[key], key)
+    return StateRecoveryOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE.get(conf)
 
 
 def _has_entries(value: Any) -> bool:

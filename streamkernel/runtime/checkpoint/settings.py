@@ -5,15 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from streamkernel.common.options import WebOptions
 from streamkernel.datastream.checkpoint_config import CheckpointConfig
 from streamkernel.datastream.checkpointing_mode import CheckpointingMode
-from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.checkpoint.actions import SubtaskKey
 from streamkernel.runtime.checkpoint.history import DEFAULT_HISTORY_SIZE
 
 __all__ = ["CheckpointCoordinatorConfiguration", "CheckpointPlan", "HISTORY_SIZE_KEY"]
 
-HISTORY_SIZE_KEY = "web.checkpoints.history"
+HISTORY_SIZE_KEY = WebOptions.CHECKPOINTS_HISTORY_SIZE.key()
 """Configuration key of how many recent checkpoints the statistics remember (default 10)."""
 
 
@@ -63,16 +63,7 @@ class CheckpointCoordinatorConfiguration:
         spellings accepted), e.g. a StreamGraph's or a deployment descriptor's configuration."""
         conf = {str(k): str(v) for k, v in conf.items()}
         config = CheckpointConfig().apply_configuration(conf)
-        history = conf.get(HISTORY_SIZE_KEY, str(DEFAULT_HISTORY_SIZE))
-        try:
-            history_size = int(history)
-        except ValueError:
-            raise IllegalConfigurationError(
-                f"configuration {HISTORY_SIZE_KEY!r}: expected an integer, got {history!r}") from None
-        if history_size < 1:
-            raise IllegalConfigurationError(
-                f"configuration {HISTORY_SIZE_KEY!r}: must be at least 1, got {history_size}")
-        return cls.from_checkpoint_config(config, history_size)
+        return cls.from_checkpoint_config(config, WebOptions.CHECKPOINTS_HISTORY_SIZE.get(conf))
 
 
 @dataclass(frozen=True)

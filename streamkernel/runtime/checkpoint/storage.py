@@ -39,6 +39,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Union
 
+from streamkernel.common.config_options import ConfigOption
+from streamkernel.common.options import CheckpointingOptions
 from streamkernel.errors import CheckpointCorruptedError, IllegalConfigurationError
 from streamkernel.runtime.checkpoint import filesystem as fs
 from streamkernel.runtime.checkpoint.metadata import (
@@ -64,11 +66,17 @@ __all__ = [
     "DEFAULT_SAVEPOINT_DIR",
 ]
 
-CHECKPOINTS_DIRECTORY = ("execution.checkpointing.dir", "state.checkpoints.dir")
+
+
+def _keys(option: ConfigOption[Any]) -> tuple[str, ...]:
+    return (option.key(),) + option.deprecated_keys()
+
+
+CHECKPOINTS_DIRECTORY = _keys(CheckpointingOptions.CHECKPOINTS_DIRECTORY)
 """Keys of the checkpoint base directory (2.x, then 1.x)."""
-SAVEPOINT_DIRECTORY = ("execution.checkpointing.savepoint-dir", "state.savepoints.dir")
+SAVEPOINT_DIRECTORY = _keys(CheckpointingOptions.SAVEPOINT_DIRECTORY)
 """Keys of the default savepoint directory (2.x, then 1.x)."""
-NUM_RETAINED = ("execution.checkpointing.num-retained", "state.checkpoints.num-retained")
+NUM_RETAINED = _keys(CheckpointingOptions.MAX_RETAINED_CHECKPOINTS)
 """Keys of how many completed checkpoints are kept (default 1)."""
 DEFAULT_CHECKPOINT_DIR = "checkpoints"
 """Checkpoints go to this directory under the working directory when none is configured."""
@@ -80,15 +88,15 @@ SubtaskKey = tuple[int, int]
 PathLike = Union[str, "os.PathLike[str]"]
 
 
-def _first(conf: Mapping[str, Any], keys: tuple[str, ...]) -> Optional[str]:
-    key = next((k for k in keys if conf.get(k) not in (None, "")), None)
-    return None if key is None else str(conf[key])
-
-
-def _configured(conf: Mapping[str, Any], keys: tuple[str, ...], default: str) -> tuple[str, str]:
-    """(the key that set it, the value), the first key naming the default when none is set."""
-    key = next((k for k in keys if conf.get(k) not in (None, "")), None)
-    return (keys[0], default) if key is None else (key, str(conf[key]))
+def _configured(conf: Mapping[str, Any], option: ConfigOption[str], default: str) -> tuple[str, str]:
+    """(the key the user set it with, the value); the option's key naming the default when none
+    is set (an empty value counts as unset). The user's key is the Flink 1.x one when the 2.x
+    key holds the same value: the environment writes a 1.x key again under its 2.x name
+    (``state.checkpoints.dir`` as ``execution.checkpointing.dir``) and keeps the user's."""
+    set_keys = {k: conf[k] for k in _keys(option) if conf.get(k) not in (None, "")}
+    if not set_keys:
+        return option.key(), default
+    return option.source_key(set_keys), str(option.get(set_keys))
 
 
 def resolve_checkpoint_dir(conf: Mapping[str, Any]) -> str:
@@ -100,7 +108,7 @@ def resolve_checkpoint_dir(conf: Mapping[str, Any]) -> str:
     IllegalConfigurationError naming the key for a location checkpoints cannot go to
     (:func:`.filesystem.check_location`: an unknown or uninstalled scheme, a regular file).
     """
-    key, value = _configured(conf, CHECKPOINTS_DIRECTORY, DEFAULT_CHECKPOINT_DIR)
+    key, value = _configured(conf, CheckpointingOptions.CHECKPOINTS_DIRECTORY, DEFAULT_CHECKPOINT_DIR)
     return fs.check_location(value, key)
 
 
@@ -109,7 +117,7 @@ def resolve_savepoint_dir(conf: Mapping[str, Any], target_dir: Optional[PathLike
     (1.x ``state.savepoints.dir``), else ``./savepoints``; checked as :func:`resolve_checkpoint_dir`."""
     if target_dir is not None:
         return fs.check_location(target_dir, "savepoint target directory")
-    key, value = _configured(conf, SAVEPOINT_DIRECTORY, DEFAULT_SAVEPOINT_DIR)
+    key, value = _configured(conf, CheckpointingOptions.SAVEPOINT_DIRECTORY, DEFAULT_SAVEPOINT_DIR)
     return fs.check_location(value, key)
 
 
@@ -158,13 +166,8 @@ class CheckpointStorage:
     def from_configuration(cls, job_id: str, conf: Mapping[str, Any]) -> "CheckpointStorage":
         """A job's storage as configured (directory and ``execution.checkpointing.num-retained``);
         also the ``(job_id, configuration) -> storage`` factory tasks use."""
-        retained = _first(conf, NUM_RETAINED) or "1"
-        try:
-            num_retained = int(retained)
-        except ValueError:
-            raise IllegalConfigurationError(f"configuration {NUM_RETAINED[0]!r}: expected an integer, "
-                                            f"got {retained!r}") from None
-        return cls(resolve_checkpoint_dir(conf), job_id, num_retained)
+        set_keys = {k: conf[k] for k in NUM_RETAINED if conf.get(k) not in (None, "")}  # "": unset
+        return cls(resolve_checkpoint_dir(conf), job_id, CheckpointingOptions.MAX_RETAINED_CHECKPOINTS.get(set_keys))
 
     @property
     def job_dir(self) -> str:

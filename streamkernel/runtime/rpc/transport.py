@@ -30,9 +30,12 @@ import socket
 import threading
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection, Listener, answer_challenge, deliver_challenge
-from typing import Any, Callable, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from streamkernel.errors import StreamKernelError
+
+if TYPE_CHECKING:
+    from streamkernel.common.config_options import ConfigOption
 
 __all__ = ["Address", "AuthenticatedListener", "ConnectionRefusedByPeerError", "connect", "new_cluster_secret",
            "bind_host", "close_connection", "LOOPBACK", "AUTHKEY_ENV"]
@@ -59,10 +62,10 @@ def new_cluster_secret() -> bytes:
     return secrets.token_bytes(32)
 
 
-def bind_host(configuration: Mapping[str, str], key: str) -> str:
-    """The host a listener binds to: ``configuration[key]`` if set, else loopback."""
-    value = str(configuration.get(key, "") or "").strip()
-    return value or LOOPBACK
+def bind_host(configuration: Mapping[str, str], option: ConfigOption[str]) -> str:
+    """The host a listener binds to: ``option`` (``jobmanager.bind-host``, ``taskmanager.bind-host``)
+    if set in ``configuration``, else loopback."""
+    return (option.get(configuration) or "").strip() or LOOPBACK
 
 
 def close_connection(conn: Any) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Optional
 
+from streamkernel.common.options import CheckpointingOptions
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage
 from streamkernel.runtime.deployment import ExecutionAttemptId
 
@@ -29,7 +30,8 @@ __all__ = ["TaskCheckpointResponder", "InMemoryTaskStateHandover", "task_checkpo
 
 _LOG = logging.getLogger(__name__)
 
-CHECKPOINT_STORAGE_KEYS = ("execution.checkpointing.storage", "state.checkpoint-storage")
+CHECKPOINT_STORAGE_KEYS = ((CheckpointingOptions.CHECKPOINT_STORAGE.key(),)
+                           + CheckpointingOptions.CHECKPOINT_STORAGE.deprecated_keys())
 """Keys naming the checkpoint storage (2.x, then 1.x): ``filesystem`` (default here) or ``jobmanager``."""
 
 
@@ -75,7 +77,7 @@ class InMemoryTaskStateHandover:
 
 def task_checkpoint_storage(job_id: str, configuration: Mapping[str, Any]) -> Any:
     """The storage a task of ``job_id`` writes its checkpoint state to (see the module docstring)."""
-    kind = next((str(configuration[k]) for k in CHECKPOINT_STORAGE_KEYS if configuration.get(k)), "filesystem")
+    kind = CheckpointingOptions.CHECKPOINT_STORAGE.get(configuration) or "filesystem"
     if kind.strip().lower() == "jobmanager":
         return InMemoryTaskStateHandover()
     return CheckpointStorage.from_configuration(job_id, configuration)

@@ -186,7 +186,7 @@ class RemoteTaskManagers:
         self._next_index = first_index
         # a launcher may know better (spark: the driver's reachable spark.driver.host on a cluster)
         reachable = getattr(self.launcher, "jobmanager_bind_host", None)
-        host = reachable() if reachable is not None else bind_host(self.configuration, "jobmanager.bind-host")
+        host = reachable() if reachable is not None else bind_host(self.configuration, JobManagerOptions.BIND_HOST)
         port = JobManagerOptions.RPC_PORT.get(self.configuration)
         self._listener = AuthenticatedListener((host, port), self.secret, self._accept, name="jobmanager-rpc")
         try:

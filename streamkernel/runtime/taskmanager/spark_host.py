@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Mapping, Optional
 
+from streamkernel.common.options import CoreOptions, TaskManagerOptions
+
 __all__ = ["SparkHostInfo", "spark_taskmanager_id", "machine_identity", "run_host", "shutdown_connection",
            "reachable_address", "host_working_dir",
            "HOST_MESSAGE", "ENDED_MESSAGE", "KILL_MESSAGE"]
@@ -189,7 +191,7 @@ def host_working_dir(cluster: str, launched_as: str, configuration: Mapping[str,
     """
     import tempfile
 
-    root = str(configuration.get("io.tmp.dirs", "")).strip() or tempfile.gettempdir()
+    root = (CoreOptions.TMP_DIRS.get(configuration) or "").strip() or tempfile.gettempdir()
     base = os.path.join(root, f"streamkernel-{cluster}-{launched_as}")
     shutil.rmtree(base, ignore_errors=True)  # an earlier attempt's, killed before it could clean up
     os.makedirs(base, exist_ok=True)
@@ -224,13 +226,11 @@ def run_host(partition: int, spec: Mapping[str, Any]) -> list[tuple[str, int, in
     control = _ControlChannel.open(spec.get("launcher_address"), secret, info)
     entry = spec.get("worker_entry") or _default_entry()
     configuration = dict(spec["configuration"])
-    if not str(configuration.get("taskmanager.bind-host", "")).strip():
-        configuration["taskmanager.bind-host"] = reachable_address(tuple(spec["jobmanager_address"]))
-    from streamkernel.runtime.taskmanager.worker import WORKING_DIR_KEY
-
+    if not (TaskManagerOptions.BIND_HOST.get(configuration) or "").strip():
+        configuration[TaskManagerOptions.BIND_HOST.key()] = reachable_address(tuple(spec["jobmanager_address"]))
     own_dir = None
-    if not str(configuration.get(WORKING_DIR_KEY, "")).strip():  # not on the driver's machine
-        own_dir = configuration[WORKING_DIR_KEY] = host_working_dir(str(spec.get("cluster", "spark")), launched_as,
+    if not (TaskManagerOptions.WORKING_DIR.get(configuration) or "").strip():  # not on the driver's machine
+        own_dir = configuration[TaskManagerOptions.WORKING_DIR.key()] = host_working_dir(str(spec.get("cluster", "spark")), launched_as,
                                                                     configuration)
     outcome = "finished"
     try:

@@ -27,7 +27,7 @@ import tempfile
 import threading
 from typing import Any, Mapping, Optional, Sequence
 
-from streamkernel.common.config_options import parse_duration_ms
+from streamkernel.common.options import CoreOptions, RpcOptions, TaskManagerOptions
 from streamkernel.runtime.rpc.connection import GatewayRef, RpcConnection
 from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, ConnectionRefusedByPeerError, bind_host, connect
 from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RESOURCE_MANAGER
@@ -38,21 +38,18 @@ __all__ = ["run_taskmanager", "main", "rpc_timeout_seconds", "FORWARD_OUTPUT_KEY
 _LOG = logging.getLogger(__name__)
 
 #: ``false`` keeps the TaskManager's stdout/stderr in its own process (tests running a worker in a thread).
-FORWARD_OUTPUT_KEY = "taskmanager.forward-output"
+FORWARD_OUTPUT_KEY = TaskManagerOptions.FORWARD_OUTPUT.key()
 #: The directory the cluster owns for its TaskManagers: each works in ``<dir>/<taskmanager id>``
 #: (its RocksDB files included) and the cluster removes the whole tree when it stops, also
 #: after a TaskManager was SIGKILLed and could not clean up. Without it a TaskManager makes
 #: its own temporary directory (under ``io.tmp.dirs``) and removes it when it ends normally.
-WORKING_DIR_KEY = "streamkernel.taskmanager.working-dir"
+WORKING_DIR_KEY = TaskManagerOptions.WORKING_DIR.key()
 _POLL_S = 0.2
 
 
 def rpc_timeout_seconds(configuration: Mapping[str, str]) -> float:
     """Flink's ``pekko.ask.timeout`` (1.x ``akka.ask.timeout``): how long an RPC call waits, default 10 s."""
-    for key in ("pekko.ask.timeout", "akka.ask.timeout"):
-        if configuration.get(key):
-            return parse_duration_ms(configuration[key], key) / 1000
-    return 10.0
+    return RpcOptions.ASK_TIMEOUT.get(configuration).to_milliseconds() / 1000
 
 
 def _shuffle_environment(taskmanager_id: str, secret: bytes, configuration: Mapping[str, str]) -> Any:
@@ -64,7 +61,7 @@ def _shuffle_environment(taskmanager_id: str, secret: bytes, configuration: Mapp
         _LOG.warning("TaskManager %s: no network shuffle available; channels to other TaskManagers will not "
                      "work", taskmanager_id)
         return LocalShuffleEnvironment()
-    return NetworkShuffleEnvironment(taskmanager_id, secret, bind_host(configuration, "taskmanager.bind-host"))
+    return NetworkShuffleEnvironment(taskmanager_id, secret, bind_host(configuration, TaskManagerOptions.BIND_HOST))
 
 
 def _adopt_driver_environment(environment: Mapping[str, Any]) -> None:
@@ -105,7 +102,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
                                 working_dir=working_dir)
         task_executor = TaskExecutor(taskmanager_id, int(slots), services)
         resource_manager = rpc.proxy(GatewayRef(RESOURCE_MANAGER, "ResourceManagerGateway"))
-        forward = conf.get(FORWARD_OUTPUT_KEY, "true").strip().lower() != "false"
+        forward = TaskManagerOptions.FORWARD_OUTPUT.get(conf)
         if forward:
             with forwarding.redirect_output():
                 _serve(task_executor, resource_manager, rpc, stop_event)
@@ -124,9 +121,9 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
 
 def _make_working_dir(taskmanager_id: str, conf: Mapping[str, str]) -> str:
     """``<WORKING_DIR_KEY>/<taskmanager_id>`` when the cluster gave a directory, else a new temporary one."""
-    base = conf.get(WORKING_DIR_KEY, "").strip()
+    base = (TaskManagerOptions.WORKING_DIR.get(conf) or "").strip()
     if not base:
-        return tempfile.mkdtemp(prefix=f"streamkernel-{taskmanager_id}-", dir=conf.get("io.tmp.dirs"))
+        return tempfile.mkdtemp(prefix=f"streamkernel-{taskmanager_id}-", dir=CoreOptions.TMP_DIRS.get(conf))
     directory = os.path.join(base, taskmanager_id)
     os.makedirs(directory, exist_ok=True)
     return directory
