@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Iterator
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
-from streamkernel.jupyter import magics as magics_module
 from streamkernel.testing import wait_until
 
 COUNT_CELL = """
@@ -25,20 +22,7 @@ with (env.from_collection(words).map(lambda w: (w, 1))
         totals[word] = max(totals.get(word, 0), count)
 """
 
-
-@pytest.fixture
-def shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[InteractiveShell, list[Any]]]:
-    ip = InteractiveShell.instance()
-    shown: list[Any] = []
-    monkeypatch.setattr(magics_module, "display", lambda obj: shown.append(obj))
-    ip.run_line_magic("load_ext", "streamkernel")
-    ip.run_cell("from streamkernel.datastream import StreamExecutionEnvironment")
-    yield ip, shown
-    from streamkernel.runtime.minicluster import current_cluster
-
-    cluster = current_cluster()
-    if cluster is not None and cluster.is_running:
-        cluster.stop()
+SETUP = "from streamkernel.datastream import StreamExecutionEnvironment"
 
 
 def _child_pids() -> list[int]:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import collections
 import os
 import shutil
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 from IPython.core.error import UsageError
 from IPython.core.interactiveshell import InteractiveShell
 
-from streamkernel.jupyter import magics as magics_module
 from streamkernel.state import read_checkpoint
 from streamkernel.testing import wait_until
 
@@ -42,26 +41,6 @@ env.enable_checkpointing({interval})
 """
 
 
-@pytest.fixture
-def shell(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> Iterator[tuple[InteractiveShell, list[Any]]]:
-    """IPython with the extension loaded, in ``tmp_path`` (default savepoint dirs stay out of the repo)."""
-    monkeypatch.chdir(tmp_path)
-    ip = InteractiveShell.instance()
-    shown: list[Any] = []
-    monkeypatch.setattr(magics_module, "display", lambda obj: shown.append(obj))
-    ip.run_line_magic("load_ext", "streamkernel")
-    ip.run_cell(SETUP)
-    ip.run_line_magic("flink", "reset")
-    yield ip, shown
-    from streamkernel.runtime.minicluster import current_cluster
-
-    for gate in ip.user_ns.get("gates", ()):
-        gate.open()
-    cluster = current_cluster()
-    if cluster is not None and cluster.is_running:
-        cluster.stop()
-
-
 def build(ip: InteractiveShell, tmp_path: Any, parallelism: int = 2, interval: int = 3_600_000,
           counts_uid: str = "counts", new_script: bool = True) -> None:
     """Add the counting dataflow to the notebook's ``env`` (a %%flink cell); ``new_script``
@@ -73,7 +52,6 @@ def build(ip: InteractiveShell, tmp_path: Any, parallelism: int = 2, interval: i
     ip.run_cell_magic("flink", f"--show none --parallelism {parallelism} --name counting",
                       BUILD.format(checkpoints=str(tmp_path / "checkpoints"), interval=interval,
                                    counts_uid=counts_uid))
-
 
 
 def running(client: Any) -> bool:

@@ -3,34 +3,15 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
-from streamkernel.jupyter import magics as magics_module
 from streamkernel.testing import wait_until
 
 SETUP = ("from streamkernel.common import WatermarkStrategy\n"
          "from streamkernel.datastream.connectors.number_seq import NumberSequenceSource\n"
          "from streamkernel.datastream.connectors.datagen import DataGeneratorSource\n")
-
-
-@pytest.fixture
-def shell(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[InteractiveShell, list[Any]]]:
-    ip = InteractiveShell.instance()
-    shown: list[Any] = []
-    monkeypatch.setattr(magics_module, "display", lambda obj: shown.append(obj))
-    ip.run_line_magic("load_ext", "streamkernel")
-    ip.run_cell(SETUP)
-    ip.run_line_magic("flink", "reset")
-    yield ip, shown
-    from streamkernel.runtime.minicluster import current_cluster
-
-    cluster = current_cluster()
-    if cluster is not None and cluster.is_running:
-        cluster.stop()
 
 
 def _task_threads() -> list[str]:

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any, Iterator
 
-import pytest
-from IPython.core.interactiveshell import InteractiveShell
 
-from streamkernel.jupyter import magics as magics_module
 from streamkernel.jupyter.widgets.cockpit import ClusterView, JobDashboard
 from streamkernel.jupyter.widgets.refresher import refresher_for
 from streamkernel.testing import wait_until
 
+LIVE_COCKPIT = True  # the conftest's shell gives live widgets, as under a notebook frontend
 SETUP = ("from streamkernel.common import WatermarkStrategy\n"
          "from streamkernel.datastream.connectors.datagen import DataGeneratorSource\n"
          "from streamkernel.datastream.connectors.number_seq import NumberSequenceSource\n")
@@ -27,26 +24,6 @@ UNBOUNDED = ("ds = env.from_source(DataGeneratorSource(lambda i: ('k%d' % (i % 5
              "rate_limiter_strategy=1000.0), WatermarkStrategy.no_watermarks(), 'gen')\n"
              "ds.key_by(lambda p: p[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).uid('counts').name('Counts')"
              ".execute_and_collect")
-
-
-
-@pytest.fixture
-def shell(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[tuple[InteractiveShell, list[Any]]]:
-    ip = InteractiveShell.instance()
-    shown: list[Any] = []
-    monkeypatch.setattr(magics_module, "display", lambda obj: shown.append(obj))
-    monkeypatch.chdir(tmp_path)  # checkpoints and savepoints land here
-    ip.run_line_magic("load_ext", "streamkernel")
-    magics = ip.magics_manager.registry["FlinkMagics"]
-    monkeypatch.setattr(magics.cockpit, "_live", lambda: True)
-    ip.run_cell(SETUP)
-    ip.run_line_magic("flink", "reset")
-    yield ip, shown
-    from streamkernel.runtime.minicluster import current_cluster
-
-    cluster = current_cluster()
-    if cluster is not None and cluster.is_running:
-        ip.run_line_magic("flink", "stop")
 
 
 def _occupied(view: ClusterView) -> int:

@@ -7,36 +7,18 @@ from __future__ import annotations
 import gc
 import time
 import weakref
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from streamkernel.jupyter import magics as magics_module
 from streamkernel.jupyter.cockpit_commands import CockpitCommands
 from streamkernel.jupyter.widgets.cockpit import ClusterView, JobDashboard
 from streamkernel.jupyter.widgets.refresher import refresher_for
-from streamkernel.runtime.minicluster import current_cluster
 
+LIVE_COCKPIT = True  # the conftest's shell gives live widgets, as under a notebook frontend
 SETUP = ("from streamkernel.common import WatermarkStrategy\n"
          "from streamkernel.datastream.connectors.datagen import DataGeneratorSource\n")
-
-
-@pytest.fixture
-def shell(monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[tuple[InteractiveShell, list[Any]]]:
-    ip = InteractiveShell.instance()
-    shown: list[Any] = []
-    monkeypatch.setattr(magics_module, "display", lambda obj: shown.append(obj))
-    monkeypatch.chdir(tmp_path)
-    ip.run_line_magic("load_ext", "streamkernel")
-    magics = ip.magics_manager.registry["FlinkMagics"]
-    monkeypatch.setattr(magics.cockpit, "_live", lambda: True)
-    ip.run_cell(SETUP)
-    ip.run_line_magic("flink", "reset")
-    yield ip, shown
-    cluster = current_cluster()
-    if cluster is not None and cluster.is_running:
-        cluster.stop()
 
 
 def _holders(ref: "weakref.ref[Any]") -> list[str]:
