@@ -17,6 +17,7 @@ signal per group and waits for it. Not a test module: the test files import it b
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -89,9 +90,10 @@ class StandaloneCluster:
     def _wait_for(self, name: str, text: str, deadline: float) -> None:
         while text not in self.log(name):
             if time.monotonic() > deadline or any(p.poll() is not None for p in self._processes):
+                tail = self.log(name)[-3000:]  # read before stop() removes the directory
                 self.stop()
                 raise RuntimeError(f"Spark standalone {name} did not log {text!r} within {self.timeout:.0f} s; "
-                                   f"its log ends with:\n{self.log(name)[-3000:]}")
+                                   f"its log ends with:\n{tail}")
             time.sleep(0.2)
 
     def start(self) -> "StandaloneCluster":
@@ -129,6 +131,7 @@ class StandaloneCluster:
                 process.wait(5)
             self._end_group(process, signal.SIGKILL)  # executors that outlived their Worker
         self._processes.clear()
+        shutil.rmtree(self.directory, ignore_errors=True)  # logs and the Worker's work dir
 
     @staticmethod
     def _end_group(process: subprocess.Popen, sig: int) -> None:

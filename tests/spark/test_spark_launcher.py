@@ -8,9 +8,11 @@ as a user's session and never stop it.
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
 import pathlib
+import tempfile
 import threading
 
 import pytest
@@ -114,6 +116,9 @@ def test_stop_cancels_the_job_group_when_taskmanagers_ignore_the_protocol(spark,
     assert not any(pid_alive(pid) for pid in pids)
     _assert_nothing_left(spark, launcher)
     assert launcher.last_job_failure is None  # a cancelled job is no failure
+    # the cancelled hosts could not remove their own directories: the launcher did
+    host_dirs = glob.glob(os.path.join(tempfile.gettempdir(), f"streamkernel-{launcher._cluster}-*"))
+    assert host_dirs == []
 
 
 def test_too_few_spark_task_slots_fail_clearly_before_launching(spark, jobmanager):

@@ -54,6 +54,7 @@ the life of the Python process (as with any SparkSession), and the next session 
 from __future__ import annotations
 
 import logging
+import shutil
 import os
 import sys
 import threading
@@ -65,7 +66,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from streamkernel.common.options import BackendOptions, JobManagerOptions
 from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.rpc.transport import LOOPBACK
-from streamkernel.runtime.taskmanager.spark_host import SparkHostInfo
+from streamkernel.runtime.taskmanager.spark_host import SparkHostInfo, host_base_dir, machine_identity
 from streamkernel.runtime.taskmanager.spark_hosts import SparkHostRegistry, send_kill
 from streamkernel.runtime.taskmanager.spark_storage import check_shared_checkpoint_storage
 from streamkernel.runtime.taskmanager.spark_resources import (SparkTaskSlotsError, check_task_slots, executor_cores,
@@ -148,6 +149,7 @@ class SparkTaskManagerLauncher:
         self._session: Optional[OwnedSession] = None
         self._spark_facts: dict[str, Any] = {}
         self._launches: list[_Launch] = []
+        self._host_dirs: dict[str, str] = {}  # launched id -> its host's own directory (hosts off the driver's machine)
         self._hosts = SparkHostRegistry(self._cluster, self._host_reported, self._host_finished)
         self._stopping = False
         self._failure: Optional[SparkHostJobError] = None
@@ -240,6 +242,9 @@ class SparkTaskManagerLauncher:
             task_configuration = dict(configuration)
             if not local:  # the cluster's directory is on the driver's machine; hosts elsewhere make their own
                 task_configuration.pop(WORKING_DIR_KEY, None)
+            if not str(task_configuration.get(WORKING_DIR_KEY) or "").strip():
+                for launched_as in ids:  # where each host will make its own (spark_host.host_working_dir)
+                    self._host_dirs[launched_as] = host_base_dir(self._cluster, launched_as, task_configuration)
             spec = {"ids": ids, "slots": int(slots), "jobmanager_address": tuple(jobmanager_address),
                     "secret": bytes(secret), "configuration": task_configuration,
                     "launcher_address": launcher_address, "cluster": self._cluster,
@@ -389,11 +394,22 @@ class SparkTaskManagerLauncher:
             settle = time.monotonic() + 5.0
             while active_jobs_of_group(session.spark_context, self._group) and time.monotonic() < settle:
                 time.sleep(0.02)
+            self._remove_local_host_dirs()
             self._hosts.close()
             if session.owned:
                 session.session.stop()
             with self._lock:
                 self._session, self._launches = None, []
+
+    def _remove_local_host_dirs(self) -> None:
+        """Remove the directories of the hosts that ran on this machine: one that Spark's cancel
+        SIGKILLed could not remove its own (hosts elsewhere clean up at their next attempt)."""
+        here = machine_identity()
+        for host in self._hosts.hosts():
+            directory = self._host_dirs.get(host.info.launched_as)
+            if directory is not None and host.info.machine == here:
+                shutil.rmtree(directory, ignore_errors=True)
+        self._host_dirs.clear()
 
     # --------------------------------------------------------------- describe
     def describe(self, taskmanager_id: str) -> dict[str, Any]:

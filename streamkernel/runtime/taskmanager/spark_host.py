@@ -183,16 +183,22 @@ def reachable_address(peer: tuple[str, int]) -> str:
         return socket.gethostname()
 
 
-def host_working_dir(cluster: str, launched_as: str, configuration: Mapping[str, str]) -> str:
-    """The base directory of the TaskManagers launched as ``launched_as`` on this machine, emptied.
-
-    ``<io.tmp.dirs or the temp dir>/streamkernel-<cluster>-<launched_as>``: the same for every
-    attempt of that Spark task, so a relaunched attempt removes the files of a killed one.
-    """
+def host_base_dir(cluster: str, launched_as: str, configuration: Mapping[str, str]) -> str:
+    """``<io.tmp.dirs or the temp dir>/streamkernel-<cluster>-<launched_as>``: where the
+    TaskManagers launched as ``launched_as`` work on the machine of their Spark task."""
     import tempfile
 
     root = (CoreOptions.TMP_DIRS.get(configuration) or "").strip() or tempfile.gettempdir()
-    base = os.path.join(root, f"streamkernel-{cluster}-{launched_as}")
+    return os.path.join(root, f"streamkernel-{cluster}-{launched_as}")
+
+
+def host_working_dir(cluster: str, launched_as: str, configuration: Mapping[str, str]) -> str:
+    """The base directory of the TaskManagers launched as ``launched_as`` on this machine, emptied.
+
+    The same for every attempt of that Spark task (:func:`host_base_dir`), so a relaunched
+    attempt removes the files of a killed one.
+    """
+    base = host_base_dir(cluster, launched_as, configuration)
     shutil.rmtree(base, ignore_errors=True)  # an earlier attempt's, killed before it could clean up
     os.makedirs(base, exist_ok=True)
     return base

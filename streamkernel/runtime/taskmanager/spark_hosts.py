@@ -113,6 +113,11 @@ class SparkHostRegistry:
         with self._lock:
             return self._hosts.get(taskmanager_id)
 
+    def hosts(self) -> list[SparkHost]:
+        """Every host that reported, whatever its state."""
+        with self._lock:
+            return list(self._hosts.values())
+
     def in_states(self, *states: str) -> list[SparkHost]:
         """The hosts whose state is one of ``states``."""
         with self._lock:
