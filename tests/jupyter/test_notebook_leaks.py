@@ -5,7 +5,6 @@ cell hooks twice."""
 from __future__ import annotations
 
 import gc
-import time
 import weakref
 from typing import Any
 
@@ -15,6 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from streamkernel.jupyter.cockpit_commands import CockpitCommands
 from streamkernel.jupyter.widgets.cockpit import ClusterView, JobDashboard
 from streamkernel.jupyter.widgets.refresher import refresher_for
+from streamkernel.testing import wait_until
 
 LIVE_COCKPIT = True  # the conftest's shell gives live widgets, as under a notebook frontend
 SETUP = ("from streamkernel.common import WatermarkStrategy\n"
@@ -38,10 +38,7 @@ def _show_run_and_stop(ip: InteractiveShell, shown: list[Any]) -> tuple["weakref
                       "WatermarkStrategy.no_watermarks(), 'gen').add_sink(lambda v: None)")
     views = [v for v in shown if isinstance(v, (ClusterView, JobDashboard))]
     assert {type(v) for v in views} == {ClusterView, JobDashboard}  # both views hang on the refresher
-    deadline = time.monotonic() + 20
-    while not all(v.refreshes for v in views):
-        assert time.monotonic() < deadline, "the live views were never refreshed"
-        time.sleep(0.05)
+    wait_until(lambda: all(v.refreshes for v in views), message="both live views to be refreshed")
     ip.run_line_magic("flink", "stop")
     assert not refresher_for(ip.user_ns["cluster"]).running
     return weakref.ref(ip.user_ns.pop("cluster")), views
