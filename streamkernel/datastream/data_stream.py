@@ -318,7 +318,7 @@ class DataStream(OperatorSettings):
         return AllWindowedStream(self, window_assigner)
 
     #: Not on a non-keyed stream (an AttributeError, as in PyFlink): windows need a KeyedStream.
-    window = KeyedOnlyMethod(
+    window: Any = KeyedOnlyMethod(
         "needs a KeyedStream: call key_by(...) first, or use window_all() for a non-keyed window")
 
     def get_side_output(self, output_tag: Any) -> "DataStream":
