@@ -12,6 +12,8 @@ __all__ = [
     "StreamKernelError",
     "InvalidProgramError",
     "InvalidFunctionError",
+    "InvalidArgumentTypeError",
+    "NoSuchOperationError",
     "IllegalConfigurationError",
     "NotEnoughSlotsError",
     "UserFunctionError",
@@ -35,6 +37,19 @@ class InvalidProgramError(StreamKernelError, ValueError):
 
 class InvalidFunctionError(InvalidProgramError, TypeError):
     """A user function has the wrong type: not callable, or not the expected Function class."""
+
+
+class InvalidArgumentTypeError(InvalidProgramError, TypeError):
+    """An argument of an API call has the wrong type, e.g. ``OutputTag("late", 5)`` or
+    ``broadcast(5)``: a ``TypeError`` where PyFlink raises one."""
+
+
+class NoSuchOperationError(InvalidProgramError, AttributeError):
+    """A stream does not have the operation, e.g. ``window()`` on a non-keyed DataStream.
+
+    PyFlink's stream class has no such method, so a program sees an ``AttributeError``
+    there; streamkernel raises this one (an AttributeError too) with the fix in its message.
+    """
 
 
 class IllegalConfigurationError(StreamKernelError, ValueError):

@@ -23,6 +23,13 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Optional, Union
 
+from streamkernel.datastream.argument_checks import (
+    KeyedOnlyMethod,
+    check_projectable,
+    check_side_output_tag,
+    check_union_types,
+    require_argument_type,
+)
 from streamkernel.datastream.closeable_iterator import CloseableIterator, CollectedRecords
 from streamkernel.datastream.function_base import (
     FilterFunction,
@@ -36,7 +43,7 @@ from streamkernel.datastream.function_process import KeyedProcessFunction, Proce
 from streamkernel.datastream.function_wrappers import as_function, require_function
 from streamkernel.datastream.operator_specs import one_input_spec, sink_spec, timestamps_watermarks_spec
 from streamkernel.datastream.stream_operator import OperatorSettings
-from streamkernel.errors import InvalidFunctionError, InvalidProgramError
+from streamkernel.errors import InvalidArgumentTypeError, InvalidFunctionError, InvalidProgramError
 from streamkernel.graph.partitioners import (
     BroadcastPartitioner,
     CustomPartitionerWrapper,
@@ -83,10 +90,8 @@ def normalize_output_type(output_type: Any, call: str) -> Any:
 
     if isinstance(output_type, list):
         return Types.ROW(output_type)
-    if not isinstance(output_type, TypeInformation):
-        raise InvalidProgramError(
-            f"{call}: output_type must be None, a TypeInformation (e.g. Types.INT()) or a list of them, "
-            f"got {output_type!r}")
+    require_argument_type(output_type, TypeInformation, call, "output_type",
+                          "None, list or TypeInformation (e.g. Types.INT() or a list of them)")
     return output_type
 
 
@@ -204,6 +209,7 @@ class DataStream(OperatorSettings):
         from streamkernel.common.typeinfo import TupleTypeInfo, Types
 
         input_type = type_of(self._transformation)
+        check_projectable(input_type, field_indexes)
         output_type = None
         if isinstance(input_type, TupleTypeInfo):
             field_types = input_type.get_field_types()
@@ -267,8 +273,8 @@ class DataStream(OperatorSettings):
         from streamkernel.datastream.state import MapStateDescriptor
 
         for d in broadcast_state_descriptors:
-            if not isinstance(d, MapStateDescriptor):
-                raise InvalidProgramError(f"broadcast() takes MapStateDescriptors, got {d!r}")
+            require_argument_type(d, MapStateDescriptor, "broadcast()", "broadcast_state_descriptor",
+                                  "MapStateDescriptor")
         return BroadcastStream(self._partition(BroadcastPartitioner()), list(broadcast_state_descriptors))
 
     def partition_custom(self, partitioner: Union[Callable[[Any, int], int], Partitioner],
@@ -281,9 +287,9 @@ class DataStream(OperatorSettings):
     def union(self, *streams: "DataStream") -> "DataStream":
         """One stream of the elements of this stream and ``streams``."""
         for s in streams:
-            if not isinstance(s, DataStream):
-                raise InvalidProgramError(f"union() takes DataStreams, got {s!r}")
+            require_argument_type(s, DataStream, "union()", "each stream", "a DataStream")
             self._check_env(s, "union()")
+        check_union_types(type_of(self._transformation), [type_of(s._transformation) for s in streams])
         t = UnionTransformation([self._transformation] + [s._transformation for s in streams])
         self._env._add(t)
         return DataStream(t, self._env)
@@ -300,8 +306,7 @@ class DataStream(OperatorSettings):
         if isinstance(ds, BroadcastStream):
             self._check_env(ds.input_stream, "connect()")
             return BroadcastConnectedStream(self, ds, ds.broadcast_state_descriptors)
-        if not isinstance(ds, DataStream):
-            raise InvalidProgramError(f"connect() takes a DataStream or a BroadcastStream, got {ds!r}")
+        require_argument_type(ds, DataStream, "connect()", "ds", "a DataStream or a BroadcastStream")
         self._check_env(ds, "connect()")
         return ConnectedStreams(self, ds)
 
@@ -312,16 +317,16 @@ class DataStream(OperatorSettings):
 
         return AllWindowedStream(self, window_assigner)
 
-    def window(self, window_assigner: Any) -> Any:
-        """Not on a non-keyed stream: windows need a KeyedStream (or window_all)."""
-        raise InvalidProgramError(
-            "window() needs a KeyedStream: call key_by(...) first, or use window_all() for a non-keyed window")
+    #: Not on a non-keyed stream (an AttributeError, as in PyFlink): windows need a KeyedStream.
+    window: Any = KeyedOnlyMethod(
+        "needs a KeyedStream: call key_by(...) first, or use window_all() for a non-keyed window")
 
     def get_side_output(self, output_tag: Any) -> "DataStream":
         """The elements this operator emitted to the side output ``output_tag``."""
         t = self._operator("get_side_output()")
         if not hasattr(output_tag, "tag_id"):
-            raise InvalidProgramError(f"get_side_output() expects an OutputTag, got {output_tag!r}")
+            raise InvalidArgumentTypeError(f"get_side_output() expects an OutputTag, got {output_tag!r}")
+        check_side_output_tag(self._env.transformations, t, output_tag)
         side = SideOutputTransformation(t, output_tag)
         self._env._add(side)
         return DataStream(side, self._env)

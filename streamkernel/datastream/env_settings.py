@@ -22,7 +22,7 @@ from streamkernel.datastream.checkpoint_config import CheckpointConfig
 from streamkernel.datastream.checkpointing_mode import CheckpointingMode
 from streamkernel.datastream.execution_mode import RuntimeExecutionMode
 from streamkernel.datastream.state_backend import StateBackend, state_backend_from_name
-from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
+from streamkernel.errors import IllegalConfigurationError, InvalidArgumentTypeError, InvalidProgramError
 from streamkernel.graph.keygroups import UPPER_BOUND_MAX_PARALLELISM
 
 __all__ = ["EnvSettings", "DEFAULT_BUFFER_TIMEOUT_MS", "CONTEXT_CONFIGURATION_ENV", "context_configuration"]
@@ -175,10 +175,19 @@ class EnvSettings:
     # ------------------------------------------------------------- parallelism
     def set_parallelism(self, parallelism: int) -> "EnvSettings":
         """The default parallelism of operators created from now on (Flink semantics)."""
-        if (isinstance(parallelism, bool) or not isinstance(parallelism, int)
-                or not 0 < parallelism <= UPPER_BOUND_MAX_PARALLELISM):
+        if isinstance(parallelism, bool) or not isinstance(parallelism, int):
+            raise InvalidArgumentTypeError(
+                f"set_parallelism: parallelism must be an int in 1..{UPPER_BOUND_MAX_PARALLELISM}, got "
+                f"{type(parallelism).__name__}: {parallelism!r}")
+        if parallelism == ExecutionConfig.PARALLELISM_DEFAULT:  # Flink: back to the default parallelism
+            self._config.set_parallelism(parallelism)
+            return self
+        if not 0 < parallelism <= UPPER_BOUND_MAX_PARALLELISM:
+            flink = ("Parallelism must be at least one, or ExecutionConfig.PARALLELISM_DEFAULT (use system "
+                     "default). " if parallelism < 1 else "")
             raise InvalidProgramError(
-                f"set_parallelism: parallelism must be an int in 1..{UPPER_BOUND_MAX_PARALLELISM}, got {parallelism!r}")
+                f"{flink}set_parallelism: parallelism must be an int in 1..{UPPER_BOUND_MAX_PARALLELISM} (or -1 "
+                f"for the default), got {parallelism!r}")
         max_par = self.get_max_parallelism()
         if max_par > 0 and parallelism > max_par:
             raise InvalidProgramError(
@@ -195,9 +204,10 @@ class EnvSettings:
         """The number of key groups: the upper limit for rescaling keyed state (1..32768)."""
         if (isinstance(max_parallelism, bool) or not isinstance(max_parallelism, int)
                 or not 0 < max_parallelism <= UPPER_BOUND_MAX_PARALLELISM):
-            raise InvalidProgramError(
-                f"set_max_parallelism: max_parallelism must be an int in 1..{UPPER_BOUND_MAX_PARALLELISM}, "
-                f"got {max_parallelism!r}")
+            raise (InvalidProgramError if isinstance(max_parallelism, int) else InvalidArgumentTypeError)(
+                f"maxParallelism is out of bounds 0 < maxParallelism <= {UPPER_BOUND_MAX_PARALLELISM}. Found: "
+                f"{max_parallelism!r}. set_max_parallelism: max_parallelism must be an int in "
+                f"1..{UPPER_BOUND_MAX_PARALLELISM}")
         if self._config.get_parallelism() > max_parallelism:
             raise InvalidProgramError(
                 f"set_max_parallelism: max parallelism {max_parallelism} is below the environment's "

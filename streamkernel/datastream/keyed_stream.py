@@ -20,7 +20,7 @@ from streamkernel.datastream.function_base import KeySelector, ReduceFunction
 from streamkernel.datastream.function_process import KeyedProcessFunction
 from streamkernel.datastream.function_wrappers import as_function, require_function
 from streamkernel.datastream.operator_specs import aggregation_spec, keyed_spec
-from streamkernel.errors import InvalidProgramError
+from streamkernel.errors import InvalidArgumentTypeError, InvalidProgramError
 from streamkernel.graph.transformations import Transformation
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -73,8 +73,9 @@ class KeyedStream(DataStream):
     def _accumulate(self, position: Union[int, str], acc_type: "KeyedStream.AccumulateType") -> DataStream:
         name = acc_type.name.lower()
         if isinstance(position, bool) or not isinstance(position, (int, str)):
-            raise InvalidProgramError(
-                f"{name}(): the field position must be an int (index) or a str (field name), got {position!r}")
+            raise InvalidArgumentTypeError(
+                f"{name}(): the field position must be of int or str type to locate the value to calculate: "
+                f"an int (index) or a str (field name), got {type(position).__name__}: {position!r}")
         if isinstance(position, int) and position < 0:
             raise InvalidProgramError(f"{name}(): the field position must be >= 0, got {position}")
         f = _AccumulateReduceFunction(position, acc_type)

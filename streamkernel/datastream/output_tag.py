@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from streamkernel.common.typeinfo import RowTypeInfo, TypeInformation, Types  # noqa: F401 - PyFlink's module has them
-from streamkernel.errors import InvalidProgramError
+from streamkernel.errors import InvalidArgumentTypeError, InvalidProgramError
 
 __all__ = ["OutputTag"]
 
@@ -30,9 +30,14 @@ class OutputTag:
     __slots__ = ("_tag_id", "_type_info")
 
     def __init__(self, tag_id: str, type_info: Optional[Any] = None) -> None:
-        if not isinstance(tag_id, str) or not tag_id:
+        if not tag_id:
             raise InvalidProgramError(
-                f"OutputTag: tag_id must be a non-empty str, got {tag_id!r}"
+                f"OutputTag tag_id cannot be None or empty string: OutputTag needs a non-empty str "
+                f"name, got {tag_id!r}"
+            )
+        if not isinstance(tag_id, str):
+            raise InvalidArgumentTypeError(
+                f"OutputTag: tag_id must be a non-empty str, got {type(tag_id).__name__}: {tag_id!r}"
             )
         self._tag_id = tag_id
         self._type_info = _normalize_type_info(tag_id, type_info)
@@ -72,8 +77,8 @@ def _normalize_type_info(tag_id: str, type_info: Any) -> Optional[Any]:
     if isinstance(type_info, list):
         return RowTypeInfo(type_info)
     if not isinstance(type_info, TypeInformation):
-        raise InvalidProgramError(
-            f"OutputTag('{tag_id}'): type_info must be None, a list of field types or a "
-            f"TypeInformation (Types.*), got {type(type_info).__name__}"
+        raise InvalidArgumentTypeError(
+            f"OutputTag type_info must be None, list or TypeInformation: OutputTag('{tag_id}') got "
+            f"{type(type_info).__name__}: {type_info!r}"
         )
     return type_info

@@ -32,7 +32,8 @@ def _gap_millis(gap: Any, assigner: str) -> int:
     millis = _to_millis(gap, f"{assigner}.with_gap: size")
     if millis <= 0:
         raise InvalidProgramError(
-            f"{assigner}.with_gap: the session gap (size) must be positive, got {millis} ms"
+            f"{assigner} parameters must satisfy 0 < size: {assigner}.with_gap: the session gap (size) "
+            f"must be positive, got {millis} ms"
         )
     return millis
 

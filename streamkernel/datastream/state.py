@@ -24,7 +24,8 @@ from abc import ABC, abstractmethod
 from typing import Any, Dict, Generic, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
 from streamkernel.datastream.state_ttl_config import StateTtlConfig
-from streamkernel.errors import InvalidFunctionError, InvalidProgramError
+from streamkernel.common.typeinfo import TypeInformation
+from streamkernel.errors import InvalidArgumentTypeError, InvalidFunctionError, InvalidProgramError
 
 __all__ = [
     "OperatorStateStore",
@@ -265,10 +266,17 @@ class StateDescriptor(ABC):
 
     def __init__(self, name: str, type_info: Any = None) -> None:
         if not isinstance(name, str) or not name:
-            raise InvalidProgramError(
+            error = InvalidProgramError if isinstance(name, str) else InvalidArgumentTypeError
+            raise error(
                 f"{type(self).__name__}: name must be a non-empty str, got {name!r}"
             )
         self.name = name
+        for argument, value in _type_arguments(type(self), type_info):
+            if value is not None and not isinstance(value, TypeInformation):
+                raise InvalidArgumentTypeError(
+                    f"{type(self).__name__}('{name}'): {argument} must be a TypeInformation "
+                    f"(e.g. Types.INT()), got {type(value).__name__}: {value!r}"
+                    + (" (did you forget the parentheses?)" if callable(value) else ""))
         self.type_info = type_info
         self._ttl_config: Optional[StateTtlConfig] = None
 
@@ -279,7 +287,7 @@ class StateDescriptor(ABC):
     def enable_time_to_live(self, ttl_config: StateTtlConfig) -> None:
         """Let values of this state expire as ``ttl_config`` says (see :class:`StateTtlConfig`)."""
         if not isinstance(ttl_config, StateTtlConfig):
-            raise InvalidProgramError(
+            raise InvalidArgumentTypeError(
                 f"{type(self).__name__}('{self.name}').enable_time_to_live: ttl_config must "
                 "be a StateTtlConfig (StateTtlConfig.new_builder(ttl).build()), "
                 f"got {type(ttl_config).__name__}"
@@ -298,6 +306,15 @@ class StateDescriptor(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}('{self.name}')"
+
+
+def _type_arguments(kind: type, type_info: Any) -> list[tuple[str, Any]]:
+    """The type arguments of a descriptor's constructor, by PyFlink's parameter names."""
+    if kind.__name__ == "MapStateDescriptor" and isinstance(type_info, tuple):
+        return [("key_type_info", type_info[0]), ("value_type_info", type_info[1])]
+    names = {"ValueStateDescriptor": "value_type_info", "ListStateDescriptor": "elem_type_info",
+             "AggregatingStateDescriptor": "state_type_info"}
+    return [(names.get(kind.__name__, "type_info"), type_info)]
 
 
 class ValueStateDescriptor(StateDescriptor):

@@ -142,6 +142,7 @@ class StreamExecutionEnvironment(EnvSettings):
         for other in self._transformations:
             if other is not transformation and other.uid == uid:
                 raise InvalidProgramError(
+                    f'Hash collision on user-specified ID "{uid}". Most likely cause is a non-unique ID. '
                     f"uid {uid!r} is already used by operator {other.name!r}; every operator's uid must be "
                     f"unique within a job (it names the operator's state in checkpoints and savepoints)")
 

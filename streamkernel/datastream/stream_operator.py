@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from streamkernel.errors import InvalidProgramError
+from streamkernel.errors import InvalidArgumentTypeError, InvalidProgramError
 from streamkernel.graph.keygroups import UPPER_BOUND_MAX_PARALLELISM
 from streamkernel.graph.transformations import ChainingStrategy, SourceTransformation, Transformation
 
@@ -25,6 +25,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = ["OperatorSettings"]
 
 _Self = TypeVar("_Self", bound="OperatorSettings")
+
+#: Flink's ExecutionConfig.PARALLELISM_DEFAULT: "the environment's parallelism".
+_PARALLELISM_DEFAULT = -1
 
 
 def _virtual_origin(t: Transformation) -> str:
@@ -98,39 +101,56 @@ class OperatorSettings:
         return self
 
     def set_parallelism(self: _Self, parallelism: int) -> _Self:
-        """Sets how many parallel subtasks run this operator (at least 1)."""
+        """Sets how many parallel subtasks run this operator (at least 1; -1, Flink's
+        ``PARALLELISM_DEFAULT``, gives it the environment's parallelism)."""
         t = self._operator("set_parallelism()")
-        if (not isinstance(parallelism, int) or isinstance(parallelism, bool)
-                or not 1 <= parallelism <= UPPER_BOUND_MAX_PARALLELISM):
+        if not isinstance(parallelism, int) or isinstance(parallelism, bool):
+            raise InvalidArgumentTypeError(
+                f"set_parallelism({parallelism!r}) on operator {t.name!r}: the parallelism of an operator "
+                f"must be an int between 1 and {UPPER_BOUND_MAX_PARALLELISM}, got {type(parallelism).__name__}")
+        if not 1 <= parallelism <= UPPER_BOUND_MAX_PARALLELISM and parallelism != _PARALLELISM_DEFAULT:
+            flink = ("The parallelism of an operator must be at least 1, or ExecutionConfig.PARALLELISM_DEFAULT "
+                     "(use system default). " if parallelism < 1 else "")
             raise InvalidProgramError(
-                f"set_parallelism({parallelism!r}) on operator {t.name!r}: the parallelism of an "
+                f"{flink}set_parallelism({parallelism!r}) on operator {t.name!r}: the parallelism of an "
                 f"operator must be an int between 1 and {UPPER_BOUND_MAX_PARALLELISM}")
         if self._non_parallel and parallelism != 1:
             raise InvalidProgramError(
-                f"set_parallelism({parallelism}) on operator {t.name!r}: the operator is non-parallel "
-                f"(force_non_parallel() or window_all()), its parallelism must be 1")
+                f"The parallelism of non parallel operator must be 1. set_parallelism({parallelism}) on "
+                f"operator {t.name!r}: the operator is non-parallel (force_non_parallel() or window_all())")
+        default = parallelism == _PARALLELISM_DEFAULT
+        if default:
+            parallelism = self._env.get_parallelism()
         if isinstance(t, SourceTransformation):
             limit = getattr(t.operator.params.get("source"), "max_parallelism", None)
             if limit is not None and parallelism > limit:
+                flink = "The parallelism of non parallel operator must be 1. " if limit == 1 else ""
                 raise InvalidProgramError(
-                    f"set_parallelism({parallelism}) on source {t.name!r}: this source is read by at "
+                    f"{flink}set_parallelism({parallelism}) on source {t.name!r}: this source is read by at "
                     f"most {limit} subtask(s); use rebalance() and set the parallelism of the next operator")
         if t.max_parallelism is not None and parallelism > t.max_parallelism:
             raise InvalidProgramError(
+                f"Vertex {t.name}'s parallelism ({parallelism}) is higher than the max parallelism "
+                f"({t.max_parallelism}). Please lower the parallelism or increase the max parallelism. "
                 f"set_parallelism({parallelism}) on operator {t.name!r}: the parallelism must not exceed "
                 f"the operator's max parallelism {t.max_parallelism} (set_max_parallelism)")
         t.parallelism = parallelism
-        t.parallelism_configured = True
+        t.parallelism_configured = not default
         return self
 
     def set_max_parallelism(self: _Self, max_parallelism: int) -> _Self:
         """Sets the most subtasks this operator may ever be rescaled to (its number of key groups)."""
         t = self._operator("set_max_parallelism()")
-        if (not isinstance(max_parallelism, int) or isinstance(max_parallelism, bool)
-                or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM):
-            raise InvalidProgramError(
-                f"set_max_parallelism({max_parallelism!r}) on operator {t.name!r}: the max parallelism must "
-                f"be an int between 1 and {UPPER_BOUND_MAX_PARALLELISM}")
+        is_int = isinstance(max_parallelism, int) and not isinstance(max_parallelism, bool)
+        if not is_int or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
+            flink = ""
+            if is_int:
+                flink = ("The maximum parallelism must be greater than 0. " if max_parallelism < 1 else
+                         f"Maximum parallelism must be between 1 and {UPPER_BOUND_MAX_PARALLELISM}. Found: "
+                         f"{max_parallelism}. ")
+            raise (InvalidProgramError if is_int else InvalidArgumentTypeError)(
+                f"{flink}set_max_parallelism({max_parallelism!r}) on operator {t.name!r}: the max parallelism "
+                f"must be an int between 1 and {UPPER_BOUND_MAX_PARALLELISM}")
         if max_parallelism < t.parallelism:
             raise InvalidProgramError(
                 f"set_max_parallelism({max_parallelism}) on operator {t.name!r}: the max parallelism must "
@@ -156,9 +176,9 @@ class OperatorSettings:
         -1 uses the environment's default."""
         t = self._operator("set_buffer_timeout()")
         if not isinstance(timeout_millis, int) or isinstance(timeout_millis, bool) or timeout_millis < -1:
-            raise InvalidProgramError(
-                f"set_buffer_timeout({timeout_millis!r}) on operator {t.name!r}: the timeout must be an int "
-                f">= -1 (ms; 0 flushes after every record, -1 uses the default)")
+            raise (InvalidProgramError if isinstance(timeout_millis, int) else InvalidArgumentTypeError)(
+                f"timeout must be >= -1: set_buffer_timeout({timeout_millis!r}) on operator {t.name!r} needs an "
+                f"int >= -1 (ms; 0 flushes after every record, -1 uses the default)")
         t.buffer_timeout = None if timeout_millis == -1 else timeout_millis
         return self
 

@@ -126,7 +126,9 @@ def _require_timestamp(timestamp: Optional[int], assigner: WindowAssigner) -> in
 def _positive_millis(value: Any, argument: str, assigner: str) -> int:
     millis = _to_millis(value, f"{assigner}: {argument}")
     if millis <= 0:
-        raise InvalidProgramError(f"{assigner}: {argument} must be positive, got {millis} ms")
+        raise InvalidProgramError(
+            f"{assigner} parameters must satisfy {argument} > 0: {assigner}: {argument} must be positive, "
+            f"got {millis} ms")
     return millis
 
 
@@ -134,7 +136,7 @@ def _offset_millis(offset: Any, bound: int, bound_name: str, assigner: str) -> i
     millis = 0 if offset is None else _to_millis(offset, f"{assigner}: offset")
     if abs(millis) >= bound:
         raise InvalidProgramError(
-            f"{assigner}: offset must satisfy abs(offset) < {bound_name}, "
+            f"{assigner} parameters must satisfy abs(offset) < {bound_name}: "
             f"got offset={millis} ms, {bound_name}={bound} ms"
         )
     return millis

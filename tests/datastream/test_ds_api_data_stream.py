@@ -152,7 +152,7 @@ def test_operator_settings_land_on_the_transformation() -> None:
     assert ds.disable_chaining()._transformation.chaining_strategy is ChainingStrategy.NEVER
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", 32769, 10**20])
+@pytest.mark.parametrize("bad", [0, -2, 1.5, True, "2", 32769, 10**20])  # -1 is PARALLELISM_DEFAULT
 def test_parallelism_must_be_an_int_within_flinks_bounds(bad) -> None:
     ds = _source(_env()).map(str).name("m")
     with pytest.raises(InvalidProgramError, match="on operator 'm'.*an int between 1 and 32768"):

@@ -80,7 +80,7 @@ def test_bad_configuration_names_the_key() -> None:
         StreamExecutionEnvironment.get_execution_environment(conf)
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, "2", True])
+@pytest.mark.parametrize("bad", [0, -2, 1.5, "2", True])  # -1 is PARALLELISM_DEFAULT
 def test_parallelism_must_be_a_positive_int(bad) -> None:
     with pytest.raises(InvalidProgramError, match="parallelism"):
         _env().set_parallelism(bad)

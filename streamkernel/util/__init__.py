@@ -1,0 +1,1 @@
+"""Utilities under PyFlink's module path ``pyflink.util`` (only :mod:`.exceptions`)."""
