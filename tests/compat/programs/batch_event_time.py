@@ -10,8 +10,8 @@ from streamkernel.datastream.window import TumblingEventTimeWindows
 # (key, amount, event time)
 RECORDS = [('bb', 1, 5), (1, 2, 3), ('a', 3, 1), ('c', 4, 7), ('aa', 5, 2), ('b', 6, 9), ('a', 7, 4),
            (1, 8, 1), ('bb', 9, 1000), ('c', 10, 1)]
-EVENT_TIMER = 5000  # every key registers the same event-time timer ...
-PROCESSING_TIMER = 50  # ... and the same processing-time timer (long past: due at once when streaming)
+EVENT_TIMER = 5000  # each key registers one event-time timer ...
+PROCESSING_TIMER = 50  # ... and one processing-time timer (long past: due at once when streaming)
 
 
 class ThirdField(TimestampAssigner):
@@ -24,10 +24,12 @@ class Totals(KeyedProcessFunction):
         self.total = runtime_context.get_state(ValueStateDescriptor("total", Types.PICKLED_BYTE_ARRAY()))
 
     def process_element(self, value, ctx):
-        total = (self.total.value() or 0) + value[1]
+        previous = self.total.value()
+        if previous is None:  # the key's first record registers the key's timers
+            ctx.timer_service().register_event_time_timer(EVENT_TIMER)
+            ctx.timer_service().register_processing_time_timer(PROCESSING_TIMER)
+        total = (previous or 0) + value[1]
         self.total.update(total)
-        ctx.timer_service().register_event_time_timer(EVENT_TIMER)
-        ctx.timer_service().register_processing_time_timer(PROCESSING_TIMER)
         yield (f"element key={ctx.get_current_key()} value={value} timestamp={ctx.timestamp()} "
                f"watermark={ctx.timer_service().current_watermark()} total={total}")
 

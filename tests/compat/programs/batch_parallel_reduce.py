@@ -1,4 +1,4 @@
-"""BATCH execution at parallelism 2: key_by + reduce and a tumbling event-time window reduce print one final line per key / window (with the subtask prefix)."""
+"""BATCH execution at parallelism 2 (set on each operator: Flink's adaptive batch scheduler would choose 1 for operators that inherit the environment's): key_by + reduce and a tumbling event-time window reduce print one final line per key / window (with the subtask prefix)."""
 from streamkernel.common import WatermarkStrategy
 from streamkernel.common.time import Time
 from streamkernel.common.watermark_strategy import TimestampAssigner
@@ -18,13 +18,13 @@ def main():
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
     env.set_parallelism(2)
     records = env.from_collection(RECORDS)
-    records.key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2]))) \
-        .map(lambda r: f"reduce {r}").print()
+    records.key_by(lambda r: r[0]).reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2]))).set_parallelism(2) \
+        .map(lambda r: f"reduce {r}").set_parallelism(2).print().set_parallelism(2)
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(ThirdField())
     records.assign_timestamps_and_watermarks(strategy).key_by(lambda r: r[0]) \
         .window(TumblingEventTimeWindows.of(Time.milliseconds(50))) \
-        .reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2]))) \
-        .map(lambda r: f"window {r}").print()
+        .reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2]))).set_parallelism(2) \
+        .map(lambda r: f"window {r}").set_parallelism(2).print().set_parallelism(2)
     env.execute("batch parallel reduce")
 
 
