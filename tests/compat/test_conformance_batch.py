@@ -165,7 +165,7 @@ def test_batch_event_time_timers_windows_and_watermarks():
     windows, window_reduce = [], []
     for key, rs in groups:
         for start, pane in tumbling(rs):
-            windows.append(f"window key={key} [{start},{start + 4}) amounts={[r[1] for r in pane]} watermark={MAX_LONG}")
+            windows.append(f"window key={key} [{start},{start + 4}) amounts={[r[1] for r in pane]}")
             window_reduce.append(f"window_reduce {reduce_all(pane, lambda a, b: (a[0], a[1] + b[1], b[2]))}")
     assert section(lines, "window") == windows
     assert section(lines, "window_reduce") == window_reduce
