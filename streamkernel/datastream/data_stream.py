@@ -152,7 +152,8 @@ class DataStream(OperatorSettings):
         t = OneInputTransformation(
             name, self._transformation, spec,
             self._env.get_parallelism() if parallelism is None else parallelism,
-            state_key_selector=self._key_selector() if keyed else None, output_type=output_type)
+            state_key_selector=self._key_selector() if keyed else None, output_type=output_type,
+            state_key_type=getattr(self, "_key_type", None) if keyed else None)
         self._env._add(t)
         return DataStream(t, self._env)
 

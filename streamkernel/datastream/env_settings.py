@@ -231,7 +231,7 @@ class EnvSettings:
         return self._default_local_parallelism
 
     def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> "EnvSettings":
-        """STREAMING (default), BATCH or AUTOMATIC; streamkernel always executes as a stream."""
+        """STREAMING (default), BATCH (bounded sources only: keyed inputs sorted by key) or AUTOMATIC."""
         if not isinstance(execution_mode, RuntimeExecutionMode):
             raise InvalidProgramError(f"set_runtime_mode: expected a RuntimeExecutionMode, got {execution_mode!r}")
         self._runtime_mode = execution_mode

@@ -12,7 +12,10 @@ class RuntimeExecutionMode(Enum):
 
     - ``STREAMING``: continuous, incremental processing with watermarks and checkpoints
       (the default; works for bounded and unbounded sources).
-    - ``BATCH``: for bounded inputs only; results are produced once per key at the end.
+    - ``BATCH``: for bounded inputs only (an unbounded source is refused): keyed operators read
+      their input sorted by key, then by timestamp, one key at a time; there is no watermark
+      but the end of each key, where its timers fire; reduce/sum emit one value per key
+      (:mod:`streamkernel.runtime.operators.batch_sorting`).
     - ``AUTOMATIC``: BATCH if every source is bounded, else STREAMING.
     """
 

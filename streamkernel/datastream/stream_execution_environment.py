@@ -166,6 +166,13 @@ class StreamExecutionEnvironment(EnvSettings):
             # Flink: BATCH when every source is bounded, else STREAMING.
             bounded = all(t.bounded for t in self._transformations if isinstance(t, SourceTransformation))
             configuration["execution.runtime-mode"] = "BATCH" if bounded else "STREAMING"
+        elif configuration.get("execution.runtime-mode") == "BATCH":
+            unbounded = [t.name for t in self._transformations if isinstance(t, SourceTransformation) and not t.bounded]
+            if unbounded:  # Flink's StreamGraphGenerator refuses it, with this message
+                raise InvalidProgramError(
+                    "Detected an UNBOUNDED source with the 'execution.runtime-mode' set to 'BATCH'. This combination "
+                    "is not allowed, please set the 'execution.runtime-mode' to STREAMING or AUTOMATIC "
+                    f"(unbounded source: {unbounded[0]!r})")
         graph = build_stream_graph(
             self._transformations,
             job_name=job_name or self._configuration.get_string("pipeline.name") or DEFAULT_JOB_NAME,

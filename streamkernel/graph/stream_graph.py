@@ -56,6 +56,8 @@ class StreamNode:
     max_parallelism_configured: bool = False
     state_key_selectors: tuple[Any, ...] = ()
     output_type: Any = None
+    #: key_by's ``key_type`` of a keyed one-input operator (None: pickled keys), for BATCH's key order
+    state_key_type: Any = None
     generated_id: str = ""
 
     @property
@@ -196,6 +198,7 @@ def build_stream_graph(
             chaining_strategy=t.chaining_strategy, uid=t.uid, description=t.description,
             buffer_timeout=t.buffer_timeout, max_parallelism_configured=configured,
             state_key_selectors=_state_keys(t), output_type=t.output_type, generated_id=generated[t.id],
+            state_key_type=getattr(t, "state_key_type", None),
         ))
         two_input = isinstance(t, TwoInputTransformation)
         for input_index, ups in enumerate(upstream_by_input):

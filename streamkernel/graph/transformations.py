@@ -133,10 +133,12 @@ class OneInputTransformation(Transformation):
     """An operator with one input; ``state_key_selector`` is set on keyed streams."""
 
     def __init__(self, name: str, input: Transformation, operator: OperatorSpec, parallelism: int, *,
-                 state_key_selector: Any = None, output_type: Any = None) -> None:
+                 state_key_selector: Any = None, output_type: Any = None, state_key_type: Any = None) -> None:
         super().__init__(name, (input,), parallelism, output_type=output_type)
         self.operator = operator
         self.state_key_selector = state_key_selector
+        #: key_by's ``key_type`` (None: the key is pickled); BATCH execution sorts by the key so serialized
+        self.state_key_type = state_key_type
 
 
 class TwoInputTransformation(Transformation):

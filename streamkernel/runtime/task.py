@@ -297,7 +297,8 @@ class Task:
         exactly_once = CheckpointingOptions.CHECKPOINTING_MODE.get(self.tdd.configuration) == "EXACTLY_ONCE"
         barriers = BarrierHandler(self._gate, self._gate.channels, exactly_once, self.checkpointer.perform,
                                   self._decline_aborted)
-        processor = InputProcessor(self._gate, head, isinstance(head, TwoInputStreamOperator), self.metrics,
+        two_input = isinstance(head, TwoInputStreamOperator)
+        processor = InputProcessor(self._gate, self._batch_sorting(head, two_input), two_input, self.metrics,
                                    self._on_latency_marker, barriers)
         poll = self._gate.poll
         perf = time.perf_counter_ns
@@ -320,6 +321,15 @@ class Task:
                 return
             self._between_batches()
         self._check_cancelled()
+
+    def _batch_sorting(self, head: StreamOperator, two_input: bool) -> Any:
+        """The head, or in BATCH mode for a keyed one-input head, Flink's sorting input in front of it."""
+        from streamkernel.runtime.operators.batch_sorting import BatchSortingInput, is_batch_mode
+
+        node = self.tdd.nodes[0]
+        if two_input or not node.is_keyed or not is_batch_mode(self.tdd.configuration):
+            return head
+        return BatchSortingInput(head, node.state_key_selectors[0], node.state_key_type)
 
     def _decline_aborted(self, checkpoint_id: int) -> None:
         responder = self.services.checkpoint_responder

@@ -31,7 +31,7 @@ from __future__ import annotations
 import heapq
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Protocol, Tuple
 
-from streamkernel.common.watermark_strategy import MIN_WATERMARK
+from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK
 from streamkernel.datastream.timerservice import TimerService
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.keygroups import DEFAULT_LOWER_BOUND_MAX_PARALLELISM, assign_to_key_group
@@ -277,6 +277,17 @@ class InternalTimerService:
         scheduled = self._scheduled  # a callback may have scheduled meanwhile
         if earliest is not None and (scheduled is None or scheduled.cancelled or earliest < scheduled.timestamp):
             self._schedule(earliest)
+
+    # ------------------------------------------------------------------ BATCH execution
+    def fire_all_processing_time_timers(self) -> None:
+        """Fire every processing-time timer now, in timestamp order (BATCH: at the end of a key)."""
+        queue = self._processing
+        if queue.heap:
+            queue.fire_due(MAX_WATERMARK, self.key_context, self.triggerable.on_processing_time)
+
+    def reset_watermark(self, timestamp: int) -> None:
+        """Set the watermark without firing anything (BATCH: back to the minimum after a key)."""
+        self._watermark = timestamp
 
     # ------------------------------------------------------------------ inspection
     def num_event_time_timers(self) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Optional, cast
 
 from streamkernel.common.options import ExecutionOptions
+from streamkernel.common.watermark_strategy import MAX_WATERMARK
 from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.time_domain import TimeDomain
 from streamkernel.graph.transformations import OperatorSpec
@@ -206,17 +207,25 @@ class ReduceOperator(StreamOperator):
         self._batch_mode = ExecutionOptions.RUNTIME_MODE.get(self.context.configuration) == "BATCH"
         super().open()
 
+    def process_watermark(self, timestamp: int) -> None:
+        """BATCH: the end of event time (reached at the end of each sorted key) emits the finals."""
+        if self._batch_mode and timestamp == MAX_WATERMARK:
+            self.end_input()
+        super().process_watermark(timestamp)
+
     def end_input(self) -> None:
-        """In BATCH mode, emit each key's final value now (Flink's batch reduce)."""
+        """In BATCH mode, emit each key's final value now and forget it (Flink's BatchGroupedReduceOperator)."""
         if not self._batch_mode:
             return
         if self._table is not None:
             out = list(self._table.values())
+            self._table.clear()
         else:
             out = []
             for key in list(self._backend.keys(REDUCE_STATE)):
                 self._backend.current_key = key
                 out.append(self._state.value())
+                self._state.clear()
         if out:
             self.context.metrics.records_out += len(out)
             self.output.emit(out, None)

@@ -37,10 +37,16 @@ import threading
 from typing import Any, Callable, Iterator, Optional
 
 from streamkernel.common.options import PipelineOptions
-from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK, TimestampAssigner
+from streamkernel.common.watermark_strategy import (
+    MAX_WATERMARK,
+    MIN_WATERMARK,
+    NoWatermarksGenerator,
+    TimestampAssigner,
+)
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.transformations import OperatorSpec
 from streamkernel.runtime.operators.base import OperatorContext, Output, StreamOperator
+from streamkernel.runtime.operators.batch_sorting import is_batch_mode
 from streamkernel.runtime.operators.contexts import wrap_user_error
 from streamkernel.runtime.operators.simple import failed_index
 from streamkernel.runtime.sources import create_reader
@@ -117,6 +123,9 @@ class SourceOperator(StreamOperator):
         interval = PipelineOptions.AUTO_WATERMARK_INTERVAL.get(context.configuration).to_milliseconds()
         self._interval_ms = interval if interval > 0 else None
         self._idle_timeout_ms = strategy.idle_timeout_ms
+        if is_batch_mode(context.configuration):
+            # BATCH: timestamps only; no watermark but the final one (Flink: emitProgressiveWatermarks=false)
+            self._generator, self._interval_ms, self._idle_timeout_ms = NoWatermarksGenerator(), None, None
 
     def initialize_state(self) -> None:
         """Move the reader to the restored position, if any (redistributing splits after a rescale)."""

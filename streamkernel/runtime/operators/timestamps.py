@@ -19,9 +19,10 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from streamkernel.common.options import PipelineOptions
-from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK
+from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK, NoWatermarksGenerator
 from streamkernel.graph.transformations import OperatorSpec
 from streamkernel.runtime.operators.base import StreamOperator
+from streamkernel.runtime.operators.batch_sorting import is_batch_mode
 from streamkernel.runtime.operators.contexts import wrap_user_error
 from streamkernel.runtime.operators.simple import failed_index
 
@@ -74,6 +75,9 @@ class TimestampsAndWatermarksOperator(StreamOperator):
             else:
                 self._extract, self._extract_takes_timestamp = assigner.extract_timestamp, True
         self._interval_ms = PipelineOptions.AUTO_WATERMARK_INTERVAL.get(self.context.configuration).to_milliseconds()
+        if is_batch_mode(self.context.configuration):
+            # BATCH: timestamps only; no watermark but the final one (Flink: emitProgressiveWatermarks=false)
+            self._generator, self._interval_ms, self._idle_timeout_ms = NoWatermarksGenerator(), 0, None
         self._last_record_ms = self.context.processing_time.current_processing_time()
         self._schedule()
         super().open()

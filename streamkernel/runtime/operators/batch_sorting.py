@@ -1,0 +1,181 @@
+"""BATCH execution of keyed operators: Flink's SortingDataInput and batch timer semantics.
+
+With ``execution.runtime-mode: BATCH`` a keyed one-input operator (the head of its task)
+gets :class:`BatchSortingInput` between the input gate and itself. It gathers the whole
+(bounded) input, sorts it by the key's serialized bytes then by timestamp, and feeds the
+operator one key at a time, as Flink's ``SortingDataInput`` does:
+
+* the order of keys is Flink's: the key is serialized as the Java side of PyFlink does
+  (:func:`serialized_key`) and compared as Flink's ``VariableLengthByteKeyComparator`` does,
+  byte by byte as *signed* Java bytes, a shorter key first when one is a prefix of the other
+  (:func:`key_order`); records of a key come in timestamp order, ties in arrival order;
+* no watermark reaches the operator while it runs (its ``current_watermark`` is
+  ``MIN_WATERMARK``); when a key is done, its event-time timers fire with the watermark at
+  ``MAX_WATERMARK`` (windows of the key fire there), then its processing-time timers
+  (Flink's ``BatchExecutionInternalTimeService``), then the watermark goes back to the minimum;
+* after the last key the operator sees the final ``MAX_WATERMARK`` and ``end_input``.
+
+PyFlink keys a Python ``key_by`` by the pickled key (``Types.PICKLED_BYTE_ARRAY()``, pickled
+with ``pickle.dumps`` at the default protocol) unless ``key_type`` is given. The Java key is a
+one-field Row, serialized by Flink's RowSerializer: one mask byte (0x00; 0x20 when the key is
+None, with no field bytes), then the field: ``int32 length + bytes`` for a pickled key,
+Flink's StringSerializer / IntSerializer ... encodings for basic types.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from typing import Any, Callable, Optional
+
+from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK
+
+__all__ = ["BatchSortingInput", "serialized_key", "key_order", "is_batch_mode"]
+
+_NON_NULL = b"\x00"
+_NULL = b"\x20"  # RowSerializer's null bit of field 0 (after the two row-kind bits)
+#: maps each byte b to b ^ 0x80: unsigned comparison of the result = signed comparison of the input
+_SIGN_FLIP = bytes((b ^ 0x80) for b in range(256))
+
+_FIXED: dict[str, Callable[[Any], bytes]] = {
+    "BYTE": lambda v: struct.pack(">b", v),
+    "BOOLEAN": lambda v: b"\x01" if v else b"\x00",
+    "SHORT": lambda v: struct.pack(">h", v),
+    "INT": lambda v: struct.pack(">i", v),
+    "LONG": lambda v: struct.pack(">q", v),
+    "FLOAT": lambda v: struct.pack(">f", v),
+    "DOUBLE": lambda v: struct.pack(">d", v),
+    "CHAR": lambda v: struct.pack(">H", ord(v)),
+}
+
+
+def is_batch_mode(configuration: Any) -> bool:
+    """True when ``execution.runtime-mode`` is BATCH (AUTOMATIC is resolved before the job runs)."""
+    from streamkernel.common.options import ExecutionOptions
+
+    return bool(ExecutionOptions.RUNTIME_MODE.get(configuration) == "BATCH")
+
+
+def _string_value(text: str) -> bytes:
+    """Flink's ``StringValue.writeString``: length + 1 and each UTF-16 unit, 7 bits a byte, low bits first."""
+    out = bytearray()
+
+    def varint(n: int) -> None:
+        while n >= 0x80:
+            out.append((n | 0x80) & 0xFF)
+            n >>= 7
+        out.append(n)
+
+    units = text.encode("utf-16-be")
+    varint(len(units) // 2 + 1)
+    for i in range(0, len(units), 2):
+        varint((units[i] << 8) | units[i + 1])
+    return bytes(out)
+
+
+def serialized_key(key: Any, key_type: Any = None) -> bytes:
+    """The bytes Flink sorts a key by: the one-field key Row as PyFlink's Java side serializes it.
+
+    ``key_type`` is ``key_by``'s: None (or ``Types.PICKLED_BYTE_ARRAY()``) pickles the key,
+    a basic type uses Flink's serializer of that type.
+    """
+    if key is None:
+        return _NULL
+    basic = getattr(getattr(key_type, "_basic_type", None), "name", None)
+    if basic == "STRING":
+        return _NON_NULL + _string_value(str(key))
+    fixed = _FIXED.get(basic) if basic is not None else None
+    if fixed is not None:
+        return _NON_NULL + fixed(key)
+    data = pickle.dumps(key)
+    return _NON_NULL + struct.pack(">i", len(data)) + data
+
+
+def key_order(serialized: bytes) -> bytes:
+    """A sort key giving Flink's order of serialized keys (signed bytes; a prefix first)."""
+    return serialized.translate(_SIGN_FLIP)
+
+
+class _NoWatermarkOutput:
+    """The operator's output while it replays a key: records go on, watermarks stay in."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.emit = inner.emit
+        self.emit_side = inner.emit_side
+        self.emit_watermark_status = inner.emit_watermark_status
+
+    def emit_watermark(self, timestamp: int) -> None:
+        """Dropped: downstream sees only the final MAX_WATERMARK."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class BatchSortingInput:
+    """Sits between the task's input and a keyed head operator in BATCH mode (see the module doc)."""
+
+    def __init__(self, head: Any, key_selector: Any, key_type: Any = None) -> None:
+        self.head = head
+        self._key_of: Callable[[Any], Any] = getattr(key_selector, "get_key", key_selector)
+        self._key_type = key_type
+        self._values: list = []
+        self._timestamps: list = []
+        # state lives only while its key is current (Flink's BatchExecutionKeyedStateBackend): the
+        # in-memory backend is emptied after each key; other backends keep theirs
+        from streamkernel.runtime.state.heap import HeapKeyedStateBackend
+
+        backend = head.context.keyed_backend
+        self._clear_state: Optional[Callable[[], None]] = (
+            backend.dispose if isinstance(backend, HeapKeyedStateBackend) else None)
+
+    def process_batch(self, values: list, timestamps: Optional[list]) -> None:
+        """Gather the batch (the input is bounded: it is sorted when it ends)."""
+        self._values.extend(values)
+        self._timestamps.extend(timestamps if timestamps is not None else [None] * len(values))
+
+    def process_watermark(self, timestamp: int) -> None:
+        """Dropped: in BATCH the operator sees no watermark but the final one."""
+
+    def process_watermark_status(self, idle: bool) -> None:
+        """Dropped with the watermarks."""
+
+    def end_input(self) -> None:
+        """Sort what came, feed it key by key (firing each key's timers at its end), then end the input."""
+        head = self.head
+        values, timestamps = self._values, self._timestamps
+        self._values, self._timestamps = [], []
+        key_of, key_type = self._key_of, self._key_type
+        keys = [key_order(serialized_key(key_of(v), key_type)) for v in values]
+        has_time = any(t is not None for t in timestamps)
+        order = sorted(range(len(values)), key=lambda i: (keys[i], timestamps[i] if has_time else 0))
+        real_output = head.output
+        head.output = _NoWatermarkOutput(real_output)
+        try:
+            start = 0
+            while start < len(order):
+                key = keys[order[start]]
+                end = start
+                while end < len(order) and keys[order[end]] == key:
+                    end += 1
+                chunk = order[start:end]
+                head.process_batch([values[i] for i in chunk],
+                                   [timestamps[i] for i in chunk] if has_time else None)
+                self._end_key()
+                start = end
+        finally:
+            head.output = real_output
+        head.process_watermark(MAX_WATERMARK)
+        head.end_input()
+
+    def _end_key(self) -> None:
+        """The key is done: its event-time timers fire (watermark MAX), then its processing-time timers."""
+        head = self.head
+        head.process_watermark(MAX_WATERMARK)
+        for service in head._timer_services:
+            service.fire_all_processing_time_timers()
+        head.current_watermark = MIN_WATERMARK
+        for service in head._timer_services:
+            service.reset_watermark(MIN_WATERMARK)
+        if self._clear_state is not None:
+            self._clear_state()
