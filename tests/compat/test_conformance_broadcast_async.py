@@ -68,6 +68,14 @@ def _watermark(line: str, ts: int, timestamped: bool) -> str:
     return re.sub(r" wm=-?\d+ ", " wm=W ", line, count=1)
 
 
+def _event_time(record: tuple) -> int:
+    return record[1] * 1000  # the programs' SecondsField assigner
+
+
+def _no_timestamp(record: tuple) -> int:
+    return LONG_MIN
+
+
 def test_broadcast_function_contexts():
     program = load("bcast_contexts.py")
     out = sections(run("bcast_contexts.py"), r"### (.+)")
@@ -77,10 +85,7 @@ def test_broadcast_function_contexts():
         states.append({**states[-1], key: value})
     for job, lines in out.items():
         timestamped, keyed = job.endswith("with timestamps"), job.startswith("keyed")
-
-        def ts_of(record):
-            return record[1] * 1000 if timestamped else LONG_MIN
-
+        ts_of = _event_time if timestamped else _no_timestamp
         main = [line[len("main "):] for line in lines if line.startswith("main ")]
         side = [line[len("side "):] for line in lines if line.startswith("side ")]
         assert len(main) + len(side) == len(lines), lines
