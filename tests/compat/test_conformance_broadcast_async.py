@@ -24,10 +24,15 @@ import re
 import threading
 from pathlib import Path
 
-from streamkernel.common import Types, WatermarkStrategy
+import pytest
+
+from streamkernel.common import Time, Types, WatermarkStrategy
 from streamkernel.common.job_status import JobStatus
 from streamkernel.datastream import StreamExecutionEnvironment
+from streamkernel.datastream.async_data_stream import AsyncDataStream
+from streamkernel.datastream.async_retry_strategies import NO_RETRY_STRATEGY, FixedDelayRetryStrategy
 from streamkernel.datastream.connectors.number_seq import NumberSequenceSource
+from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.minicluster import MiniCluster
 from streamkernel.testing import wait_until
 
@@ -219,3 +224,23 @@ def test_limit_on_a_transient_cluster_leaves_no_thread():
     env.set_parallelism(1)
     assert _endless(env).execute_and_collect(limit=2) == [0, 1]
     assert set(threading.enumerate()) - before == set()
+
+
+def test_with_retry_checks_its_arguments_at_once():
+    """PyFlink's AsyncDataStream._validate: a strategy is required, retries need a timeout;
+    without retries a timeout of 0 means none."""
+    program = load("async_retry.py")
+    env = StreamExecutionEnvironment.get_execution_environment()
+    ds = env.from_collection([1])
+    fixed = FixedDelayRetryStrategy(2, 5, program.needs_retry, None)
+    with pytest.raises(InvalidProgramError, match=r"ordered_wait_with_retry\(\): async_retry_strategy should not be None"):
+        AsyncDataStream.ordered_wait_with_retry(ds, program.Flaky(), Time.seconds(1), None)
+    with pytest.raises(InvalidProgramError, match=r"unordered_wait_with_retry\(\): a timeout must be configured"):
+        AsyncDataStream.unordered_wait_with_retry(ds, program.Flaky(), Time.seconds(0), fixed)
+    with pytest.raises(InvalidProgramError, match="timeout must be positive"):
+        AsyncDataStream.ordered_wait(ds, program.Flaky(), -1)
+    with pytest.raises(InvalidProgramError, match="max_attempts should be greater than zero, got 0"):
+        FixedDelayRetryStrategy(0, 5, None, None)
+    # no retries: no timeout needed, as in PyFlink
+    AsyncDataStream.ordered_wait_with_retry(ds, program.Flaky(), Time.seconds(0), NO_RETRY_STRATEGY)
+    AsyncDataStream.unordered_wait(ds, program.Flaky(), Time.seconds(0))
