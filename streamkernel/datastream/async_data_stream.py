@@ -1,8 +1,9 @@
 """``AsyncDataStream``: apply an AsyncFunction to a stream, as PyFlink's ``AsyncDataStream``.
 
 ``unordered_wait`` emits results as their calls complete; ``ordered_wait`` in input order.
-Each adds an ``async_wait`` operator whose params are ``timeout`` (ms), ``capacity`` (calls
-in flight per subtask), ``output_mode`` ("ORDERED" | "UNORDERED") and ``retry_strategy``.
+Each adds an ``async_wait`` operator whose params are ``timeout`` (ms; 0 means none, allowed
+without retries as in PyFlink), ``capacity`` (calls in flight per subtask), ``output_mode``
+("ORDERED" | "UNORDERED") and ``retry_strategy`` (None: no retries).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from streamkernel.datastream._durations import _to_millis
+from streamkernel.datastream.async_retry_strategies import NO_RETRY_STRATEGY
 from streamkernel.datastream.function_async import AsyncFunction, AsyncRetryStrategy
 from streamkernel.errors import InvalidFunctionError, InvalidProgramError
 from streamkernel.graph.transformations import OperatorSpec
@@ -20,6 +22,19 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["AsyncDataStream"]
 
 
+def _require_strategy(strategy: Any, call: str) -> Optional[AsyncRetryStrategy]:
+    """The strategy to run (None for NO_RETRY_STRATEGY); a clear error for None or a non-strategy."""
+    if strategy is NO_RETRY_STRATEGY:
+        return None
+    if strategy is None:
+        raise InvalidProgramError(f"{call}: async_retry_strategy should not be None (use "
+                                  f"async_retry_strategies.NO_RETRY_STRATEGY for no retries)")
+    if not isinstance(strategy, AsyncRetryStrategy):
+        raise InvalidProgramError(f"{call}: async_retry_strategy must be an AsyncRetryStrategy, got "
+                                  f"{type(strategy).__name__}")
+    return strategy
+
+
 def _async_wait(data_stream: "DataStream", async_function: AsyncFunction, timeout: Any, capacity: int,
                 output_type: Any, mode: str, retry_strategy: Optional[AsyncRetryStrategy], call: str) -> "DataStream":
     if not isinstance(async_function, AsyncFunction):
@@ -27,8 +42,15 @@ def _async_wait(data_stream: "DataStream", async_function: AsyncFunction, timeou
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
         raise InvalidProgramError(f"{call}: capacity must be an int >= 1, got {capacity!r}")
     timeout_ms = _to_millis(timeout, "timeout")
-    if timeout_ms <= 0:
-        raise InvalidProgramError(f"{call}: timeout must be positive, got {timeout_ms} ms")
+    if timeout_ms < 0:
+        raise InvalidProgramError(f"{call}: timeout must be positive (or 0 for none), got {timeout_ms} ms")
+    if retry_strategy is not None:
+        if timeout_ms == 0:
+            raise InvalidProgramError(f"{call}: a timeout must be configured to retry (PyFlink: 'Timeout should "
+                                      f"be configured when do async with retry.'), got 0 ms")
+        if retry_strategy.get_retry_predicate() is None:
+            raise InvalidProgramError(f"{call}: get_retry_predicate() of the async retry strategy "
+                                      f"{type(retry_strategy).__name__} returned None")
     spec = OperatorSpec("async_wait", async_function, {
         "timeout": timeout_ms, "capacity": capacity, "output_mode": mode, "retry_strategy": retry_strategy,
         "key_selector": data_stream._key_selector()})
@@ -57,13 +79,15 @@ class AsyncDataStream:
                                   async_retry_strategy: AsyncRetryStrategy, capacity: int = 100,
                                   output_type: Any = None) -> "DataStream":
         """As unordered_wait, retrying failed or rejected calls by ``async_retry_strategy``."""
+        call = "AsyncDataStream.unordered_wait_with_retry()"
         return _async_wait(data_stream, async_function, timeout, capacity, output_type, "UNORDERED",
-                           async_retry_strategy, "AsyncDataStream.unordered_wait_with_retry()")
+                           _require_strategy(async_retry_strategy, call), call)
 
     @staticmethod
     def ordered_wait_with_retry(data_stream: "DataStream", async_function: AsyncFunction, timeout: Any,
                                 async_retry_strategy: AsyncRetryStrategy, capacity: int = 100,
                                 output_type: Any = None) -> "DataStream":
         """As ordered_wait, retrying failed or rejected calls by ``async_retry_strategy``."""
+        call = "AsyncDataStream.ordered_wait_with_retry()"
         return _async_wait(data_stream, async_function, timeout, capacity, output_type, "ORDERED",
-                           async_retry_strategy, "AsyncDataStream.ordered_wait_with_retry()")
+                           _require_strategy(async_retry_strategy, call), call)

@@ -53,54 +53,30 @@ class AsyncRetryStrategy(ABC):
 
     @staticmethod
     def no_restart() -> "AsyncRetryStrategy":
-        """A strategy that never retries."""
-        return _RetryStrategy(0, lambda attempts: 0, None, None)
+        """The strategy that never retries (``async_retry_strategies.NO_RETRY_STRATEGY``)."""
+        from streamkernel.datastream.async_retry_strategies import NO_RETRY_STRATEGY
+
+        return NO_RETRY_STRATEGY
 
     @staticmethod
     def fixed_delay(max_attempts: int, backoff_time_millis: int,
                     result_predicate: Optional[Callable[[List[Any]], bool]],
                     exception_predicate: Optional[Callable[[Exception], bool]]) -> "AsyncRetryStrategy":
-        """Up to ``max_attempts`` retries, ``backoff_time_millis`` apart."""
-        return _RetryStrategy(max_attempts, lambda attempts: backoff_time_millis,
-                              result_predicate, exception_predicate)
+        """Up to ``max_attempts`` retries, ``backoff_time_millis`` apart (a FixedDelayRetryStrategy)."""
+        from streamkernel.datastream.async_retry_strategies import FixedDelayRetryStrategy
+
+        return FixedDelayRetryStrategy(max_attempts, backoff_time_millis, result_predicate, exception_predicate)
 
     @staticmethod
     def exponential_backoff(max_attempts: int, initial_delay: int, max_retry_delay: int, multiplier: float,
                             result_predicate: Optional[Callable[[List[Any]], bool]],
                             exception_predicate: Optional[Callable[[Exception], bool]]) -> "AsyncRetryStrategy":
-        """Up to ``max_attempts`` retries, the delay growing by ``multiplier`` up to ``max_retry_delay``."""
-        def backoff(attempts: int) -> int:
-            return int(min(initial_delay * multiplier ** max(attempts - 1, 0), max_retry_delay))
-        return _RetryStrategy(max_attempts, backoff, result_predicate, exception_predicate)
+        """Up to ``max_attempts`` retries, the delay growing by ``multiplier`` up to ``max_retry_delay``
+        (an ExponentialBackoffDelayRetryStrategy)."""
+        from streamkernel.datastream.async_retry_strategies import ExponentialBackoffDelayRetryStrategy
 
-
-class _RetryPredicate(AsyncRetryPredicate):
-    def __init__(self, result_predicate: Any, exception_predicate: Any) -> None:
-        self._result_predicate = result_predicate
-        self._exception_predicate = exception_predicate
-
-    def result_predicate(self) -> Optional[Callable[[List[Any]], bool]]:
-        return self._result_predicate
-
-    def exception_predicate(self) -> Optional[Callable[[Exception], bool]]:
-        return self._exception_predicate
-
-
-class _RetryStrategy(AsyncRetryStrategy):
-    def __init__(self, max_attempts: int, backoff: Callable[[int], int], result_predicate: Any,
-                 exception_predicate: Any) -> None:
-        self._max_attempts = max_attempts
-        self._backoff = backoff
-        self._predicate = _RetryPredicate(result_predicate, exception_predicate)
-
-    def can_retry(self, current_attempts: int) -> bool:
-        return current_attempts <= self._max_attempts
-
-    def get_backoff_time_millis(self, current_attempts: int) -> int:
-        return self._backoff(current_attempts)
-
-    def get_retry_predicate(self) -> AsyncRetryPredicate:
-        return self._predicate
+        return ExponentialBackoffDelayRetryStrategy(max_attempts, initial_delay, max_retry_delay, multiplier,
+                                                    result_predicate, exception_predicate)
 
 
 IN = TypeVar("IN")

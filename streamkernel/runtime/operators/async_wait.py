@@ -53,7 +53,7 @@ class _Entry:
 class AsyncWaitOperator(StreamOperator):
     """Calls ``AsyncFunction.async_invoke`` per record with up to ``capacity`` calls in flight.
 
-    Params: ``timeout`` (ms, for all attempts of a record together), ``capacity``,
+    Params: ``timeout`` (ms, for all attempts of a record together; 0: none), ``capacity``,
     ``output_mode`` ("ORDERED" | "UNORDERED"), ``retry_strategy`` (AsyncRetryStrategy or None).
     On timeout, ``async_function.timeout(value)`` gives the results if the user overrode it;
     otherwise the job fails with an error naming the record.
@@ -62,7 +62,8 @@ class AsyncWaitOperator(StreamOperator):
     def __init__(self, spec: OperatorSpec) -> None:
         super().__init__(spec)
         params = spec.params
-        self._timeout_s = params["timeout"] / 1000
+        # PyFlink: a timeout <= 0 means none (only allowed without a retry strategy)
+        self._timeout_s: Optional[float] = params["timeout"] / 1000 if params["timeout"] > 0 else None
         self._timeout_ms = params["timeout"]
         self._capacity = int(params.get("capacity", 100))
         self._ordered = params.get("output_mode", "ORDERED") == "ORDERED"

@@ -3,9 +3,11 @@
 An operator creates **one** context object per role (element, timer, broadcast side) in
 ``open`` and reuses it for every record, only moving its current timestamp, as Flink's
 operators reuse their ``ContextImpl``: no per-record allocation. A context is valid during
-the call it was handed to.
+the call it was handed to. ``ctx.timestamp()`` of a record without a timestamp is Java's
+``Long.MIN_VALUE`` (-2**63), as in PyFlink, not None.
 
-Side outputs (``ctx.output(tag, value)`` or ``yield tag, value``) are collected by a
+Side outputs (``yield tag, value`` as in PyFlink, or ``ctx.output(tag, value)``, which
+PyFlink's contexts do not have) are collected by a
 :class:`SideOutputCollector` and emitted once per batch through ``output.emit_side``.
 
 :func:`wrap_user_error` turns an exception a user function raised into a
@@ -29,6 +31,7 @@ from streamkernel.datastream.output_tag import OutputTag
 from streamkernel.datastream.state import ReadOnlyBroadcastState
 from streamkernel.datastream.time_domain import TimeDomain
 from streamkernel.datastream.timerservice import TimerService
+from streamkernel.datastream.windows import MIN_LONG_VALUE
 from streamkernel.errors import InvalidProgramError, UserFunctionError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -183,9 +186,9 @@ class ProcessContext(ProcessFunction.Context, CoProcessFunction.Context):
         self._timer_service = timer_service
         self._side = side
 
-    def timestamp(self) -> Optional[int]:
-        """The current record's timestamp (ms), or None if it has none."""
-        return self.timestamp_
+    def timestamp(self) -> int:
+        """The current record's timestamp (ms); Long.MIN_VALUE if it has none (as in PyFlink)."""
+        return MIN_LONG_VALUE if self.timestamp_ is None else self.timestamp_
 
     def timer_service(self) -> TimerService:
         """Current processing time and watermark (timers need a keyed stream)."""
@@ -211,9 +214,9 @@ class KeyedProcessContext(KeyedProcessFunction.OnTimerContext, KeyedCoProcessFun
         self._side = side
         self._backend = backend
 
-    def timestamp(self) -> Optional[int]:
-        """The record's timestamp, or the firing timer's; None if the record has none."""
-        return self.timestamp_
+    def timestamp(self) -> int:
+        """The record's timestamp, or the firing timer's; Long.MIN_VALUE if the record has none."""
+        return MIN_LONG_VALUE if self.timestamp_ is None else self.timestamp_
 
     def timer_service(self) -> TimerService:
         """Time queries and timers of the current key."""
@@ -269,9 +272,9 @@ class _BroadcastBase:
         self._side = side
         self._states = states
 
-    def timestamp(self) -> Optional[int]:
-        """The current record's timestamp, or None."""
-        return self.timestamp_
+    def timestamp(self) -> int:
+        """The current record's timestamp; Long.MIN_VALUE if it has none (as in PyFlink)."""
+        return MIN_LONG_VALUE if self.timestamp_ is None else self.timestamp_
 
     def current_processing_time(self) -> int:
         """The task's current processing time (ms)."""
@@ -294,6 +297,10 @@ class BroadcastContext(_BroadcastBase, BroadcastProcessFunction.Context, KeyedBr
     def get_broadcast_state(self, state_descriptor: Any) -> Any:
         """The BroadcastState of ``state_descriptor`` (declared in ``broadcast(...)``)."""
         return self._states.lookup(self._states.writable, state_descriptor)
+
+    def timer_service(self) -> TimerService:
+        """Time queries (PyFlink's broadcast Context has it too); timers cannot be set here."""
+        return NonKeyedTimerService(self._operator)
 
 
 class ReadOnlyBroadcastContext(_BroadcastBase, BroadcastProcessFunction.ReadOnlyContext,
