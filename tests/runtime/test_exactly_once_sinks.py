@@ -154,6 +154,48 @@ def test_file_sink_restored_at_another_parallelism_recovers_every_old_subtask(tm
     assert hidden_files(tmp_path) == []
 
 
+def test_file_sink_restored_twice_from_one_checkpoint_removes_what_the_first_restored_attempt_committed(
+        tmp_path: pathlib.Path) -> None:
+    """A restored writer opens buckets with new UUIDs (as Flink); restored again from the same
+    checkpoint, it finds them (their UUIDs come from the checkpointed seed) and removes them."""
+    sink = file_sink(tmp_path)
+    h = sink_harness(sink, configuration=CHECKPOINTING)
+    h.process(RECORDS[:6])
+    state = h.operator.snapshot_state(1)
+    h.operator.notify_checkpoint_complete(1)
+    h.close()
+    first = sink_harness(sink, configuration=CHECKPOINTING, restored_state=state)
+    first.process(RECORDS[6:20]).finish().close()  # committed, then the job fails elsewhere
+    assert committed_lines(tmp_path) == RECORDS[:20] and len(committed_files(tmp_path)) > 2
+    sink_harness(sink, configuration=CHECKPOINTING, restored_state=state).process(RECORDS[6:20]).finish().close()
+    assert committed_lines(tmp_path) == RECORDS[:20] and hidden_files(tmp_path) == []
+
+
+def test_file_sink_rescaled_twice_from_one_checkpoint_removes_what_a_new_subtask_committed(
+        tmp_path: pathlib.Path) -> None:
+    """A subtask that had no old state (parallelism 2 -> 3) derives its seed from the checkpoint:
+    restored again, it finds what it committed the first time."""
+    sink = file_sink(tmp_path)
+    old = [sink_harness(sink, configuration=CHECKPOINTING, subtask_index=i, parallelism=2) for i in range(2)]
+    old[0].process(RECORDS[:3])
+    old[1].process(RECORDS[3:5])
+    states = [h.operator.snapshot_state(1) for h in old]
+    for h in old:
+        h.close()
+    rest = RECORDS[5:]
+    for attempt in range(2):
+        new = [sink_harness(sink, configuration=CHECKPOINTING, subtask_index=i, parallelism=3,
+                            restored_state={"raw_all": states}) for i in range(3)]
+        if attempt == 0:
+            new[2].process(rest[2::3]).finish().close()  # subtask 2 finishes; the job then fails
+            for h in new[:2]:
+                h.close()
+            continue
+        for i, h in enumerate(new):
+            h.process(rest[i::3]).finish().close()
+    assert committed_lines(tmp_path) == RECORDS and hidden_files(tmp_path) == []
+
+
 # --------------------------------------------------------------- random failures
 class Run:
     """Drives one sink subtask through a run with checkpoints, lost notifications and failures."""

@@ -108,6 +108,7 @@ class FileSinkWriter(BatchSinkWriter):
 
     _restored: Optional[dict] = None  # old subtask index -> its checkpoint state (set before open)
     _rescaled = False  # whether that state comes from another parallelism
+    _all_seeds: tuple[str, ...] = ()  # the seeds of every old subtask (a rescaled restore)
 
     def open(self) -> None:
         """Prepare the base path and the rolling timer; after a restore, recover the checkpoint's files."""
@@ -134,12 +135,12 @@ class FileSinkWriter(BatchSinkWriter):
         own = restored.get(self.subtask_index) if not self._rescaled else None
         if own is not None:
             self._seed, self._next_bucket = str(own["seed"]), int(own["next_bucket"])
-        elif restored:  # a rescaled restore: the same seed every time this checkpoint is restored
-            seeds = sorted(str(state["seed"]) for state in restored.values())
-            self._seed, self._next_bucket = derived_seed(*seeds, self.subtask_index, self.parallelism), 0
+        elif self._rescaled:  # the same seed every time this checkpoint is restored at this parallelism
+            self._seed = derived_seed(*self._all_seeds, self.subtask_index, self.parallelism)
+            self._next_bucket = 0
         else:
             self._seed, self._next_bucket = new_seed(), 0
-        if restored:
+        if restored or self._rescaled:
             counters = {uid: int(n) for state in restored.values() for uid, n in state["buckets"]}
             sequences = [(str(state["seed"]), int(state["next_bucket"])) for state in restored.values()]
             removed = remove_written_after(self._base, self._names, counters,
@@ -319,6 +320,7 @@ class FileSinkWriter(BatchSinkWriter):
     def restore_rescaled(self, states: list) -> None:
         """Restart at another parallelism: recover the old subtasks ``j`` with ``j % parallelism == mine``."""
         self._restored, self._rescaled = self.owned_states(states), True
+        self._all_seeds = tuple(sorted(str(state["seed"]) for state in states if state is not None))
 
     def _recover(self, state: Any, resume: bool) -> None:
         """Commit a restored writer's pending files; cut its in-progress files back to the
