@@ -107,8 +107,10 @@ class OutputFileConfigBuilder:
 class RollingPolicy:
     """When the in-progress part file is closed and a new one started (PyFlink's RollingPolicy).
 
-    ``default_rolling_policy``: at ``part_size`` bytes, after ``rollover_interval`` ms
-    since the file was opened, or after ``inactivity_interval`` ms without writes;
+    ``default_rolling_policy``: before a record once the file holds more than ``part_size``
+    bytes (and at a checkpoint then), after ``rollover_interval`` ms since the file was
+    opened, or after ``inactivity_interval`` ms without writes (checked every bucket check
+    interval), as Flink's DefaultRollingPolicy;
     ``on_checkpoint_rolling_policy``: at every checkpoint only.
     """
 
