@@ -3,9 +3,16 @@ FileSource's hidden-file rule (Flink's DefaultFileFilter) for paths given explic
 
 from __future__ import annotations
 
+import importlib.util
 import pathlib
 import re
 
+import pytest
+
+from streamkernel.common.serialization import Encoder
+from streamkernel.datastream.connectors import FileSink
+from streamkernel.errors import InvalidProgramError
+from streamkernel.graph.transformations import OperatorSpec
 from streamkernel.runtime.sinks.part_files import (
     UUID_PATTERN,
     PartFileNames,
@@ -15,6 +22,11 @@ from streamkernel.runtime.sinks.part_files import (
     remove_written_after,
 )
 from streamkernel.runtime.sources.files import list_files
+
+_spec = importlib.util.spec_from_file_location(
+    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
+harness = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(harness)
 
 
 def test_bucket_uuids_are_version_4_uuids_derived_from_the_seed() -> None:
@@ -58,3 +70,12 @@ def test_file_source_skips_hidden_files_and_directories_also_when_given(tmp_path
         (tmp_path / rel).write_text("x\n")
     given = tuple(str(tmp_path / p) for p in (".", ".b", "_c", "_f", ".h", "d/e"))
     assert list_files(given) == [str(tmp_path / "a"), str(tmp_path / "d" / "e")]
+
+
+def test_a_checkpoint_of_the_subtask_index_naming_is_refused_clearly(tmp_path: pathlib.Path) -> None:
+    sink = FileSink.for_row_format(str(tmp_path), Encoder.simple_string_encoder()).build()
+    old_state = {"writer": {"pending": [], "in_progress": [], "counter": 3}}
+    with pytest.raises(InvalidProgramError, match=r"FileSink .*named part files by subtask index"):
+        harness.OperatorHarness(OperatorSpec("sink", None, {"sink": sink}), name="Sink: files",
+                                configuration={"execution.checkpointing.interval": "1 s"},
+                                restored_state=old_state)

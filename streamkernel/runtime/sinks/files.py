@@ -51,6 +51,7 @@ from typing import Any, Optional, cast
 from streamkernel.common.serialization import SimpleStringEncoder
 from streamkernel.common.typeinfo.text import java_formatter
 from streamkernel.common.types import Row
+from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.operators.contexts import wrap_user_error
 from streamkernel.runtime.operators.simple import failed_index
 from streamkernel.runtime.sinks.base import BatchSinkWriter, checkpointing_enabled
@@ -132,6 +133,10 @@ class FileSinkWriter(BatchSinkWriter):
         self._pending: list[tuple[str, str]] = []  # rolled files of buckets dropped at a checkpoint
         self._prepared: dict[int, list[tuple[str, str]]] = {}  # checkpoint id -> rolled before it
         restored = self._restored or {}
+        if any("seed" not in state for state in restored.values()):
+            raise InvalidProgramError(f"FileSink {self._base!r}: the restored checkpoint's sink state comes from a "
+                                      f"version that named part files by subtask index; restore it with that "
+                                      f"version, or start the job without it")
         own = restored.get(self.subtask_index) if not self._rescaled else None
         if own is not None:
             self._seed, self._next_bucket = str(own["seed"]), int(own["next_bucket"])
