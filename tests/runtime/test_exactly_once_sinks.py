@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 import random
+import re
 from typing import Any, Callable, Optional
 
 import pytest
@@ -44,15 +45,23 @@ def file_sink(path: pathlib.Path, part_size: int = 12) -> FileSink:
             .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=part_size)).build())
 
 
-def committed_lines(path: pathlib.Path, subtask: Optional[int] = None) -> list[str]:
-    """The lines of the committed part files, in part order (per subtask, subtasks in order)."""
-    parts = []
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+PART_FILE = re.compile(rf"part-{UUID}-\d+")
+
+
+def committed_files(path: pathlib.Path) -> dict[str, list[str]]:
+    """Each committed part file (``part-<uuid>-<counter>``, Flink 2.x) -> its lines."""
+    files = {}
     for file in path.rglob("*"):
         if file.is_file() and not file.name.startswith("."):
-            _, index, number = file.name.split("-")
-            if subtask is None or int(index) == subtask:
-                parts.append(((int(index), int(number)), file.read_text().splitlines()))
-    return [line for _, lines in sorted(parts) for line in lines]
+            assert PART_FILE.fullmatch(file.name), file.name
+            files[file.name] = file.read_text().splitlines()
+    return files
+
+
+def committed_lines(path: pathlib.Path) -> list[str]:
+    """The lines of the committed part files, sorted (part file names do not tell their order)."""
+    return sorted(line for lines in committed_files(path).values() for line in lines)
 
 
 def hidden_files(path: pathlib.Path) -> list[str]:
@@ -99,15 +108,16 @@ def test_file_sink_commits_part_files_only_when_their_checkpoint_completes(tmp_p
 def test_file_sink_restore_commits_pending_and_drops_what_followed_the_checkpoint(tmp_path: pathlib.Path) -> None:
     sink = file_sink(tmp_path)
     h = sink_harness(sink, configuration=CHECKPOINTING)
-    h.process(RECORDS[:4]).process(RECORDS[4:5])  # a rolled (pending) part, an in-progress part
+    h.process(RECORDS[:4]).process(RECORDS[4:5])  # part 0 rolled before r04 (16 > 12 bytes): pending
     state = h.operator.snapshot_state(1)  # checkpoint 1 completes, but the notification is lost
-    for i in range(5, 12, 3):  # after the checkpoint: rolls part 1, writes parts 2 and 3
+    for i in range(5, 12, 3):  # after the checkpoint: parts 1 and 2 roll, part 3 is written
         h.process(RECORDS[i:i + 3])
     h.close()  # the task fails
     assert committed_lines(tmp_path) == [] and len(hidden_files(tmp_path)) == 4
     restored = sink_harness(sink, configuration=CHECKPOINTING, restored_state=state)
     assert committed_lines(tmp_path) == RECORDS[:4]  # checkpoint 1's pending part, committed on restore
-    assert hidden_files(tmp_path) == [".part-0-1.inprogress"]  # cut back to the checkpoint, the rest removed
+    [in_progress] = hidden_files(tmp_path)  # part 1 cut back to the checkpoint, the rest removed
+    assert re.fullmatch(rf"\.{PART_FILE.pattern[:-4]}-1\.inprogress\.{UUID}", in_progress), in_progress
     restored.process(RECORDS[5:12]).finish().close()  # the sources replay from checkpoint 1
     assert committed_lines(tmp_path) == RECORDS[:12] and hidden_files(tmp_path) == []
 
@@ -142,6 +152,48 @@ def test_file_sink_restored_at_another_parallelism_recovers_every_old_subtask(tm
         h.process(rest[i::3]).finish().close()
     assert sorted(committed_lines(tmp_path)) == sorted(RECORDS)
     assert hidden_files(tmp_path) == []
+
+
+def test_file_sink_restored_twice_from_one_checkpoint_removes_what_the_first_restored_attempt_committed(
+        tmp_path: pathlib.Path) -> None:
+    """A restored writer opens buckets with new UUIDs (as Flink); restored again from the same
+    checkpoint, it finds them (their UUIDs come from the checkpointed seed) and removes them."""
+    sink = file_sink(tmp_path)
+    h = sink_harness(sink, configuration=CHECKPOINTING)
+    h.process(RECORDS[:6])
+    state = h.operator.snapshot_state(1)
+    h.operator.notify_checkpoint_complete(1)
+    h.close()
+    first = sink_harness(sink, configuration=CHECKPOINTING, restored_state=state)
+    first.process(RECORDS[6:20]).finish().close()  # committed, then the job fails elsewhere
+    assert committed_lines(tmp_path) == RECORDS[:20] and len(committed_files(tmp_path)) > 2
+    sink_harness(sink, configuration=CHECKPOINTING, restored_state=state).process(RECORDS[6:20]).finish().close()
+    assert committed_lines(tmp_path) == RECORDS[:20] and hidden_files(tmp_path) == []
+
+
+def test_file_sink_rescaled_twice_from_one_checkpoint_removes_what_a_new_subtask_committed(
+        tmp_path: pathlib.Path) -> None:
+    """A subtask that had no old state (parallelism 2 -> 3) derives its seed from the checkpoint:
+    restored again, it finds what it committed the first time."""
+    sink = file_sink(tmp_path)
+    old = [sink_harness(sink, configuration=CHECKPOINTING, subtask_index=i, parallelism=2) for i in range(2)]
+    old[0].process(RECORDS[:3])
+    old[1].process(RECORDS[3:5])
+    states = [h.operator.snapshot_state(1) for h in old]
+    for h in old:
+        h.close()
+    rest = RECORDS[5:]
+    for attempt in range(2):
+        new = [sink_harness(sink, configuration=CHECKPOINTING, subtask_index=i, parallelism=3,
+                            restored_state={"raw_all": states}) for i in range(3)]
+        if attempt == 0:
+            new[2].process(rest[2::3]).finish().close()  # subtask 2 finishes; the job then fails
+            for h in new[:2]:
+                h.close()
+            continue
+        for i, h in enumerate(new):
+            h.process(rest[i::3]).finish().close()
+    assert committed_lines(tmp_path) == RECORDS and hidden_files(tmp_path) == []
 
 
 # --------------------------------------------------------------- random failures
@@ -265,14 +317,20 @@ def test_without_checkpointing_a_restarted_job_may_deliver_records_twice() -> No
     assert collected(sink) == ["a", "b", "a", "b", "c"]
 
 
-def test_without_checkpointing_file_parts_committed_before_a_restart_are_written_again(
+def test_without_checkpointing_a_restart_writes_again_what_a_finished_subtask_committed(
         tmp_path: pathlib.Path) -> None:
-    sink = file_sink(tmp_path)
-    h = sink_harness(sink)
-    h.process(RECORDS[:4])  # rolled and committed at once (no checkpoint will confirm it)
+    """Without checkpointing rolled files stay pending until the end of input (as Flink): a
+    failed subtask commits nothing, but one that finished before the job failed did."""
+    failed, finished = file_sink(tmp_path / "failed"), file_sink(tmp_path / "finished")
+    h = sink_harness(failed)
+    h.process(RECORDS[:4]).process(RECORDS[4:10])  # parts 0 and 1 rolled: pending, not committed
     h.close()
-    sink_harness(sink).process(RECORDS[:6]).finish().close()
-    assert sorted(committed_lines(tmp_path)) == sorted(RECORDS[:4] + RECORDS[:6])  # duplicates
+    assert committed_lines(tmp_path / "failed") == [] and len(hidden_files(tmp_path / "failed")) == 3
+    sink_harness(finished).process(RECORDS[:4]).finish().close()  # the job fails elsewhere after this
+    for sink in (failed, finished):  # the restarted job starts over
+        sink_harness(sink).process(RECORDS[:6]).finish().close()
+    assert committed_lines(tmp_path / "failed") == RECORDS[:6]
+    assert committed_lines(tmp_path / "finished") == sorted(RECORDS[:4] + RECORDS[:6])  # duplicates
 
 
 def test_at_least_once_checkpoints_commit_records_the_sources_replay(tmp_path: pathlib.Path) -> None:
@@ -339,8 +397,10 @@ def test_a_file_sink_job_with_failures_commits_exactly_the_failure_free_output(t
     result = env.execute("exactly-once files")
     assert result.get_num_restarts() == 2
     # source subtask i reads records i, i + 2, ... (round-robin) and feeds sink subtask i
-    for subtask in range(2):
-        assert committed_lines(tmp_path / "out", subtask) == [line.upper() for line in LINES[subtask::2]]
+    assert committed_lines(tmp_path / "out") == sorted(line.upper() for line in LINES)
+    shares = [{line.upper() for line in LINES[subtask::2]} for subtask in range(2)]
+    for name, lines in committed_files(tmp_path / "out").items():
+        assert any(set(lines) <= share for share in shares), name  # each part file is one subtask's
 
 
 def test_execute_and_collect_with_checkpointing_sees_every_record_once_despite_failures(

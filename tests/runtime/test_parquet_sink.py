@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 import random
+import re
 from typing import Any, Callable, Optional
 
 import pytest
@@ -21,7 +22,7 @@ from streamkernel.common import Configuration, Types, WatermarkStrategy
 from streamkernel.common.serialization import BulkWriter, BulkWriterFactory
 from streamkernel.common.types import Row
 from streamkernel.datastream import StreamExecutionEnvironment
-from streamkernel.datastream.connectors import FileSink, FileSource, OutputFileConfig
+from streamkernel.datastream.connectors import BucketAssigner, FileSink, FileSource, OutputFileConfig
 from streamkernel.datastream.formats.csv import CsvBulkWriters, CsvReaderFormat, CsvSchema
 from streamkernel.datastream.formats.parquet import ParquetBulkWriters, ParquetColumnarRowInputFormat
 from streamkernel.errors import UserFunctionError
@@ -43,7 +44,17 @@ RECORDS = [Row(id=i, word=f"w{i}") for i in range(40)]
 
 def parquet_sink(path: pathlib.Path, row_type: Any = ROW) -> FileSink:
     return (FileSink.for_bulk_format(str(path), ParquetBulkWriters.for_row_type(row_type))
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
             .with_output_file_config(OutputFileConfig.builder().with_part_suffix(".parquet").build()).build())
+
+
+UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+
+
+def first_committed_file(path: pathlib.Path) -> pathlib.Path:
+    """The committed part file 0 directly under ``path`` (one bucket), named as Flink 2.x names it."""
+    [file] = [f for f in path.iterdir() if re.fullmatch(rf"part-{UUID}-0(\.parquet)?", f.name)]
+    return file
 
 
 def sink_harness(sink: Any, **kwargs: Any) -> Any:
@@ -70,18 +81,20 @@ def as_pairs(rows: list) -> list[tuple]:
 def test_part_files_roll_at_every_checkpoint_and_appear_when_it_completes(tmp_path: pathlib.Path) -> None:
     h = sink_harness(parquet_sink(tmp_path), configuration=CHECKPOINTING)
     h.process(RECORDS[:10])
-    assert hidden(tmp_path) == [".part-0-0.parquet.inprogress"] and committed(tmp_path) == []
+    [in_progress] = hidden(tmp_path)
+    assert re.fullmatch(rf"\.part-{UUID}-0\.parquet\.inprogress\.{UUID}", in_progress) and committed(tmp_path) == []
     h.operator.snapshot_state(1)  # rolled: complete, pending
     h.process(RECORDS[10:15])
     assert committed(tmp_path) == []
     h.operator.notify_checkpoint_complete(1)
     assert committed(tmp_path) == as_pairs(RECORDS[:10])
-    assert pq.ParquetFile(str(tmp_path / "part-0-0.parquet")).metadata.num_rows == 10
+    assert pq.ParquetFile(str(first_committed_file(tmp_path))).metadata.num_rows == 10
     h.operator.snapshot_state(2)
     h.operator.snapshot_state(3)  # nothing written in between: no empty part file
     h.operator.notify_checkpoint_complete(3)
     assert committed(tmp_path) == as_pairs(RECORDS[:15])
-    assert sorted(f.name for f in tmp_path.iterdir()) == ["part-0-0.parquet", "part-0-1.parquet"]
+    [uid] = {re.sub(r"-\d+\.parquet$", "", f.name) for f in tmp_path.iterdir()}  # one bucket: part-<uuid>
+    assert sorted(f.name for f in tmp_path.iterdir()) == [f"{uid}-0.parquet", f"{uid}-1.parquet"]
     h.finish().close()
     assert hidden(tmp_path) == []
 
@@ -228,13 +241,14 @@ def test_csv_bulk_writer_round_trips_through_the_csv_source(tmp_path: pathlib.Pa
               .add_array_column("tags", "|", Types.INT()).add_boolean_column("ok").set_use_header().build())
     rows = [Row(id=1, name='a, "quoted"', tags=[1, 2], ok=True), Row(id=2, name="b", tags=[], ok=False),
             Row(id=None, name="", tags=None, ok=None)]
-    h = sink_harness(FileSink.for_bulk_format(str(tmp_path), CsvBulkWriters.for_schema(schema)).build(),
+    h = sink_harness(FileSink.for_bulk_format(str(tmp_path), CsvBulkWriters.for_schema(schema))
+                     .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build(),
                      configuration=CHECKPOINTING)
     h.process(rows[:2])
     h.operator.snapshot_state(1)
     h.operator.notify_checkpoint_complete(1)
     h.process(rows[2:]).finish().close()
-    assert (tmp_path / "part-0-0").read_text().splitlines() == ["id,name,tags,ok", '1,"a, ""quoted""",1|2,true',
+    assert first_committed_file(tmp_path).read_text().splitlines() == ["id,name,tags,ok", '1,"a, ""quoted""",1|2,true',
                                                                  "2,b,,false"]
     source = FileSource.for_record_stream_format(CsvReaderFormat.for_schema(schema), str(tmp_path)).build()
     reader = harness.OperatorHarness(OperatorSpec("source", None, {"source": source, "watermark_strategy": None}),
@@ -259,9 +273,10 @@ def test_a_bulk_writer_factory_of_your_own(tmp_path: pathlib.Path) -> None:
         def create(self, stream: Any) -> BulkWriter:
             return Upper(stream)
 
-    h = sink_harness(FileSink.for_bulk_format(str(tmp_path), UpperFactory()).build())
+    h = sink_harness(FileSink.for_bulk_format(str(tmp_path), UpperFactory())
+                     .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
     h.process(["a", "b"]).finish().close()
-    assert (tmp_path / "part-0-0").read_text() == "A\nB\nEND\n"
+    assert first_committed_file(tmp_path).read_text() == "A\nB\nEND\n"
 
 
 # ------------------------------------------------------------------ end to end

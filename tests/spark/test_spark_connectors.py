@@ -18,6 +18,7 @@ import decimal
 import importlib.util
 import os
 import pathlib
+import re
 import sys
 import threading
 from typing import Any
@@ -30,7 +31,12 @@ pytest.importorskip("pyarrow")
 from streamkernel.common import Configuration, Types, WatermarkStrategy  # noqa: E402
 from streamkernel.common.types import Row  # noqa: E402
 from streamkernel.datastream import StreamExecutionEnvironment  # noqa: E402
-from streamkernel.datastream.connectors import FileSink, OutputFileConfig, SparkDataFrameSource  # noqa: E402
+from streamkernel.datastream.connectors import (  # noqa: E402
+    BucketAssigner,
+    FileSink,
+    OutputFileConfig,
+    SparkDataFrameSource,
+)
 from streamkernel.datastream.formats.parquet import ParquetBulkWriters  # noqa: E402
 from streamkernel.errors import InvalidProgramError  # noqa: E402
 from streamkernel.graph.transformations import OperatorSpec  # noqa: E402
@@ -76,6 +82,7 @@ def nothing_left_behind() -> Any:
 
 def parquet_sink(path: pathlib.Path) -> FileSink:
     return (FileSink.for_bulk_format(str(path), ParquetBulkWriters.for_row_type(ROW))
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
             .with_output_file_config(OutputFileConfig.builder().with_part_suffix(".parquet").build()).build())
 
 
@@ -89,12 +96,14 @@ def test_spark_reads_only_committed_part_files_while_the_sink_runs(spark: Any, t
                                 configuration={"execution.checkpointing.interval": "1 s"})
     h.process([record(i) for i in range(10)])
     h.operator.snapshot_state(1)
-    h.operator.notify_checkpoint_complete(1)  # part-0-0 committed
+    h.operator.notify_checkpoint_complete(1)  # part-<uuid>-0 committed
     h.process([record(i) for i in range(10, 15)])
-    h.operator.snapshot_state(2)  # part-0-1 complete but pending: its checkpoint has not completed
+    h.operator.snapshot_state(2)  # part 1 complete but pending: its checkpoint has not completed
     h.process([record(i) for i in range(15, 18)])  # in progress
-    assert sorted(os.listdir(tmp_path)) == [".part-0-1.parquet.inprogress", ".part-0-2.parquet.inprogress",
-                                            "part-0-0.parquet"]
+    uuid = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    names = sorted(os.listdir(tmp_path))  # Flink 2.x names: part-<bucket uuid>-<counter>.parquet
+    assert [re.sub(uuid, "U", name) for name in names] == [".part-U-1.parquet.inprogress.U",
+                                                           ".part-U-2.parquet.inprogress.U", "part-U-0.parquet"]
     assert spark_ids(spark, tmp_path) == list(range(10))
     h.operator.notify_checkpoint_complete(2)
     assert spark_ids(spark, tmp_path) == list(range(15))

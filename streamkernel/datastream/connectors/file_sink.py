@@ -1,18 +1,24 @@
 """File sinks: PyFlink's ``FileSink`` (row and bulk formats) and a CSV sink.
 
 ``FileSink.for_row_format(base_path, Encoder.simple_string_encoder()).build()`` writes
-each sink subtask's records into *part files* under ``base_path``, named
-``<prefix>-<subtask>-<n><suffix>`` (``part-0-0``, ``part-0-1`` ... by default; set with
-:class:`OutputFileConfig`). A part file is first written *in progress* (a hidden
-``.part-0-0.inprogress`` file), rolled by the :class:`RollingPolicy` (size, age,
-inactivity, or at every checkpoint), and only then *committed*: renamed to its final
-name. Committing happens at the end of a bounded input and when a checkpoint completes,
-so readers of ``base_path`` only ever see complete files (Flink's two-phase commit). With
-checkpointing the sink is exactly-once: after any number of failures, each restoring the
-latest checkpoint, the committed files hold exactly the lines of a run without failures
-(a restored subtask commits what the checkpoint had pending, cuts its in-progress file
-back to it, and removes the part files it wrote after it). Without checkpointing it is
-at-least-once: a restarted job starts over and writes again what was already committed.
+each sink subtask's records into *part files* in *buckets*, sub-directories of
+``base_path`` (by default one per hour of processing time, ``yyyy-MM-dd--HH`` in the local
+time zone, as Flink's DateTimeBucketAssigner; ``BucketAssigner.base_path_bucket_assigner()``
+writes into ``base_path`` itself). As in Flink 2.x, a part file is named
+``<prefix>-<uuid>-<counter><suffix>`` (``part-5c2b...-0`` by default; prefix and suffix set
+with :class:`OutputFileConfig`): each bucket a subtask opens gets a random UUID and counts
+its part files from 0. A part file is first written *in progress* (a hidden
+``.part-<uuid>-0.inprogress.<uuid>`` file), rolled by the :class:`RollingPolicy` (before a
+record when it is larger than ``part_size``; by age or inactivity on a timer; or at every
+checkpoint), then *pending*, and only *committed* (renamed to its final name) when the
+checkpoint that saw it completes, or at the end of a bounded input: without checkpointing
+rolled files stay pending until the input ends, as in Flink. So readers of ``base_path``
+only ever see complete files (Flink's two-phase commit). With checkpointing the sink is
+exactly-once: after any number of failures, each restoring the latest checkpoint, the
+committed files hold exactly the lines of a run without failures (a restored subtask
+commits what the checkpoint had pending, cuts its in-progress file back to it, and removes
+the part files written after it). Without checkpointing a restarted job starts over: what a
+subtask committed at its end of input before the failure is written again.
 
 ``FileSink.for_bulk_format(base_path, writer_factory).build()`` writes each part file with
 a bulk writer (``ParquetBulkWriters.for_row_type(row_type)``,
@@ -24,14 +30,9 @@ checkpointing every committed part file is a complete file (a Parquet file that
 and are ignored by Spark, pyarrow and this project's FileSource). Without checkpointing a
 bulk sink commits only at the end of a bounded input.
 
-Differences from Flink, on purpose: the default bucket assigner writes straight into
-``base_path`` (Flink's default makes hourly ``yyyy-MM-dd--HH`` sub-directories; ask for
-them with ``BucketAssigner.date_time_bucket_assigner()``); part files are named by
-subtask index instead of a random writer id; without checkpointing a rolled part file is
-committed at once (Flink would leave it pending forever); what is left at the end of a
-bounded input is committed when the sink finishes (Flink 2.x commits it with a final
-checkpoint), so a job that fails after that before any checkpoint completed may write it
-twice.
+Difference from Flink: what is left at the end of a bounded input is committed when the
+sink subtask finishes (Flink 2.x commits it with a final checkpoint); a restore from an
+earlier checkpoint removes it again.
 
 :class:`CsvSink` (a streamkernel extra) writes records as CSV rows, as Flink's old
 ``writeAsCsv``: one file ``path`` at parallelism 1, else a directory ``path`` holding one
@@ -106,8 +107,10 @@ class OutputFileConfigBuilder:
 class RollingPolicy:
     """When the in-progress part file is closed and a new one started (PyFlink's RollingPolicy).
 
-    ``default_rolling_policy``: at ``part_size`` bytes, after ``rollover_interval`` ms
-    since the file was opened, or after ``inactivity_interval`` ms without writes;
+    ``default_rolling_policy``: before a record once the file holds more than ``part_size``
+    bytes (and at a checkpoint then), after ``rollover_interval`` ms since the file was
+    opened, or after ``inactivity_interval`` ms without writes (checked every bucket check
+    interval), as Flink's DefaultRollingPolicy;
     ``on_checkpoint_rolling_policy``: at every checkpoint only.
     """
 
@@ -133,10 +136,18 @@ class RollingPolicy:
         """Roll at every checkpoint (and at the end of input) only."""
         return RollingPolicy(None, None, None, True)
 
-    def should_roll(self, size: int, opened_ms: int, last_write_ms: int, now_ms: int) -> bool:
-        """True if a part file of ``size`` bytes, opened and last written at those times, rolls now."""
-        return ((self.part_size is not None and size >= self.part_size)
-                or (self.rollover_interval is not None and now_ms - opened_ms >= self.rollover_interval)
+    def should_roll_on_event(self, size: int) -> bool:
+        """True if a part file of ``size`` bytes rolls before the next record is written to it
+        (Flink's DefaultRollingPolicy: its size exceeds ``part_size``)."""
+        return self.part_size is not None and size > self.part_size
+
+    def should_roll_on_checkpoint(self, size: int) -> bool:
+        """True if a part file of ``size`` bytes rolls at a checkpoint (always, on checkpoint)."""
+        return self.roll_on_checkpoint or (self.part_size is not None and size > self.part_size)
+
+    def should_roll_on_processing_time(self, opened_ms: int, last_write_ms: int, now_ms: int) -> bool:
+        """True if a part file opened and last written at those times is too old or inactive now."""
+        return ((self.rollover_interval is not None and now_ms - opened_ms >= self.rollover_interval)
                 or (self.inactivity_interval is not None and now_ms - last_write_ms >= self.inactivity_interval))
 
     def __repr__(self) -> str:
@@ -167,13 +178,14 @@ class BucketAssigner:
 
     @staticmethod
     def base_path_bucket_assigner() -> "BucketAssigner":
-        """Everything straight into the base path (streamkernel's default)."""
+        """Everything straight into the base path."""
         return BucketAssigner("base_path")
 
     @staticmethod
     def date_time_bucket_assigner(format_str: str = "yyyy-MM-dd--HH",
                                   timezone_id: Optional[str] = None) -> "BucketAssigner":
-        """One sub-directory per processing-time period, named by ``format_str`` (Java pattern)."""
+        """One sub-directory per processing-time period, named by ``format_str`` (Java pattern) in
+        the local time zone or ``timezone_id``: the default (``yyyy-MM-dd--HH``, hourly)."""
         if not isinstance(format_str, str) or not format_str:
             raise InvalidProgramError(f"date_time_bucket_assigner: format_str must be a non-empty str, "
                                       f"got {format_str!r}")
@@ -245,7 +257,7 @@ class _FileSinkBuilder:
             raise InvalidProgramError(f"FileSink.{self._method}: base_path must be a path, got {base_path!r}")
         self._base_path = os.fspath(base_path)
         self._output_file_config = OutputFileConfig()
-        self._bucket_assigner = BucketAssigner.base_path_bucket_assigner()
+        self._bucket_assigner = BucketAssigner.date_time_bucket_assigner()  # Flink's default
         self._bucket_check_interval = 60 * 1000
 
     def with_output_file_config(self, output_file_config: OutputFileConfig) -> Any:

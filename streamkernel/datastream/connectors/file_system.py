@@ -1,7 +1,9 @@
 """File sources (and, re-exported, the file sink), as PyFlink's ``connectors.file_system``.
 
 ``FileSource.for_record_stream_format(StreamFormat.text_line_format(), path).build()``
-reads every line of the given files (or of all files under the given directories) once;
+reads every line of the given files (or of all files under the given directories,
+recursively) once, skipping hidden files and directories (names starting with ``.`` or
+``_``, as Flink's DefaultFileFilter, given paths too: a FileSink's in-progress files);
 ``.monitor_continuously(Duration.of_seconds(1))`` keeps watching the directories for new
 files, which makes the source unbounded. Each file is a split; source subtasks share them.
 

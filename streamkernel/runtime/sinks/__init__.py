@@ -40,7 +40,7 @@ def create_sink_writer(sink: Any, context: OperatorContext) -> BatchSinkWriter:
 
         return FileSinkWriter(sink, context)
     if isinstance(sink, CsvSink):
-        from streamkernel.runtime.sinks.files import CsvSinkWriter
+        from streamkernel.runtime.sinks.csv_sink import CsvSinkWriter
 
         return CsvSinkWriter(sink, context)
     if callable(getattr(sink, "create_writer", None)):

@@ -1,7 +1,8 @@
 """Reader of a FileSource: the records of this subtask's file splits, read with the source's format.
 
 Files: each given path that is a file, and every file under each given directory
-(recursively; hidden files, those starting with ``.`` or ``_``, are skipped as Flink does).
+(recursively; hidden files and directories, those starting with ``.`` or ``_``, are skipped
+as Flink's DefaultFileFilter does, given paths too).
 A **format reader** (:class:`FormatReader`: text lines here, CSV in ``csv``, Parquet in
 ``parquet``) cuts each file into splits (a whole file; a Parquet row group) and reads a
 split from any record on. Each split is read whole by one subtask:
@@ -50,10 +51,18 @@ FORMAT_READERS = {
 }
 
 
+def _hidden(path: str) -> bool:
+    """Flink's DefaultFileFilter: a name starting with ``.`` or ``_`` is hidden."""
+    return os.path.basename(os.path.abspath(path)).startswith((".", "_"))
+
+
 def list_files(paths: tuple[str, ...]) -> list[str]:
-    """Every file under ``paths`` (files as given, directories recursively), sorted, no hidden files."""
+    """Every file under ``paths`` (files as given, directories recursively), sorted, no hidden
+    files or directories (also when given: Flink's enumerators filter the paths themselves)."""
     found: set[str] = set()
     for path in paths:
+        if _hidden(path):
+            continue
         if os.path.isdir(path):
             for root, dirs, files in os.walk(path):
                 dirs[:] = [d for d in dirs if not d.startswith((".", "_"))]
