@@ -1,0 +1,320 @@
+"""Typed boundaries: a batch of records converted as PyFlink converts values of a declared type.
+
+In PyFlink an operator with an ``output_type`` (and a source with a ``type_info``) encodes
+each record with the type's coder and the next operator decodes it, so what the next
+function, a sink or ``execute_and_collect`` sees is the value *after* that round trip:
+
+- ``Types.FLOAT()`` is 32 bits: ``1/3`` comes back as ``0.3333333432674408``;
+- ``DOUBLE`` turns ints into floats (``2`` -> ``2.0``); ``BOOLEAN`` gives bools; ``INT``,
+  ``BYTE``, ``SHORT``, ``LONG`` give ints (``True`` -> ``1``) and fail when out of range
+  or not integral (``1.5``); ``BIG_INT`` is PyFlink's 64-bit ``LONG`` coder;
+- ``SQL_DATE`` keeps the date; ``SQL_TIME`` and ``SQL_TIMESTAMP`` keep milliseconds
+  (``12:34:56.789123`` -> ``12:34:56.789``) and drop a time zone, as PyFlink's coders;
+- arrays and lists convert their elements, maps their keys and values, rows and tuples their
+  fields (a Row keeps its field names); None stays None inside rows and tuples.
+
+:func:`batch_converter` gives the conversion of a whole batch (``list`` -> ``list``), or None
+when the type needs none (``PICKLED_BYTE_ARRAY``, no declared type, ``STRING``): the untyped
+path costs nothing. Numbers convert in one C call per batch (an ``array`` round trip).
+A value the type cannot hold raises :class:`TypeMismatch`; :func:`first_mismatch` finds the
+record that caused it, so the runtime can name it.
+
+>>> from streamkernel.common.typeinfo import Types
+>>> batch_converter(Types.FLOAT())([1 / 3, 2])
+[0.3333333432674408, 2.0]
+>>> batch_converter(Types.TUPLE([Types.STRING(), Types.FLOAT()]))([("a", 0.1)])
+[('a', 0.10000000149011612)]
+>>> batch_converter(Types.PICKLED_BYTE_ARRAY()) is None
+True
+"""
+
+from __future__ import annotations
+
+import datetime
+from array import array
+from decimal import Decimal
+from typing import Any, Callable, Optional
+
+from streamkernel.common.typeinfo.basic import (
+    BasicType,
+    BasicTypeInfo,
+    DateTypeInfo,
+    TimestampTypeInfo,
+    TimeTypeInfo,
+)
+from streamkernel.common.typeinfo.composite import (
+    MapTypeInfo,
+    RowTypeInfo,
+    TupleTypeInfo,
+    _ElementTypeInfo,
+)
+
+__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "collect_converter", "first_mismatch"]
+
+BatchConverter = Callable[[list], list]
+
+
+class TypeMismatch(ValueError):
+    """A value that the declared type cannot hold (out of range, wrong kind, None)."""
+
+
+# array typecodes of the fixed-size numbers: the array round trip checks range and kind in C
+# (PyFlink's coder of BIG_INT is its LONG coder: 64 bits)
+_ARRAY_CODES = {BasicType.BYTE: "b", BasicType.SHORT: "h", BasicType.INT: "i", BasicType.LONG: "q",
+                BasicType.BIG_INT: "q", BasicType.FLOAT: "f", BasicType.DOUBLE: "d"}
+_RANGES = {"B": "0..255", "b": "-128..127", "h": "-32768..32767", "i": "-2147483648..2147483647",
+           "q": "-9223372036854775808..9223372036854775807"}
+
+
+def batch_converter(type_info: Any) -> Optional[BatchConverter]:
+    """The conversion of a batch of records of ``type_info``; None when values pass unchanged."""
+    if isinstance(type_info, BasicTypeInfo):
+        basic = type_info._basic_type
+        code = _ARRAY_CODES.get(basic)
+        if code is not None:
+            return _numbers(code, type_info)
+        if basic is BasicType.BOOLEAN:
+            return _booleans
+        if basic is BasicType.BIG_DEC:
+            return _decimals
+        return None  # STRING, CHAR, INSTANT: the value itself
+    if isinstance(type_info, DateTypeInfo):
+        return _temporal(_date, type_info)
+    if isinstance(type_info, TimeTypeInfo):
+        return _temporal(_time, type_info)
+    if isinstance(type_info, TimestampTypeInfo):
+        return _temporal(_timestamp, type_info)
+    if isinstance(type_info, _ElementTypeInfo):
+        element = batch_converter(type_info.get_element_type())
+        return _lists(element)
+    if isinstance(type_info, MapTypeInfo):
+        return _maps(batch_converter(type_info.get_key_type()), batch_converter(type_info.get_value_type()))
+    if isinstance(type_info, RowTypeInfo):
+        return _rows(type_info)
+    if isinstance(type_info, TupleTypeInfo):
+        return _tuples(type_info)
+    return None
+
+
+def first_mismatch(convert: BatchConverter, values: list) -> tuple[int, Exception]:
+    """The index of the first record of ``values`` that ``convert`` rejects, and its error."""
+    for i, value in enumerate(values):
+        try:
+            convert([value])
+        except Exception as exc:  # noqa: BLE001 - any failure of the conversion names the record
+            return i, exc
+    raise AssertionError("the batch failed to convert but no single record does")  # pragma: no cover
+
+
+def _numbers(code: str, type_info: Any) -> BatchConverter:
+    integral = code not in "fd"
+
+    def convert(values: list) -> list:
+        try:
+            try:
+                return array(code, values).tolist()
+            except TypeError:
+                if not integral:
+                    raise
+                # PyFlink's coder takes int(value) of a float (1.5 -> 1) or a Decimal, as Cython does
+                return array(code, [_integral(v, type_info) for v in values]).tolist()
+        except (TypeError, OverflowError) as exc:
+            raise TypeMismatch(_number_problem(code, type_info, values, exc)) from None
+    return convert
+
+
+def _integral(value: Any, type_info: Any) -> int:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (str, bytes)) or not hasattr(type(value), "__int__"):
+        raise TypeMismatch(f"{type_info!r} needs an int, got {type(value).__name__} {_short(value)}")
+    try:
+        return int(value)
+    except (ValueError, OverflowError):  # NaN, infinity
+        raise TypeMismatch(f"{type_info!r} needs an int, got {_short(value)}") from None
+
+
+def _number_problem(code: str, type_info: Any, values: list, exc: Exception) -> str:
+    for value in values:
+        try:
+            array(code, [_integral(value, type_info) if code not in "fd" else value])
+        except OverflowError:
+            return f"{value!r} is out of the range of {type_info!r} ({_RANGES[code]})"
+        except TypeError:
+            return f"{type_info!r} needs a number, got {type(value).__name__} {_short(value)}"
+    return str(exc)  # pragma: no cover
+
+
+def _booleans(values: list) -> list:
+    # PyFlink writes a bool as an unsigned byte and reads it back as ``not not byte``
+    return [bool(v) for v in _BYTES(values)]
+
+
+_BYTES = _numbers("B", BasicTypeInfo(BasicType.BOOLEAN))
+
+
+def _date(v: Any) -> datetime.date:
+    return datetime.date.fromordinal(v.toordinal())
+
+
+def _time(v: Any) -> datetime.time:
+    return datetime.time(v.hour, v.minute, v.second, v.microsecond // 1000 * 1000)
+
+
+def _timestamp(v: Any) -> datetime.datetime:
+    return datetime.datetime(v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond // 1000 * 1000)
+
+
+def _temporal(convert_one: Callable[[Any], Any], type_info: Any) -> BatchConverter:
+    """Dates as days, times and timestamps in milliseconds (PyFlink's coders; time zones dropped)."""
+    def convert(values: list) -> list:
+        try:
+            return list(map(convert_one, values))
+        except (AttributeError, TypeError, ValueError):
+            for value in values:
+                try:
+                    convert_one(value)
+                except (AttributeError, TypeError, ValueError):
+                    raise TypeMismatch(f"{type_info!r} needs a {_TEMPORAL_NAMES[convert_one]}, "
+                                       f"got {type(value).__name__} {_short(value)}") from None
+            raise  # pragma: no cover
+    return convert
+
+
+_TEMPORAL_NAMES = {_date: "datetime.date", _time: "datetime.time", _timestamp: "datetime.datetime"}
+
+
+def _decimals(values: list) -> list:
+    out = []
+    for value in values:
+        if not isinstance(value, (Decimal, int, float)) or isinstance(value, bool):
+            raise TypeMismatch(f"BigDecimal needs a decimal.Decimal, got {type(value).__name__} {_short(value)}")
+        out.append(Decimal(str(value)))  # PyFlink's coder sends str(value) to java.math.BigDecimal
+    return out
+
+
+def _not_none(values: list, what: str) -> None:
+    if None in values:
+        raise TypeMismatch(f"{what} cannot be None")
+
+
+def _lists(element: Optional[BatchConverter]) -> BatchConverter:
+    def convert(values: list) -> list:
+        out = []
+        for value in values:
+            if not isinstance(value, (list, tuple)):
+                raise TypeMismatch(f"an array or list needs a list, got {type(value).__name__} {_short(value)}")
+            out.append(element(list(value)) if element is not None else list(value))
+        return out
+    return convert
+
+
+def _maps(keys: Optional[BatchConverter], items: Optional[BatchConverter]) -> BatchConverter:
+    def convert(values: list) -> list:
+        out = []
+        for value in values:
+            if not isinstance(value, dict):
+                raise TypeMismatch(f"a map needs a dict, got {type(value).__name__} {_short(value)}")
+            ks = keys(list(value)) if keys is not None else list(value)
+            vs = items(list(value.values())) if items is not None else list(value.values())
+            out.append(dict(zip(ks, vs)))
+        return out
+    return convert
+
+
+def _columns(field_types: list, values: list, what: str) -> list:
+    """The fields of ``values`` (tuples of ``len(field_types)`` fields) as converted columns."""
+    arity = len(field_types)
+    for value in values:
+        if len(value) != arity:
+            raise TypeMismatch(f"{what} has {arity} fields, got {len(value)}: {_short(value)}")
+    columns = list(zip(*values)) if values else [()] * arity
+    out = []
+    for field_type, column in zip(field_types, columns):
+        convert = batch_converter(field_type)
+        if convert is None:
+            out.append(column)
+            continue
+        present = [v for v in column if v is not None]
+        if len(present) == len(column):
+            out.append(convert(list(column)))
+        else:  # None stays None (Flink's row/tuple null mask)
+            it = iter(convert(present))
+            out.append([None if v is None else next(it) for v in column])
+    return out
+
+
+def _rows(type_info: RowTypeInfo) -> BatchConverter:
+    from streamkernel.common.types import Row, RowKind, _create_row
+
+    field_types = type_info.get_field_types()
+    names = type_info.get_field_names()
+    explicit = type_info._explicit_names
+
+    def fields(value: Any) -> tuple:
+        if isinstance(value, Row):
+            if value._fields is not None and explicit:
+                return tuple(value[n] for n in names)
+            return tuple(value)
+        if isinstance(value, (tuple, list)):
+            return tuple(value)
+        raise TypeMismatch(f"{type_info!r} needs a Row, got {type(value).__name__} {_short(value)}")
+
+    def convert(values: list) -> list:
+        _not_none(values, f"a record of {type_info!r}")
+        rows = [fields(v) for v in values]
+        kinds = [v.get_row_kind() if isinstance(v, Row) else RowKind.INSERT for v in values]
+        columns = _columns(field_types, rows, repr(type_info))
+        return [_create_row(names, tuple(fs), kind) for fs, kind in zip(zip(*columns), kinds)] if values else []
+    return convert
+
+
+def _tuples(type_info: TupleTypeInfo) -> BatchConverter:
+    field_types = type_info.get_field_types()
+
+    def convert(values: list) -> list:
+        _not_none(values, f"a record of {type_info!r}")
+        for value in values:
+            if not isinstance(value, (tuple, list)):
+                raise TypeMismatch(f"{type_info!r} needs a tuple, got {type(value).__name__} {_short(value)}")
+        columns = _columns(field_types, values, repr(type_info))
+        return list(zip(*columns)) if values else []
+    return convert
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def collect_converter(type_info: Any) -> Optional[Callable[[Any], Any]]:
+    """How ``execute_and_collect`` hands out a record of ``type_info`` (None: as it is).
+
+    PyFlink collects through Java: a ``Types.FLOAT()`` value reaches Python as the double
+    of its Java text (``Float.toString``), so ``1/3`` is collected as ``0.33333334``, not
+    ``0.3333333432674408``; the same for FLOAT fields of rows and tuples.
+    """
+    if isinstance(type_info, BasicTypeInfo) and type_info._basic_type is BasicType.FLOAT:
+        from streamkernel.common.typeinfo.text import java_string
+
+        return lambda v: v if v is None else float(java_string(v, type_info))
+    if isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
+        fields = [collect_converter(t) for t in type_info.get_field_types()]
+        if not any(fields):
+            return None
+        plan = list(enumerate(fields))
+
+        def convert(record: Any) -> Any:
+            if record is None:
+                return None
+            values = list(record)
+            for i, field in plan:
+                if field is not None and i < len(values) and values[i] is not None:
+                    values[i] = field(values[i])
+            if isinstance(type_info, TupleTypeInfo):
+                return tuple(values)
+            from streamkernel.common.types import _create_row
+
+            return _create_row(record._fields, values, record.get_row_kind())
+        return convert
+    return None
