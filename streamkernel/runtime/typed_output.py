@@ -84,7 +84,8 @@ def typed_output(inner: Output, operator: Any, type_info: Any, has_side_outputs:
     (``Source.emits_produced_type``, e.g. NumberSequenceSource's ints) is not converted.
     """
     source = operator.spec.params.get("source") if operator.spec.kind == "source" else None
-    if getattr(source, "emits_produced_type", False) and source.get_produced_type() == type_info:
+    if source is not None and getattr(source, "emits_produced_type", False) \
+            and source.get_produced_type() == type_info:
         type_info = None
     convert = batch_converter(type_info)
     if convert is None and not has_side_outputs:

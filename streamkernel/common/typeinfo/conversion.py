@@ -44,6 +44,7 @@ from streamkernel.common.typeinfo.basic import (
 )
 from streamkernel.common.typeinfo.composite import (
     MapTypeInfo,
+    PrimitiveArrayTypeInfo,
     RowTypeInfo,
     TupleTypeInfo,
     _ElementTypeInfo,
@@ -77,16 +78,21 @@ def batch_converter(type_info: Any) -> Optional[BatchConverter]:
             return _booleans
         if basic is BasicType.BIG_DEC:
             return _decimals
-        return None  # STRING, CHAR, INSTANT: the value itself
+        if basic is BasicType.STRING:
+            return _strings
+        return None  # CHAR, INSTANT: the value itself
     if isinstance(type_info, DateTypeInfo):
         return _temporal(_date, type_info)
     if isinstance(type_info, TimeTypeInfo):
         return _temporal(_time, type_info)
     if isinstance(type_info, TimestampTypeInfo):
         return _temporal(_timestamp, type_info)
-    if isinstance(type_info, _ElementTypeInfo):
-        element = batch_converter(type_info.get_element_type())
-        return _lists(element)
+    if isinstance(type_info, PrimitiveArrayTypeInfo):
+        if type_info.get_element_type() == BasicTypeInfo(BasicType.BYTE):
+            return None  # bytes (PyFlink's BinaryCoder)
+        return _lists(batch_converter(type_info.get_element_type()), False)
+    if isinstance(type_info, _ElementTypeInfo):  # basic/object arrays and lists: elements may be None
+        return _lists(batch_converter(type_info.get_element_type()), True)
     if isinstance(type_info, MapTypeInfo):
         return _maps(batch_converter(type_info.get_key_type()), batch_converter(type_info.get_value_type()))
     if isinstance(type_info, RowTypeInfo):
@@ -153,6 +159,13 @@ def _booleans(values: list) -> list:
 _BYTES = _numbers("B", BasicTypeInfo(BasicType.BOOLEAN))
 
 
+def _strings(values: list) -> list:
+    if not set(map(type, values)) <= {str}:
+        bad = next(v for v in values if not isinstance(v, str))
+        raise TypeMismatch(f"String needs a str, got {type(bad).__name__} {_short(bad)}")
+    return values
+
+
 def _date(v: Any) -> datetime.date:
     return datetime.date.fromordinal(v.toordinal())
 
@@ -181,7 +194,7 @@ def _temporal(convert_one: Callable[[Any], Any], type_info: Any) -> BatchConvert
     return convert
 
 
-_TEMPORAL_NAMES = {_date: "datetime.date", _time: "datetime.time", _timestamp: "datetime.datetime"}
+_TEMPORAL_NAMES: dict[Callable[[Any], Any], str] = {_date: "datetime.date", _time: "datetime.time", _timestamp: "datetime.datetime"}
 
 
 def _decimals(values: list) -> list:
@@ -198,13 +211,24 @@ def _not_none(values: list, what: str) -> None:
         raise TypeMismatch(f"{what} cannot be None")
 
 
-def _lists(element: Optional[BatchConverter]) -> BatchConverter:
+def _or_none(convert: BatchConverter, values: list) -> list:
+    """``convert(values)`` where None stays None (a null element, field or map value)."""
+    if None not in values:
+        return convert(values)
+    it = iter(convert([v for v in values if v is not None]))
+    return [None if v is None else next(it) for v in values]
+
+
+def _lists(element: Optional[BatchConverter], nullable: bool) -> BatchConverter:
     def convert(values: list) -> list:
         out = []
         for value in values:
             if not isinstance(value, (list, tuple)):
                 raise TypeMismatch(f"an array or list needs a list, got {type(value).__name__} {_short(value)}")
-            out.append(element(list(value)) if element is not None else list(value))
+            if element is None:
+                out.append(list(value))
+            else:
+                out.append(_or_none(element, list(value)) if nullable else element(list(value)))
         return out
     return convert
 
@@ -216,7 +240,7 @@ def _maps(keys: Optional[BatchConverter], items: Optional[BatchConverter]) -> Ba
             if not isinstance(value, dict):
                 raise TypeMismatch(f"a map needs a dict, got {type(value).__name__} {_short(value)}")
             ks = keys(list(value)) if keys is not None else list(value)
-            vs = items(list(value.values())) if items is not None else list(value.values())
+            vs = _or_none(items, list(value.values())) if items is not None else list(value.values())
             out.append(dict(zip(ks, vs)))
         return out
     return convert
@@ -229,18 +253,13 @@ def _columns(field_types: list, values: list, what: str) -> list:
         if len(value) != arity:
             raise TypeMismatch(f"{what} has {arity} fields, got {len(value)}: {_short(value)}")
     columns = list(zip(*values)) if values else [()] * arity
-    out = []
+    out: list = []
     for field_type, column in zip(field_types, columns):
         convert = batch_converter(field_type)
         if convert is None:
             out.append(column)
             continue
-        present = [v for v in column if v is not None]
-        if len(present) == len(column):
-            out.append(convert(list(column)))
-        else:  # None stays None (Flink's row/tuple null mask)
-            it = iter(convert(present))
-            out.append([None if v is None else next(it) for v in column])
+        out.append(_or_none(convert, list(column)))  # None stays None (the row/tuple null mask)
     return out
 
 
@@ -277,6 +296,9 @@ def _tuples(type_info: TupleTypeInfo) -> BatchConverter:
         for value in values:
             if not isinstance(value, (tuple, list)):
                 raise TypeMismatch(f"{type_info!r} needs a tuple, got {type(value).__name__} {_short(value)}")
+        for value in values:
+            if None in value:
+                raise TypeMismatch(f"a field of {type_info!r} cannot be None (a Row's can): {_short(value)}")
         columns = _columns(field_types, values, repr(type_info))
         return list(zip(*columns)) if values else []
     return convert
@@ -290,31 +312,51 @@ def _short(value: Any) -> str:
 def collect_converter(type_info: Any) -> Optional[Callable[[Any], Any]]:
     """How ``execute_and_collect`` hands out a record of ``type_info`` (None: as it is).
 
-    PyFlink collects through Java: a ``Types.FLOAT()`` value reaches Python as the double
-    of its Java text (``Float.toString``), so ``1/3`` is collected as ``0.33333334``, not
-    ``0.3333333432674408``; the same for FLOAT fields of rows and tuples.
+    PyFlink collects through Java objects: a ``Types.FLOAT()`` value reaches Python as the
+    double of its Java text (``Float.toString``), so ``1/3`` is collected as ``0.33333334``,
+    not ``0.3333333432674408`` (also inside rows, tuples, arrays, lists and maps), and a
+    ``SQL_TIME`` loses its milliseconds (``java.sql.Time.toLocalTime``).
     """
     if isinstance(type_info, BasicTypeInfo) and type_info._basic_type is BasicType.FLOAT:
         from streamkernel.common.typeinfo.text import java_string
 
         return lambda v: v if v is None else float(java_string(v, type_info))
-    if isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
-        fields = [collect_converter(t) for t in type_info.get_field_types()]
-        if not any(fields):
+    if isinstance(type_info, TimeTypeInfo):
+        return lambda v: v if v is None else v.replace(microsecond=0)
+    if isinstance(type_info, _ElementTypeInfo):
+        element = collect_converter(type_info.get_element_type())
+        if element is None:
             return None
-        plan = list(enumerate(fields))
-
-        def convert(record: Any) -> Any:
-            if record is None:
-                return None
-            values = list(record)
-            for i, field in plan:
-                if field is not None and i < len(values) and values[i] is not None:
-                    values[i] = field(values[i])
-            if isinstance(type_info, TupleTypeInfo):
-                return tuple(values)
-            from streamkernel.common.types import _create_row
-
-            return _create_row(record._fields, values, record.get_row_kind())
-        return convert
+        return lambda v: v if v is None else [None if e is None else element(e) for e in v]
+    if isinstance(type_info, MapTypeInfo):
+        key, item = collect_converter(type_info.get_key_type()), collect_converter(type_info.get_value_type())
+        if key is None and item is None:
+            return None
+        key_of = key or (lambda k: k)
+        item_of = item or (lambda x: x)
+        return lambda v: v if v is None else {key_of(k): None if x is None else item_of(x) for k, x in v.items()}
+    if isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
+        return _collect_fields(type_info)
     return None
+
+
+def _collect_fields(type_info: Any) -> Optional[Callable[[Any], Any]]:
+    fields = [collect_converter(t) for t in type_info.get_field_types()]
+    if not any(fields):
+        return None
+    plan = [(i, f) for i, f in enumerate(fields) if f is not None]
+    is_tuple = isinstance(type_info, TupleTypeInfo)
+
+    def convert(record: Any) -> Any:
+        if record is None:
+            return None
+        values = list(record)
+        for i, field in plan:
+            if i < len(values) and values[i] is not None:
+                values[i] = field(values[i])
+        if is_tuple:
+            return tuple(values)
+        from streamkernel.common.types import _create_row
+
+        return _create_row(record._fields, values, record.get_row_kind())
+    return convert

@@ -19,7 +19,6 @@ CASES = [
     ("FLOAT", Types.FLOAT(), FLOATS),
     ("DOUBLE", Types.DOUBLE(), [1 / 3, 1e10, 1e-5, 2, 0.001, 1e7]),
     ("STRING", Types.STRING(), ["hi"]),
-    ("BIG_INT", Types.BIG_INT(), [2 ** 40]),
     ("BIG_DEC", Types.BIG_DEC(), [Decimal("1.50"), Decimal("1E+3")]),
     ("SQL_DATE", Types.SQL_DATE(), [datetime.date(2024, 1, 2)]),
     ("LIST_FLOAT", Types.LIST(Types.FLOAT()), [[1 / 3, 2.5]]),
