@@ -246,61 +246,69 @@ def _maps(keys: Optional[BatchConverter], items: Optional[BatchConverter]) -> Ba
     return convert
 
 
-def _columns(field_types: list, values: list, what: str) -> list:
-    """The fields of ``values`` (tuples of ``len(field_types)`` fields) as converted columns."""
-    arity = len(field_types)
-    for value in values:
-        if len(value) != arity:
-            raise TypeMismatch(f"{what} has {arity} fields, got {len(value)}: {_short(value)}")
+def _columns(converters: list, values: list, what: str) -> list:
+    """The fields of ``values`` (sequences of ``len(converters)`` fields) as converted columns."""
+    arity = len(converters)
+    if set(map(len, values)) - {arity}:
+        bad = next(v for v in values if len(v) != arity)
+        raise TypeMismatch(f"{what} has {arity} fields, got {len(bad)}: {_short(bad)}")
     columns = list(zip(*values)) if values else [()] * arity
-    out: list = []
-    for field_type, column in zip(field_types, columns):
-        convert = batch_converter(field_type)
-        if convert is None:
-            out.append(column)
-            continue
-        out.append(_or_none(convert, list(column)))  # None stays None (the row/tuple null mask)
-    return out
+    return [column if convert is None else _or_none(convert, list(column))  # None stays None (null mask)
+            for convert, column in zip(converters, columns)]
 
 
 def _rows(type_info: RowTypeInfo) -> BatchConverter:
-    from streamkernel.common.types import Row, RowKind, _create_row
+    from streamkernel.common.types import Row, RowKind
 
-    field_types = type_info.get_field_types()
+    converters = [batch_converter(t) for t in type_info.get_field_types()]
     names = type_info.get_field_names()
     explicit = type_info._explicit_names
+    insert = RowKind.INSERT
+    new_row, set_slot = Row.__new__, object.__setattr__
 
-    def fields(value: Any) -> tuple:
-        if isinstance(value, Row):
+    def fields(value: Any) -> Any:
+        if type(value) is Row or isinstance(value, Row):
             if value._fields is not None and explicit:
-                return tuple(value[n] for n in names)
-            return tuple(value)
+                return [value[n] for n in names]
+            return value._values
         if isinstance(value, (tuple, list)):
-            return tuple(value)
+            return value
         raise TypeMismatch(f"{type_info!r} needs a Row, got {type(value).__name__} {_short(value)}")
 
+    def make(values: tuple, kind: RowKind) -> Row:  # a named Row, built without Row.__init__'s checks
+        row = new_row(Row)
+        set_slot(row, "_fields", list(names))
+        set_slot(row, "_values", list(values))
+        set_slot(row, "_row_kind", kind)
+        set_slot(row, "_from_dict", False)
+        return row
+
     def convert(values: list) -> list:
+        if not values:
+            return []
         _not_none(values, f"a record of {type_info!r}")
-        rows = [fields(v) for v in values]
-        kinds = [v.get_row_kind() if isinstance(v, Row) else RowKind.INSERT for v in values]
-        columns = _columns(field_types, rows, repr(type_info))
-        return [_create_row(names, tuple(fs), kind) for fs, kind in zip(zip(*columns), kinds)] if values else []
+        columns = _columns(converters, list(map(fields, values)), repr(type_info))
+        kinds = [getattr(v, "_row_kind", insert) for v in values]
+        return list(map(make, zip(*columns), kinds))
     return convert
 
 
 def _tuples(type_info: TupleTypeInfo) -> BatchConverter:
-    field_types = type_info.get_field_types()
+    converters = [batch_converter(t) for t in type_info.get_field_types()]
 
     def convert(values: list) -> list:
+        if not values:
+            return []
         _not_none(values, f"a record of {type_info!r}")
-        for value in values:
-            if not isinstance(value, (tuple, list)):
-                raise TypeMismatch(f"{type_info!r} needs a tuple, got {type(value).__name__} {_short(value)}")
-        for value in values:
-            if None in value:
-                raise TypeMismatch(f"a field of {type_info!r} cannot be None (a Row's can): {_short(value)}")
-        columns = _columns(field_types, values, repr(type_info))
-        return list(zip(*columns)) if values else []
+        if not set(map(type, values)) <= {tuple, list}:
+            bad = next(v for v in values if not isinstance(v, (tuple, list)))
+            raise TypeMismatch(f"{type_info!r} needs a tuple, got {type(bad).__name__} {_short(bad)}")
+        columns = _columns(converters, values, repr(type_info))
+        for column in columns:
+            if None in column:
+                bad = next(v for v in values if None in v)
+                raise TypeMismatch(f"a field of {type_info!r} cannot be None (a Row's can): {_short(bad)}")
+        return list(zip(*columns))
     return convert
 
 
