@@ -143,7 +143,7 @@ class OperatorChain:
                 if edge.source_id == node.id:
                     self._route(edge, network_output(edge), main, side)
             self.outputs[node.id] = typed_output(self._combine(main, side), self.operators[node.id],
-                                                 node.output_type, bool(side))
+                                                 node.output_type, side)
 
     @staticmethod
     def _route(edge: StreamEdge, out: Output, main: list[Output], side: dict[Any, list[Output]]) -> None:

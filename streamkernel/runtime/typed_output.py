@@ -12,7 +12,7 @@ and the type, as PyFlink fails the job when its coder cannot encode the record.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from streamkernel.common.typeinfo.conversion import BatchConverter, batch_converter, first_mismatch
 from streamkernel.runtime.operators.contexts import describe_record
@@ -77,8 +77,8 @@ class TypedOutput:
             f"which its output type {type_info!r} cannot hold: {problem}")
 
 
-def typed_output(inner: Output, operator: Any, type_info: Any, has_side_outputs: bool) -> Output:
-    """``inner`` wrapped in a :class:`TypedOutput` when ``type_info`` (or a side output) converts values.
+def typed_output(inner: Output, operator: Any, type_info: Any, side_tags: Iterable[Any] = ()) -> Output:
+    """``inner`` wrapped in a :class:`TypedOutput` when ``type_info`` (or a side output's) converts values.
 
     A source whose records already are values of its own produced type
     (``Source.emits_produced_type``, e.g. NumberSequenceSource's ints) is not converted.
@@ -88,6 +88,6 @@ def typed_output(inner: Output, operator: Any, type_info: Any, has_side_outputs:
             and source.get_produced_type() == type_info:
         type_info = None
     convert = batch_converter(type_info)
-    if convert is None and not has_side_outputs:
+    if convert is None and not any(batch_converter(getattr(tag, "type_info", None)) for tag in side_tags):
         return inner
     return TypedOutput(inner, convert, operator, type_info)

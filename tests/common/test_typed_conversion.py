@@ -8,6 +8,7 @@ import pytest
 
 from streamkernel.common import Row, Types
 from streamkernel.common.typeinfo.conversion import TypeMismatch, batch_converter, first_mismatch
+from streamkernel.datastream import OutputTag
 from streamkernel.graph.transformations import OperatorSpec
 from streamkernel.runtime.chain import NO_OUTPUT
 from streamkernel.runtime.typed_output import TypedOutput, typed_output
@@ -21,13 +22,14 @@ class _Operator:
     spec = OperatorSpec("map", None, {})
 
 
-def test_untyped_and_string_outputs_are_not_wrapped():
+def test_untyped_outputs_are_not_wrapped():
     # pickled records (no declared type) pass without any per-record or per-batch step
     assert batch_converter(None) is None
     assert batch_converter(Types.PICKLED_BYTE_ARRAY()) is None
-    assert typed_output(NO_OUTPUT, _Operator(), None, False) is NO_OUTPUT
-    assert typed_output(NO_OUTPUT, _Operator(), Types.PICKLED_BYTE_ARRAY(), False) is NO_OUTPUT
-    assert isinstance(typed_output(NO_OUTPUT, _Operator(), Types.FLOAT(), False), TypedOutput)
+    assert typed_output(NO_OUTPUT, _Operator(), None) is NO_OUTPUT
+    assert typed_output(NO_OUTPUT, _Operator(), Types.PICKLED_BYTE_ARRAY(), [OutputTag("x")]) is NO_OUTPUT
+    assert isinstance(typed_output(NO_OUTPUT, _Operator(), Types.FLOAT()), TypedOutput)
+    assert isinstance(typed_output(NO_OUTPUT, _Operator(), None, [OutputTag("x", Types.INT())]), TypedOutput)
 
 
 def test_a_batch_converts_in_one_go_and_keeps_nones_of_row_fields():
