@@ -48,3 +48,13 @@ def test_first_mismatch_names_the_record():
         convert([1, 2, 70000, 3])
     index, problem = first_mismatch(convert, [1, 2, 70000, 3])
     assert index == 2 and "Short" in str(problem)
+
+
+def test_a_source_emitting_its_own_produced_type_is_not_converted():
+    from streamkernel.datastream.connectors.number_seq import NumberSequenceSource
+
+    class _Source:
+        spec = OperatorSpec("source", None, {"source": NumberSequenceSource(1, 10)})
+
+    assert typed_output(NO_OUTPUT, _Source(), Types.LONG()) is NO_OUTPUT  # ints already, no per-batch pass
+    assert isinstance(typed_output(NO_OUTPUT, _Source(), Types.INT()), TypedOutput)  # a declared narrower type
