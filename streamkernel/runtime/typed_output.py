@@ -25,13 +25,15 @@ __all__ = ["TypedOutput", "typed_output"]
 class TypedOutput:
     """Converts every batch to the declared type before handing it to ``inner``."""
 
-    __slots__ = ("inner", "convert", "operator", "type_info", "_side")
+    __slots__ = ("inner", "convert", "operator", "type_info", "strict", "_side")
 
-    def __init__(self, inner: Output, convert: Optional[BatchConverter], operator: Any, type_info: Any) -> None:
+    def __init__(self, inner: Output, convert: Optional[BatchConverter], operator: Any, type_info: Any,
+                 strict: bool = True) -> None:
         self.inner = inner
         self.convert = convert
         self.operator = operator
         self.type_info = type_info
+        self.strict = strict
         self._side: dict[Any, Optional[BatchConverter]] = {}
 
     def emit(self, values: list, timestamps: Optional[list]) -> None:
@@ -49,7 +51,7 @@ class TypedOutput:
         try:
             convert = self._side[tag]
         except KeyError:
-            convert = self._side[tag] = batch_converter(getattr(tag, "type_info", None))
+            convert = self._side[tag] = batch_converter(getattr(tag, "type_info", None), self.strict)
         if convert is not None:
             try:
                 values = convert(values)
@@ -87,7 +89,8 @@ def typed_output(inner: Output, operator: Any, type_info: Any, side_tags: Iterab
     if source is not None and getattr(source, "emits_produced_type", False) \
             and source.get_produced_type() == type_info:
         type_info = None
-    convert = batch_converter(type_info)
+    strict = source is None  # a function's result must be a Row for a ROW type (PyFlink's coder)
+    convert = batch_converter(type_info, strict)
     if convert is None and not any(batch_converter(getattr(tag, "type_info", None)) for tag in side_tags):
         return inner
-    return TypedOutput(inner, convert, operator, type_info)
+    return TypedOutput(inner, convert, operator, type_info, strict)

@@ -245,3 +245,19 @@ def test_execute_and_collect_gives_floats_as_java_text_and_times_without_millise
     rows = env.from_collection([0]).map(lambda _: Row(*record), output_type=Types.ROW(types))
     collected = list(rows.execute_and_collect())
     assert collected == [Row(**{f"f{i}": v for i, v in enumerate(expected)})]
+
+
+def test_a_function_result_of_a_row_type_must_be_a_row_with_the_types_names():
+    # PyFlink's Row coder takes value.get_fields_by_names(type's names): a tuple has no such
+    # method, a Row with other names fails, a Row with the names in another order is reordered
+    with pytest.raises(JobExecutionError, match="operator 'Typed Map'.*needs a Row, got tuple"):
+        collect([("a", 1)], Types.ROW([Types.STRING(), Types.INT()]))
+    with pytest.raises(JobExecutionError, match=r"operator 'Typed Map'.*fields \['f0', 'f1'\] of .* are missing from the Row's fields"):
+        collect([Row(word="a", count=1)], Types.ROW([Types.STRING(), Types.INT()]))
+    reordered = collect([Row(word="a", count=1)], Types.ROW_NAMED(["count", "word"], [Types.INT(), Types.STRING()]))
+    assert [tuple(r) for r in reordered] == [(1, "a")] and reordered[0].count == 1
+    # from_collection takes tuples for a ROW type (PyFlink converts its elements in Python)
+    env = StreamExecutionEnvironment.get_execution_environment()
+    rows = list(env.from_collection([("a", 1.5)], Types.ROW([Types.STRING(), Types.FLOAT()])).map(
+        lambda r: r).execute_and_collect())
+    assert rows == [Row(f0="a", f1=1.5)]

@@ -67,8 +67,14 @@ _RANGES = {"B": "0..255", "b": "-128..127", "h": "-32768..32767", "i": "-2147483
            "q": "-9223372036854775808..9223372036854775807"}
 
 
-def batch_converter(type_info: Any) -> Optional[BatchConverter]:
-    """The conversion of a batch of records of ``type_info``; None when values pass unchanged."""
+def batch_converter(type_info: Any, strict_rows: bool = False) -> Optional[BatchConverter]:
+    """The conversion of a batch of records of ``type_info``; None when values pass unchanged.
+
+    With ``strict_rows`` (what an operator's output goes through in PyFlink: its Row coder),
+    a ``ROW`` value must be a :class:`Row`, and a Row with field names must have the type's
+    names; without it (elements of ``from_collection``, records of a source) a tuple or a
+    list is taken field by field too.
+    """
     if isinstance(type_info, BasicTypeInfo):
         basic = type_info._basic_type
         code = _ARRAY_CODES.get(basic)
@@ -90,15 +96,16 @@ def batch_converter(type_info: Any) -> Optional[BatchConverter]:
     if isinstance(type_info, PrimitiveArrayTypeInfo):
         if type_info.get_element_type() == BasicTypeInfo(BasicType.BYTE):
             return None  # bytes (PyFlink's BinaryCoder)
-        return _lists(batch_converter(type_info.get_element_type()), False)
+        return _lists(batch_converter(type_info.get_element_type(), strict_rows), False)
     if isinstance(type_info, _ElementTypeInfo):  # basic/object arrays and lists: elements may be None
-        return _lists(batch_converter(type_info.get_element_type()), True)
+        return _lists(batch_converter(type_info.get_element_type(), strict_rows), True)
     if isinstance(type_info, MapTypeInfo):
-        return _maps(batch_converter(type_info.get_key_type()), batch_converter(type_info.get_value_type()))
+        return _maps(batch_converter(type_info.get_key_type(), strict_rows),
+                     batch_converter(type_info.get_value_type(), strict_rows))
     if isinstance(type_info, RowTypeInfo):
-        return _rows(type_info)
+        return _rows(type_info, strict_rows)
     if isinstance(type_info, TupleTypeInfo):
-        return _tuples(type_info)
+        return _tuples(type_info, strict_rows)
     return None
 
 
@@ -257,10 +264,10 @@ def _columns(converters: list, values: list, what: str) -> list:
             for convert, column in zip(converters, columns)]
 
 
-def _rows(type_info: RowTypeInfo) -> BatchConverter:
+def _rows(type_info: RowTypeInfo, strict: bool) -> BatchConverter:
     from streamkernel.common.types import Row, RowKind
 
-    converters = [batch_converter(t) for t in type_info.get_field_types()]
+    converters = [batch_converter(t, strict) for t in type_info.get_field_types()]
     names = type_info.get_field_names()
     explicit = type_info._explicit_names
     insert = RowKind.INSERT
@@ -268,10 +275,16 @@ def _rows(type_info: RowTypeInfo) -> BatchConverter:
 
     def fields(value: Any) -> Any:
         if type(value) is Row or isinstance(value, Row):
-            if value._fields is not None and explicit:
+            if value._fields is None or value._fields == names:
+                return value._values
+            if strict or explicit:  # PyFlink's Row.get_fields_by_names
+                missing = [n for n in names if n not in value._fields]
+                if missing:
+                    raise TypeMismatch(f"the fields {missing} of {type_info!r} are missing from the Row's "
+                                       f"fields {value._fields}")
                 return [value[n] for n in names]
             return value._values
-        if isinstance(value, (tuple, list)):
+        if isinstance(value, (tuple, list)) and not strict:
             return value
         raise TypeMismatch(f"{type_info!r} needs a Row, got {type(value).__name__} {_short(value)}")
 
@@ -293,8 +306,8 @@ def _rows(type_info: RowTypeInfo) -> BatchConverter:
     return convert
 
 
-def _tuples(type_info: TupleTypeInfo) -> BatchConverter:
-    converters = [batch_converter(t) for t in type_info.get_field_types()]
+def _tuples(type_info: TupleTypeInfo, strict: bool) -> BatchConverter:
+    converters = [batch_converter(t, strict) for t in type_info.get_field_types()]
 
     def convert(values: list) -> list:
         if not values:
