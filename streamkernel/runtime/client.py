@@ -151,9 +151,9 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
     returns a list of at most ``limit`` records and cancels the rest of the job (PyFlink).
     A transient cluster is stopped before the iterator's last ``next()`` (or ``close()``)
     returns, so nothing of it is left once the results were read. Records come out as
-    PyFlink's collect gives them (``conversion.collect_converter``: FLOAT via Java's text).
+    PyFlink's collect gives them (``typeinfo.collected``: FLOAT via Java's text).
     """
-    from streamkernel.common.typeinfo.conversion import collect_converter
+    from streamkernel.common.typeinfo.collected import collect_converter
     from streamkernel.datastream.closeable_iterator import CloseableIterator
     from streamkernel.datastream.connectors.collect import CollectSink
 

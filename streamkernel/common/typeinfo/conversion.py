@@ -6,18 +6,21 @@ function, a sink or ``execute_and_collect`` sees is the value *after* that round
 
 - ``Types.FLOAT()`` is 32 bits: ``1/3`` comes back as ``0.3333333432674408``;
 - ``DOUBLE`` turns ints into floats (``2`` -> ``2.0``); ``BOOLEAN`` gives bools; ``INT``,
-  ``BYTE``, ``SHORT``, ``LONG`` give ints (``True`` -> ``1``) and fail when out of range
-  or not integral (``1.5``); ``BIG_INT`` is PyFlink's 64-bit ``LONG`` coder;
+  ``BYTE``, ``SHORT``, ``LONG`` give ints, ``int()`` of a float or bool (``1.5`` -> ``1``,
+  as Cython converts), and fail out of range; ``BIG_INT`` is PyFlink's 64-bit ``LONG``
+  coder; ``STRING`` needs a str; ``CHAR`` and ``INSTANT`` pass unchanged;
 - ``SQL_DATE`` keeps the date; ``SQL_TIME`` and ``SQL_TIMESTAMP`` keep milliseconds
   (``12:34:56.789123`` -> ``12:34:56.789``) and drop a time zone, as PyFlink's coders;
 - arrays and lists convert their elements, maps their keys and values, rows and tuples their
-  fields (a Row keeps its field names); None stays None inside rows and tuples.
+  fields (a Row gets the type's field names); None may be a Row field, a map value or an
+  element of a list or basic array, never a record, a tuple field or a primitive array's element.
 
 :func:`batch_converter` gives the conversion of a whole batch (``list`` -> ``list``), or None
-when the type needs none (``PICKLED_BYTE_ARRAY``, no declared type, ``STRING``): the untyped
-path costs nothing. Numbers convert in one C call per batch (an ``array`` round trip).
-A value the type cannot hold raises :class:`TypeMismatch`; :func:`first_mismatch` finds the
-record that caused it, so the runtime can name it.
+when the type needs none (``PICKLED_BYTE_ARRAY``, no declared type): the untyped path costs
+nothing. Numbers convert in one C call per batch (an ``array`` round trip), rows and tuples
+column by column. A value the type cannot hold raises :class:`TypeMismatch`;
+:func:`first_mismatch` finds the record that caused it, so the runtime can name it.
+:mod:`~streamkernel.common.typeinfo.collected` is what ``execute_and_collect`` does on top.
 
 >>> from streamkernel.common.typeinfo import Types
 >>> batch_converter(Types.FLOAT())([1 / 3, 2])
@@ -50,7 +53,7 @@ from streamkernel.common.typeinfo.composite import (
     _ElementTypeInfo,
 )
 
-__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "collect_converter", "first_mismatch"]
+__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "first_mismatch"]
 
 BatchConverter = Callable[[list], list]
 
@@ -328,56 +331,3 @@ def _tuples(type_info: TupleTypeInfo, strict: bool) -> BatchConverter:
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-def collect_converter(type_info: Any) -> Optional[Callable[[Any], Any]]:
-    """How ``execute_and_collect`` hands out a record of ``type_info`` (None: as it is).
-
-    PyFlink collects through Java objects: a ``Types.FLOAT()`` value reaches Python as the
-    double of its Java text (``Float.toString``), so ``1/3`` is collected as ``0.33333334``,
-    not ``0.3333333432674408`` (also inside rows, tuples, arrays, lists and maps), and a
-    ``SQL_TIME`` loses its milliseconds (``java.sql.Time.toLocalTime``).
-    """
-    if isinstance(type_info, BasicTypeInfo) and type_info._basic_type is BasicType.FLOAT:
-        from streamkernel.common.typeinfo.text import java_string
-
-        return lambda v: v if v is None else float(java_string(v, type_info))
-    if isinstance(type_info, TimeTypeInfo):
-        return lambda v: v if v is None else v.replace(microsecond=0)
-    if isinstance(type_info, _ElementTypeInfo):
-        element = collect_converter(type_info.get_element_type())
-        if element is None:
-            return None
-        return lambda v: v if v is None else [None if e is None else element(e) for e in v]
-    if isinstance(type_info, MapTypeInfo):
-        key, item = collect_converter(type_info.get_key_type()), collect_converter(type_info.get_value_type())
-        if key is None and item is None:
-            return None
-        key_of = key or (lambda k: k)
-        item_of = item or (lambda x: x)
-        return lambda v: v if v is None else {key_of(k): None if x is None else item_of(x) for k, x in v.items()}
-    if isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
-        return _collect_fields(type_info)
-    return None
-
-
-def _collect_fields(type_info: Any) -> Optional[Callable[[Any], Any]]:
-    fields = [collect_converter(t) for t in type_info.get_field_types()]
-    if not any(fields):
-        return None
-    plan = [(i, f) for i, f in enumerate(fields) if f is not None]
-    is_tuple = isinstance(type_info, TupleTypeInfo)
-
-    def convert(record: Any) -> Any:
-        if record is None:
-            return None
-        values = list(record)
-        for i, field in plan:
-            if i < len(values) and values[i] is not None:
-                values[i] = field(values[i])
-        if is_tuple:
-            return tuple(values)
-        from streamkernel.common.types import _create_row
-
-        return _create_row(record._fields, values, record.get_row_kind())
-    return convert
