@@ -248,7 +248,7 @@ def test_execute_and_collect_gives_floats_as_java_text_and_times_without_millise
 
 
 def test_a_function_result_of_a_row_type_must_be_a_row_with_the_types_names():
-    # PyFlink's Row coder takes value.get_fields_by_names(type's names): a tuple has no such
+    # PyFlink's Row coder takes value.get_fields_by_names(type's names) (all three seen under PyFlink 2.3): a tuple has no such
     # method, a Row with other names fails, a Row with the names in another order is reordered
     with pytest.raises(JobExecutionError, match="operator 'Typed Map'.*needs a Row, got tuple"):
         collect([("a", 1)], Types.ROW([Types.STRING(), Types.INT()]))
