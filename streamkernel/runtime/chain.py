@@ -6,6 +6,8 @@ operator (a direct call: no buffer, no copy, no thread hand-over — what chaini
 :class:`RecordWriterOutput` into the network for a non-chained edge, or a
 :class:`RouterOutput` when an operator feeds several places (forks, side outputs).
 Watermarks follow the same links, so every downstream operator sees each watermark once.
+An operator with a declared output type converts its batches as PyFlink's coders do
+(:class:`~streamkernel.runtime.typed_output.TypedOutput`) before any of them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any, Callable, Iterable, Optional
 from streamkernel.graph.stream_graph import StreamEdge, StreamNode
 from streamkernel.runtime.operators.base import Output, StreamOperator
 from streamkernel.runtime.records import Watermark, WatermarkStatus
+from streamkernel.runtime.typed_output import typed_output
 
 __all__ = ["ChainingOutput", "RecordWriterOutput", "RouterOutput", "OperatorChain", "NO_OUTPUT"]
 
@@ -139,7 +142,8 @@ class OperatorChain:
             for edge in network_edges:
                 if edge.source_id == node.id:
                     self._route(edge, network_output(edge), main, side)
-            self.outputs[node.id] = self._combine(main, side)
+            self.outputs[node.id] = typed_output(self._combine(main, side), self.operators[node.id],
+                                                 node.output_type, side)
 
     @staticmethod
     def _route(edge: StreamEdge, out: Output, main: list[Output], side: dict[Any, list[Output]]) -> None:

@@ -150,8 +150,10 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
     JobExecutionError if it failed; closing it cancels a still running job. With ``limit``,
     returns a list of at most ``limit`` records and cancels the rest of the job (PyFlink).
     A transient cluster is stopped before the iterator's last ``next()`` (or ``close()``)
-    returns, so nothing of it is left once the results were read.
+    returns, so nothing of it is left once the results were read. Records come out as
+    PyFlink's collect gives them (``typeinfo.collected``: FLOAT via Java's text).
     """
+    from streamkernel.common.typeinfo.collected import collect_converter
     from streamkernel.datastream.closeable_iterator import CloseableIterator
     from streamkernel.datastream.connectors.collect import CollectSink
 
@@ -195,9 +197,11 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
             if ended:
                 stop_transient(only_when_ended=True)
 
+    convert = collect_converter(data_stream.get_type())
+
     def job_records() -> Any:
         try:
-            yield from buffer
+            yield from (buffer if convert is None else map(convert, buffer))
         except Exception:
             if not closed.is_set():
                 raise  # the JobExecutionError set by on_status, its cause chained

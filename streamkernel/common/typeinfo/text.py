@@ -178,11 +178,39 @@ def _java_float(f: float) -> str:
     f32 = struct.unpack("f", packed)[0]
     if math.isnan(f32) or math.isinf(f32) or f32 == 0.0:
         return _java_decimal(f32, repr(f32))
+    if f32.is_integer() and abs(f32) < 2.0 ** 63:
+        return _java_decimal(f32, _jdk17_integral_float_digits(int(f32)))
     for precision in range(1, 10):
         digits = f"{f32:.{precision}g}"
         if struct.pack("f", float(digits)) == packed:
             return _java_decimal(f32, digits)
     return _java_decimal(f32, repr(f32))  # pragma: no cover - 9 digits always round-trip
+
+
+# FloatingDecimal.insignificantDigitsNumber of JDK 11/17 (the JDKs Flink 2.x runs on)
+_INSIGNIFICANT_DIGITS = (0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7,
+                         8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 11, 11, 11, 12, 12, 12, 12, 13, 13, 13, 14, 14, 14,
+                         15, 15, 15, 15, 16, 16, 16, 17, 17, 17, 18, 18, 18, 19)
+
+
+def _jdk17_integral_float_digits(value: int) -> str:
+    """The digits JDK 17's ``Float.toString`` prints for a whole float below 2^63.
+
+    Before JDK 19 such floats take FloatingDecimal's "long" path, which keeps more digits
+    than the shortest form: ``123456792f`` prints ``1.23456792E8`` (JDK 19+: ``1.2345679E8``).
+    """
+    magnitude = abs(value)
+    bin_exp = magnitude.bit_length() - 1
+    p2 = bin_exp - 24 - 1  # binExp - nSignificantBits - 1
+    insignificant = _INSIGNIFICANT_DIGITS[p2] if 1 < p2 < len(_INSIGNIFICANT_DIGITS) else 0
+    exponent = 0
+    if insignificant:
+        pow10 = 10 ** insignificant
+        magnitude, residue = divmod(magnitude, pow10)
+        exponent = insignificant
+        if residue >= pow10 // 2:
+            magnitude += 1
+    return f"{'-' if value < 0 else ''}{magnitude}E{exponent}"
 
 
 def _java_decimal(value: float, shortest: str) -> str:

@@ -25,6 +25,9 @@ class Source:
 
     #: the name Flink gives the source operator when none is passed
     default_name: str = "Source"
+    #: True when every record the source reads already is a value of its ``get_produced_type()``
+    #: as PyFlink gives it (no conversion at the source's typed boundary)
+    emits_produced_type: bool = False
 
     def get_boundedness(self) -> Boundedness:
         """BOUNDED if the source ends by itself."""

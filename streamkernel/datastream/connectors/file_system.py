@@ -45,8 +45,10 @@ class StreamFormat:
         return StreamFormat("text_line", charset_name)
 
     def get_produced_type(self) -> Any:
-        """The type of the records read (None: not declared, as for text lines)."""
-        return None
+        """The type of the records read: ``Types.STRING()`` for text lines, as Flink's TextLineInputFormat."""
+        from streamkernel.common.typeinfo import Types
+
+        return Types.STRING() if self.kind == "text_line" else None
 
     def __repr__(self) -> str:
         return f"StreamFormat.{self.kind}_format({self.charset_name!r})"
@@ -94,7 +96,6 @@ class FileSource(Source):
     def get_produced_type(self) -> Any:
         """The type of the records read, as the format declares it (None when unknown)."""
         return self.stream_format.get_produced_type()
-
     def get_boundedness(self) -> Boundedness:
         """BOUNDED for a static file set, CONTINUOUS_UNBOUNDED when monitoring."""
         if self.discovery_interval_ms is None:

@@ -6,6 +6,7 @@ bounded and replayable (a split's position is just the next number).
 
 from __future__ import annotations
 
+from streamkernel.common.typeinfo import TypeInformation, Types
 from streamkernel.datastream.connectors.base import Boundedness, Source
 from streamkernel.errors import InvalidProgramError
 
@@ -20,6 +21,7 @@ class NumberSequenceSource(Source):
     """
 
     default_name = "Sequence Source"
+    emits_produced_type = True  # Python ints within the range of a Java long
 
     def __init__(self, start: int, end: int) -> None:
         for arg, value in (("start", start), ("end", end)):
@@ -34,6 +36,10 @@ class NumberSequenceSource(Source):
     def count(self) -> int:
         """How many numbers the source emits."""
         return self.end - self.start + 1
+
+    def get_produced_type(self) -> TypeInformation:
+        """``Types.LONG()``, as Flink's NumberSequenceSource (``ds.get_type()`` says ``Long``)."""
+        return Types.LONG()
 
     def get_boundedness(self) -> Boundedness:
         """Always BOUNDED."""
