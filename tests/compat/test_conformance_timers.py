@@ -17,8 +17,10 @@ fires nothing). Hence, for one watermark advance:
 
 The expectations are computed by :func:`rounds` from the program's script of timers, and by
 :func:`continuous_firings_with_lateness` for the ContinuousEventTimeTrigger windows (whose
-cleanup deletes the interval timer registered in the same round). Checked against real
-PyFlink 2.3 with ``scripts/compare_with_pyflink.py --ordered`` on this program's output.
+cleanup deletes the interval timer registered in the same round). Real PyFlink 2.3 prints
+the same lines (``scripts/compare_with_pyflink.py``), the ``timer`` lines in the same order.
+Timers of different keys at one timestamp fire in PyFlink in the order of Java's heap of key
+groups, not in registration order: the program gives each key its own timestamps.
 """
 
 from __future__ import annotations
