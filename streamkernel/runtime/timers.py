@@ -12,11 +12,25 @@
   a non-keyed operator): a timer remembers ``key_context.current_key`` when registered, and
   before it fires the service sets ``current_key`` and ``current_namespace`` back. Timers
   are unique per (key, namespace, timestamp), as in Flink. ``advance_watermark(ts)`` fires
-  every event-time timer <= ts in timestamp order — including timers that callbacks register
-  at or below ``ts`` while it runs, as Flink does. ``snapshot()`` /
+  every event-time timer <= ts in rounds, as PyFlink does (see "Firing rounds" below).
+  ``snapshot()`` /
   ``restore(snapshots, key_group_range, max_parallelism)`` work by key group like keyed state.
 * :class:`KeyedTimerService` ``(internal)``: PyFlink's ``TimerService`` for user functions
   (the VOID namespace).
+
+Firing rounds (PyFlink's rule). In PyFlink the Java operator keeps a Python function's timers
+and fires them; what the function registers or deletes reaches Java asynchronously and is
+applied only between firing rounds (AbstractPythonFunctionOperator.advanceWatermark: drain the
+registrations, fire every due timer, finish the bundle, drain, fire again ... until a round
+fires nothing). So a round fires the timers that were registered when it began, in timestamp
+order, and the registrations and deletions the callbacks make during a round take effect when
+it ends, in the order made: a timer registered at or below the watermark fires in a later round
+of the same advance; a timer deleted during the round while it is still due in that round
+fires anyway; re-registering a timer that fires in this round fires it again in the next one.
+Processing-time timers work the same way: one round per callback of the ProcessingTimeService.
+During a round the four register/delete methods are replaced by instance attributes that
+record the operation (:meth:`InternalTimerService._fire_round`), so registering outside a
+round costs nothing extra.
 
 Why buckets, a heap of timestamps and lazy deletion: registration is the frequent operation
 (window operators register a timer per record), so a known timer costs one dict operation
@@ -94,14 +108,13 @@ class _TimerQueue:
     A timer tuple is also the fired :class:`InternalTimer`'s content (no re-packing).
     """
 
-    __slots__ = ("heap", "buckets", "live", "stale", "firing")
+    __slots__ = ("heap", "buckets", "live", "stale")
 
     def __init__(self) -> None:
         self.heap: List[int] = []
         self.buckets: Dict[int, list] = {}
         self.live: Dict[Tuple[int, Any, Any], None] = {}
         self.stale = 0  # deleted timers still sitting in buckets
-        self.firing = False
 
     def add(self, timer: Tuple[int, Any, Any]) -> bool:
         """Register ``timer``; False if it already exists."""
@@ -123,39 +136,27 @@ class _TimerQueue:
         if self.live.pop(timer, _ABSENT) is _ABSENT:
             return
         self.stale += 1
-        if self.stale > _COMPACT_MIN_STALE and self.stale > len(self.live) and not self.firing:
+        if self.stale > _COMPACT_MIN_STALE and self.stale > len(self.live):
             buckets: Dict[int, list] = {}
             for live_timer in self.live:
                 buckets.setdefault(live_timer[0], []).append(live_timer)
             self.buckets, self.heap, self.stale = buckets, list(buckets), 0
             heapq.heapify(self.heap)
 
-    def fire_due(self, limit: int, context: Any, fire: Callable[[InternalTimer], Any]) -> None:
-        """Fire every live timer with timestamp <= ``limit``, in timestamp order, including
-        timers registered meanwhile by ``fire`` at or below ``limit``."""
+    def pop_due(self, limit: int) -> List[Tuple[int, Any, Any]]:
+        """Remove and return the live timers with timestamp <= ``limit``, in firing order
+        (timestamp, then registration order): the timers of one firing round."""
         heap, buckets, live = self.heap, self.buckets, self.live
-        heappop, make_timer = heapq.heappop, tuple.__new__
-        self.firing = True  # no heap rebuild while we hold references into it
-        try:
-            # Per fired timer: one dict pop (dedup/deletion check), a C-level InternalTimer,
-            # the callback; heap work is per distinct timestamp only.
-            while heap and heap[0] <= limit:
-                timestamp = heappop(heap)
-                bucket = buckets[timestamp]  # stays findable: same-time registrations append
-                index = 0
-                while index < len(bucket):
-                    timer = bucket[index]
-                    index += 1
-                    if live.pop(timer, _ABSENT) is _ABSENT:  # deleted (or a duplicate entry)
-                        self.stale -= 1
-                        continue
-                    if context is not None:
-                        context.current_key = timer[1]
-                        context.current_namespace = timer[2]
-                    fire(make_timer(InternalTimer, timer))
-                del buckets[timestamp]
-        finally:
-            self.firing = False
+        heappop, pop = heapq.heappop, live.pop
+        due: List[Tuple[int, Any, Any]] = []
+        # Heap work is per distinct timestamp; per timer one dict pop (dedup/deletion check).
+        while heap and heap[0] <= limit:
+            for timer in buckets.pop(heappop(heap)):
+                if pop(timer, _ABSENT) is _ABSENT:  # deleted (or a duplicate entry)
+                    self.stale -= 1
+                else:
+                    due.append(timer)
+        return due
 
     def earliest(self) -> Optional[int]:
         """The timestamp of the earliest live timer, or None (drops buckets of deleted timers)."""
@@ -198,6 +199,14 @@ class InternalTimerService:
         self._event = _TimerQueue()
         self._processing = _TimerQueue()
         self._scheduled: Optional[ScheduledTimer] = None  # the earliest processing timer's callback
+        self._deferred_ops: List[Tuple[Callable[[Tuple[int, Any, Any]], Any], Tuple[int, Any, Any]]] = []
+        # During a firing round these shadow the register/delete methods (see _fire_round).
+        self._deferring = {
+            "register_event_time_timer": self._defer(self._event.add),
+            "delete_event_time_timer": self._defer(self._event.remove),
+            "register_processing_time_timer": self._defer(self._add_processing_timer),
+            "delete_processing_time_timer": self._defer(self._processing.remove),
+        }
 
     # ------------------------------------------------------------------ time
     def current_processing_time(self) -> int:
@@ -235,14 +244,50 @@ class InternalTimerService:
         self._event.remove((timestamp, self._current_key(), namespace))
 
     def advance_watermark(self, timestamp: int) -> None:
-        """Set the watermark and fire every event-time timer <= ``timestamp``, in timestamp order.
+        """Set the watermark and fire every event-time timer <= ``timestamp``, in rounds.
 
-        Timers registered by the callbacks that are also <= ``timestamp`` fire in this call.
+        Each round fires the due timers registered before it began, in timestamp order; what
+        the callbacks register or delete meanwhile applies when the round ends, so timers
+        they register <= ``timestamp`` fire in a later round of this call (PyFlink's rule).
         """
         self._watermark = timestamp
         queue = self._event
-        if queue.heap and queue.heap[0] <= timestamp:
-            queue.fire_due(timestamp, self.key_context, self.triggerable.on_event_time)
+        on_event_time = self.triggerable.on_event_time
+        while queue.heap and queue.heap[0] <= timestamp:
+            self._fire_round(queue.pop_due(timestamp), on_event_time)
+
+    # ------------------------------------------------------------------ firing rounds
+    def _defer(self, operation: Callable[[Tuple[int, Any, Any]], Any]) -> Callable[[Any, int], None]:
+        """A stand-in for a register/delete method during a round: records ``operation`` on
+        the timer of the current key, to apply when the round ends."""
+        ops, context = self._deferred_ops, self.key_context
+
+        def record(namespace: Any, timestamp: int) -> None:
+            ops.append((operation, (timestamp, None if context is None else context.current_key, namespace)))
+
+        return record
+
+    def _fire_round(self, due: List[Tuple[int, Any, Any]], fire: Callable[[InternalTimer], Any]) -> None:
+        """Fire ``due`` in order with each timer's key and namespace current, deferring the
+        registrations and deletions made meanwhile; apply them, in order, at the end."""
+        if not due:
+            return
+        context, make_timer = self.key_context, tuple.__new__
+        attributes = vars(self)
+        attributes.update(self._deferring)  # instance attributes shadow the four methods
+        try:
+            for timer in due:
+                if context is not None:
+                    context.current_key = timer[1]
+                    context.current_namespace = timer[2]
+                fire(make_timer(InternalTimer, timer))
+        finally:
+            for name in self._deferring:
+                del attributes[name]
+            ops = self._deferred_ops[:]
+            self._deferred_ops.clear()
+        for operation, timer in ops:
+            operation(timer)
 
     # ------------------------------------------------------------------ processing time
     def register_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
@@ -251,10 +296,13 @@ class InternalTimerService:
         Fires once the clock reads >= ``timestamp``. Flink fires one millisecond later
         (``timestamp + 1``), so that records of millisecond ``timestamp`` precede the timer.
         """
-        if self._processing.add((timestamp, self._current_key(), namespace)):
+        self._add_processing_timer((timestamp, self._current_key(), namespace))
+
+    def _add_processing_timer(self, timer: Tuple[int, Any, Any]) -> None:
+        if self._processing.add(timer):
             scheduled = self._scheduled
-            if scheduled is None or scheduled.cancelled or timestamp < scheduled.timestamp:
-                self._schedule(timestamp)
+            if scheduled is None or scheduled.cancelled or timer[0] < scheduled.timestamp:
+                self._schedule(timer[0])
 
     def delete_processing_time_timer(self, namespace: Any, timestamp: int) -> None:
         """Delete the current key's processing-time timer (no error if there is none).
@@ -272,7 +320,7 @@ class InternalTimerService:
         self._scheduled = None
         now = self.processing_time_service.current_processing_time()
         queue = self._processing
-        queue.fire_due(now, self.key_context, self.triggerable.on_processing_time)
+        self._fire_round(queue.pop_due(now), self.triggerable.on_processing_time)
         earliest = queue.earliest()
         scheduled = self._scheduled  # a callback may have scheduled meanwhile
         if earliest is not None and (scheduled is None or scheduled.cancelled or earliest < scheduled.timestamp):
@@ -280,10 +328,11 @@ class InternalTimerService:
 
     # ------------------------------------------------------------------ BATCH execution
     def fire_all_processing_time_timers(self) -> None:
-        """Fire every processing-time timer now, in timestamp order (BATCH: at the end of a key)."""
+        """Fire every processing-time timer now, in timestamp order and in rounds (BATCH: at the end of a key)."""
         queue = self._processing
-        if queue.heap:
-            queue.fire_due(MAX_WATERMARK, self.key_context, self.triggerable.on_processing_time)
+        on_processing_time = self.triggerable.on_processing_time
+        while queue.heap:
+            self._fire_round(queue.pop_due(MAX_WATERMARK), on_processing_time)
 
     def reset_watermark(self, timestamp: int) -> None:
         """Set the watermark without firing anything (BATCH: back to the minimum after a key)."""

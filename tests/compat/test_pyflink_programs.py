@@ -152,17 +152,26 @@ def sessions(intervals: list[tuple[int, int]]) -> list[tuple[int, int, int]]:
 
 def continuous_firings(first_ts: int, window_end: int, interval: int) -> int:
     """How often a ContinuousEventTimeTrigger fires a window when the watermark passes its
-    end only after all input (Flink's trigger): the window's first element registers a timer
-    at min(floor(ts, interval) + interval, max timestamp); each firing interval timer
-    registers the next the same way; the window also has a timer at its max timestamp.
-    Timers of one key and window at one time are one timer."""
+    end only after all input, under PyFlink's timer rule: the window's first element registers
+    a timer at min(floor(ts, interval) + interval, max timestamp), and the window has a timer
+    at its max timestamp. One watermark advance fires in rounds: a round fires the timers
+    registered before it, in timestamp order; what they register or delete applies when the
+    round ends. An interval firing registers the next one; the max-timestamp firing also
+    cleans the window up, which deletes the pending interval timer. Timers of one key and
+    window at one time are one timer."""
     max_ts = window_end - 1
-    fire = min(first_ts - first_ts % interval + interval, max_ts)
-    timers = {max_ts, fire}
-    while fire != max_ts:
-        fire = min(fire + interval, max_ts)
-        timers.add(fire)
-    return len(timers)
+    timers = {min(first_ts - first_ts % interval + interval, max_ts), max_ts}
+    firings = 0
+    while timers:
+        registered, cleaned = set(), False
+        for timer in sorted(timers):
+            firings += 1
+            if timer == max_ts:
+                cleaned = True
+            else:
+                registered.add(min(timer + interval, max_ts))
+        timers = set() if cleaned else registered
+    return firings
 
 
 # --------------------------------------------------------------- word counts
@@ -508,8 +517,10 @@ def test_expected_output_helpers():
     assert sliding(0, 8, 4, offset=1) == [(-3, 5), (-7, 1)]
     assert sessions([(1, 6), (2, 7), (9, 14), (15, 20), (20, 21)]) == [(1, 7, 2), (9, 14, 1), (15, 21, 2)]
     # a window [0, 10) first fed at 3, fired every 5: timers at 5 and 9
-    assert continuous_firings(3, 10, 5) == 2
-    assert continuous_firings(0, 20, 6) == 4  # 6, 12, 18, 19
+    assert continuous_firings(3, 10, 5) == 2  # 5 and 9 in one round
+    assert continuous_firings(0, 20, 6) == 2  # 6 and 19; 12 (registered by 6) deleted by 19's cleanup
+    assert continuous_firings(15, 20, 6) == 2  # 18 and 19
+    assert continuous_firings(19, 20, 6) == 1  # floor 18 + 6 > 19: one timer at 19
     assert rolling([("a", 1), ("b", 2), ("a", 3)], lambda r: r[0], lambda x, y: (x[0], x[1] + y[1])) == \
         [("a", 1), ("b", 2), ("a", 4)]
     assert java_tuple("a", 1) == "(a,1)" and printed_row("a", 1) == "+I[a,1]"

@@ -154,6 +154,63 @@ def test_timers_registered_while_firing_fire_in_the_same_advance() -> None:
     assert service.event_time_timers() == [InternalTimer(1000, "k", None)]
 
 
+def test_timers_registered_while_firing_wait_for_the_next_round() -> None:
+    """PyFlink's rule: a round fires the timers registered before it began, in timestamp
+    order; one registered meanwhile fires in a later round, after later-stamped timers."""
+    _, backend, recorder, _, service = make()
+
+    def register_earlier(timer: InternalTimer) -> None:
+        if timer.timestamp == 10:
+            service.register_event_time_timer(None, 20)  # between 10 and 30: still after 30
+            assert service.num_event_time_timers() == 0  # not registered yet: deferred
+
+    recorder.on_fire = register_earlier
+    backend.current_key = "a"
+    service.register_event_time_timer(None, 10)
+    backend.current_key = "b"
+    service.register_event_time_timer(None, 30)
+    service.advance_watermark(50)
+    assert [(ts, key) for _, ts, key, _, _ in recorder.fired] == [(10, "a"), (30, "b"), (20, "a")]
+    assert recorder.fired[-1][4] == ("a", None)  # the registering key, set back when it fires
+
+
+def test_deleting_during_a_round_applies_when_the_round_ends() -> None:
+    """A due timer deleted during its round still fires; a timer registered and deleted in one
+    round never fires; re-registering a timer that fires in this round fires it again."""
+    _, backend, recorder, _, service = make()
+
+    def on_fire(timer: InternalTimer) -> None:
+        if timer.timestamp == 10:
+            service.delete_event_time_timer(None, 11)  # due in this round: fires anyway
+            service.register_event_time_timer(None, 12)
+            service.delete_event_time_timer(None, 12)  # registered and deleted: never fires
+            service.register_event_time_timer(None, 13)  # fires in this round and the next
+            service.register_event_time_timer(None, 500)
+        if timer.timestamp == 11:
+            service.delete_event_time_timer(None, 500)  # after its registration: gone
+
+    recorder.on_fire = on_fire
+    backend.current_key = "k"
+    for ts in (10, 11, 13):
+        service.register_event_time_timer(None, ts)
+    service.advance_watermark(100)
+    assert [ts for _, ts, *_ in recorder.fired] == [10, 11, 13, 13]
+    assert service.num_event_time_timers() == 0
+
+
+def test_processing_timers_registered_during_an_event_round_wait_for_it_to_end() -> None:
+    clock, backend, recorder, pts, service = make(ManualClock(100))
+    recorder.on_fire = lambda timer: timer.timestamp == 5 and (
+        service.register_processing_time_timer(None, 50), service.delete_processing_time_timer(None, 60))
+    backend.current_key = "k"
+    service.register_processing_time_timer(None, 60)
+    service.register_event_time_timer(None, 5)
+    service.advance_watermark(5)
+    assert service.num_processing_time_timers() == 1 and pts.next_deadline() == 50
+    pts.fire_due()
+    assert [(domain, ts) for domain, ts, *_ in recorder.fired] == [("event", 5), ("processing", 50)]
+
+
 def test_timer_for_a_passed_time_fires_at_the_next_watermark() -> None:
     _, backend, recorder, _, service = make()
     service.advance_watermark(100)
@@ -222,12 +279,16 @@ def test_processing_time_delete_and_earlier_registration() -> None:
 
 
 def test_processing_timer_callback_registering_more_timers() -> None:
+    """PyFlink: a timer registered while processing-time timers fire waits for the next
+    round (the next callback), even if already due."""
     clock, backend, recorder, pts, service = make()
     recorder.on_fire = lambda timer: timer.timestamp < 300 and service.register_processing_time_timer(
         None, timer.timestamp + 100)
     backend.current_key = "k"
     service.register_processing_time_timer(None, 100)
     clock.set(250)
+    pts.fire_due()
+    assert [ts for _, ts, *_ in recorder.fired] == [100]
     pts.fire_due()
     assert [ts for _, ts, *_ in recorder.fired] == [100, 200]
     clock.set(1000)
