@@ -35,22 +35,13 @@ from streamkernel.graph.transformations import (
     Transformation,
 )
 
-__all__ = ["decide_batch_parallelism", "AUTO_PARALLELISM_ENABLED_KEY"]
-
-AUTO_PARALLELISM_ENABLED_KEY = "execution.batch.adaptive.auto-parallelism.enabled"
+__all__ = ["decide_batch_parallelism"]
 
 
 def _auto_parallelism_enabled(configuration: Mapping[str, Any]) -> bool:
-    value = configuration.get(AUTO_PARALLELISM_ENABLED_KEY, True)
-    if isinstance(value, bool):
-        return value
-    text = str(value).strip().lower()
-    if text not in ("true", "false"):
-        from streamkernel.errors import IllegalConfigurationError
+    from streamkernel.common.options import ExecutionOptions
 
-        raise IllegalConfigurationError(
-            f"configuration {AUTO_PARALLELISM_ENABLED_KEY!r}: expected true or false, got {value!r}")
-    return text == "true"
+    return bool(ExecutionOptions.ADAPTIVE_AUTO_PARALLELISM_ENABLED.get(configuration))
 
 
 def _is_print(t: Transformation) -> bool:

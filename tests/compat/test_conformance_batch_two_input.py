@@ -109,3 +109,40 @@ def test_batch_two_input_operators():
     alternating += [(1, r) for r in s1[len(s2):]] + [(2, r) for r in s2[len(s1):]]
     assert section(lines, "plain") == [f"plain m{i} {r}" for i, r in alternating]
     assert section(lines, "cop") == [f"cop p{i} {r} ts={r[2]}" for i, r in alternating]
+
+
+# --------------------------------------------------------------------------- parallelism in BATCH
+def test_batch_parallelism_of_operators_whose_parallelism_was_not_set():
+    """Flink's adaptive batch scheduler decides it (env.set_parallelism(2) is only the upper bound):
+    1 for small data, unless the operator's forward group holds an operator whose parallelism was
+    set, or a source (which takes the default parallelism). PyFlink fuses a Python map whose
+    parallelism was set with the Python map to str that print() adds after an untyped stream:
+    the fused operator's parallelism counts as not set."""
+    program = load("batch2_parallelism.py")
+    lines = run("batch2_parallelism.py")
+    values = program.VALUES
+    prefix = _batch._helpers.SUBTASK_PREFIX
+
+    def body(name):
+        found = [line for line in lines if prefix.sub("", line).startswith(name + " ")]
+        return found, sorted(prefix.sub("", line) for line in found)
+
+    at_one = {
+        "env_only": [f"env_only n=1 v={v}" for v in values],
+        "map_set": [f"map_set n=1 v={v}" for v in values],  # fused with print()'s map to str
+        "after_rebalance": [f"after_rebalance n=1 v=first n=2 v={v}" for v in values],  # set before a shuffle
+        "reduced": [f"reduced n=1 v={sum(v for v in values if v % 3 == k)}" for k in range(3)],
+    }
+    at_two = {
+        "sink_set": [f"sink_set n=2 v={v}" for v in values],  # the sink's forward group
+        "typed_map_set": [f"typed_map_set n=2 v={v}" for v in values],  # typed: print() adds no map
+        "sequence": [f"sequence n=2 v={v}" for v in range(6)],  # a parallel source: the default
+    }
+    for name, expected in at_one.items():
+        found, texts = body(name)
+        assert found == [prefix.sub("", line) for line in found], f"{name}: parallelism 1 prints no prefix"
+        assert texts == sorted(expected)
+    for name, expected in at_two.items():
+        found, texts = body(name)
+        assert all(prefix.match(line) for line in found), f"{name}: parallelism 2 prints N> prefixes"
+        assert texts == sorted(expected)
