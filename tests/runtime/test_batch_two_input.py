@@ -149,3 +149,23 @@ def test_batch_state_backend_can_be_switched_off(tmp_path, backends):
     out = _count_job(tmp_path, {"execution.batch-state-backend.enabled": "false"}, 5)
     assert sorted(out) == sorted((f"k{k}", n) for k in range(5) for n in (1, 2, 3))
     assert backends.rocksdb == 1 and backends.held_at_dispose == []
+
+
+# ---------------------------------------------------------------------------- parallelism in BATCH
+def _parallelisms(settings: dict) -> dict:
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(settings))
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    env.set_parallelism(2)
+    mapped = env.from_collection([1, 2, 3]).map(lambda v: v).name("unset")
+    mapped.key_by(lambda v: v).map(lambda v: v, output_type=Types.INT()).name("set").set_parallelism(2).print()
+    first = {n.name: n.parallelism for n in env.get_stream_graph().nodes}
+    again = {n.name: n.parallelism for n in env.get_stream_graph().nodes}
+    assert first == again  # the program is left as written: each graph decides anew
+    return first
+
+
+def test_batch_operators_without_a_set_parallelism_run_at_one_unless_switched_off():
+    decided = _parallelisms({})
+    assert decided["unset"] == 1 and decided["set"] == 2 and decided["Sink: Print to Std. Out"] == 2  # set's group
+    switched_off = _parallelisms({"execution.batch.adaptive.auto-parallelism.enabled": "false"})
+    assert switched_off["unset"] == 2 and switched_off["set"] == 2
