@@ -37,7 +37,8 @@ def _two_input(name: str, first: DataStream, second: DataStream, spec: OperatorS
     env = first._env
     t = TwoInputTransformation(name, first._transformation, second._transformation, spec, env.get_parallelism(),
                                state_key_selector1=key_selector1, state_key_selector2=key_selector2,
-                               output_type=output_type)
+                               output_type=output_type,
+                               state_key_type=getattr(first, "_key_type", None) if key_selector1 is not None else None)
     env._add(t)
     return DataStream(t, env)
 

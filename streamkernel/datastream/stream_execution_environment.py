@@ -173,13 +173,26 @@ class StreamExecutionEnvironment(EnvSettings):
                     "Detected an UNBOUNDED source with the 'execution.runtime-mode' set to 'BATCH'. This combination "
                     "is not allowed, please set the 'execution.runtime-mode' to STREAMING or AUTOMATIC "
                     f"(unbounded source: {unbounded[0]!r})")
-        graph = build_stream_graph(
-            self._transformations,
-            job_name=job_name or self._configuration.get_string("pipeline.name") or DEFAULT_JOB_NAME,
-            default_max_parallelism_setting=self.get_max_parallelism() if self.get_max_parallelism() > 0 else None,
-            chaining_enabled=self.is_chaining_enabled(),
-            configuration=configuration,
-        )
+        decided: dict = {}
+        if configuration.get("execution.runtime-mode") == "BATCH":
+            from streamkernel.graph.batch_parallelism import decide_batch_parallelism
+
+            decided = decide_batch_parallelism(self._transformations, self.get_parallelism(), configuration)
+        by_id = {t.id: t for t in _reachable(self._transformations)} if decided else {}
+        saved = {i: by_id[i].parallelism for i in decided}
+        for i, parallelism in decided.items():  # for this graph only: the program stays as written
+            by_id[i].parallelism = parallelism
+        try:
+            graph = build_stream_graph(
+                self._transformations,
+                job_name=job_name or self._configuration.get_string("pipeline.name") or DEFAULT_JOB_NAME,
+                default_max_parallelism_setting=self.get_max_parallelism() if self.get_max_parallelism() > 0 else None,
+                chaining_enabled=self.is_chaining_enabled(),
+                configuration=configuration,
+            )
+        finally:
+            for i, parallelism in saved.items():
+                by_id[i].parallelism = parallelism
         if clear_transformations:
             self._clear_transformations()
         return graph
@@ -245,3 +258,9 @@ class StreamExecutionEnvironment(EnvSettings):
         return (f"StreamExecutionEnvironment(parallelism={self.get_parallelism()}, "
                 f"{len(self._transformations)} transformations)")
 
+
+def _reachable(transformations: Any) -> list:
+    """Every transformation the given ones read from (and themselves)."""
+    from streamkernel.graph.stream_graph import _topological
+
+    return _topological(transformations)

@@ -146,11 +146,12 @@ class TwoInputTransformation(Transformation):
 
     def __init__(self, name: str, input1: Transformation, input2: Transformation, operator: OperatorSpec,
                  parallelism: int, *, state_key_selector1: Any = None, state_key_selector2: Any = None,
-                 output_type: Any = None) -> None:
+                 output_type: Any = None, state_key_type: Any = None) -> None:
         super().__init__(name, (input1, input2), parallelism, output_type=output_type)
         self.operator = operator
         self.state_key_selector1 = state_key_selector1
         self.state_key_selector2 = state_key_selector2
+        self.state_key_type = state_key_type  # key_by's key_type (the serialized key BATCH sorts by)
 
 
 class SinkTransformation(Transformation):

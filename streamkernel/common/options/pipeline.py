@@ -62,6 +62,14 @@ class ExecutionOptions:
     BUFFER_TIMEOUT = _key("execution.buffer-timeout.interval").duration_type().default_value(Duration.of_millis(100)) \
         .with_deprecated_keys("execution.buffer-timeout").with_description(
             "How long a partly filled network buffer waits before it is flushed; 0 flushes after every record.")
+    USE_BATCH_STATE_BACKEND = _key("execution.batch-state-backend.enabled").boolean_type().default_value(True) \
+        .with_description("BATCH mode: keyed operators keep the state of the current key only, in memory, "
+                          "whatever 'state.backend.type' says (Flink's BatchExecutionStateBackend); false: the "
+                          "configured backend, which keeps every key's state until the end.")
+    ADAPTIVE_AUTO_PARALLELISM_ENABLED = _key("execution.batch.adaptive.auto-parallelism.enabled").boolean_type() \
+        .default_value(True).with_description(
+            "BATCH mode: operators whose parallelism was not set run at the parallelism Flink's adaptive batch "
+            "scheduler would choose (1 for small data, see docs/architecture.md); false: the environment's.")
     SNAPSHOT_COMPRESSION = _key("execution.checkpointing.snapshot-compression").boolean_type().default_value(False) \
         .with_description("Whether state snapshots are compressed.")
 

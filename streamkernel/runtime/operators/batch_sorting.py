@@ -30,7 +30,8 @@ from typing import Any, Callable, Optional
 
 from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK
 
-__all__ = ["BatchSortingInput", "serialized_key", "key_order", "is_batch_mode"]
+__all__ = ["BatchSortingInput", "serialized_key", "key_order", "is_batch_mode", "end_key", "state_clearer",
+           "uses_batch_state_backend"]
 
 _NON_NULL = b"\x00"
 _NULL = b"\x20"  # RowSerializer's null bit of field 0 (after the two row-kind bits)
@@ -115,19 +116,13 @@ class _NoWatermarkOutput:
 class BatchSortingInput:
     """Sits between the task's input and a keyed head operator in BATCH mode (see the module doc)."""
 
-    def __init__(self, head: Any, key_selector: Any, key_type: Any = None) -> None:
+    def __init__(self, head: Any, key_selector: Any, key_type: Any = None, per_key_state: bool = True) -> None:
         self.head = head
         self._key_of: Callable[[Any], Any] = getattr(key_selector, "get_key", key_selector)
         self._key_type = key_type
         self._values: list = []
         self._timestamps: list = []
-        # state lives only while its key is current (Flink's BatchExecutionKeyedStateBackend): the
-        # in-memory backend is emptied after each key; other backends keep theirs
-        from streamkernel.runtime.state.heap import HeapKeyedStateBackend
-
-        backend = head.context.keyed_backend
-        self._clear_state: Optional[Callable[[], None]] = (
-            backend.dispose if isinstance(backend, HeapKeyedStateBackend) else None)
+        self._clear_state = state_clearer(head) if per_key_state else None
 
     def process_batch(self, values: list, timestamps: Optional[list]) -> None:
         """Gather the batch (the input is bounded: it is sorted when it ends)."""
@@ -169,13 +164,37 @@ class BatchSortingInput:
         head.end_input()
 
     def _end_key(self) -> None:
-        """The key is done: its event-time timers fire (watermark MAX), then its processing-time timers."""
-        head = self.head
-        head.process_watermark(MAX_WATERMARK)
-        for service in head._timer_services:
-            service.fire_all_processing_time_timers()
-        head.current_watermark = MIN_WATERMARK
-        for service in head._timer_services:
-            service.reset_watermark(MIN_WATERMARK)
-        if self._clear_state is not None:
-            self._clear_state()
+        end_key(self.head, self._clear_state)
+
+
+def state_clearer(head: Any) -> Optional[Callable[[], None]]:
+    """What empties ``head``'s keyed state after each key, or None.
+
+    State lives only while its key is current (Flink's ``BatchExecutionKeyedStateBackend``,
+    which a BATCH job gets whatever ``state.backend.type`` says unless
+    ``execution.batch-state-backend.enabled`` is false: see :func:`uses_batch_state_backend`).
+    """
+    from streamkernel.runtime.state.heap import HeapKeyedStateBackend
+
+    backend = head.context.keyed_backend
+    return backend.dispose if isinstance(backend, HeapKeyedStateBackend) else None
+
+
+def uses_batch_state_backend(configuration: Any) -> bool:
+    """True when keyed operators get Flink's per-key batch state backend (BATCH mode, the option on)."""
+    from streamkernel.common.options import ExecutionOptions
+
+    return is_batch_mode(configuration) and bool(ExecutionOptions.USE_BATCH_STATE_BACKEND.get(configuration))
+
+
+def end_key(head: Any, clear_state: Optional[Callable[[], None]]) -> None:
+    """A key is done: its event-time timers fire (watermark MAX), then its processing-time timers;
+    the watermark goes back to the minimum and the key's state is dropped."""
+    head.process_watermark(MAX_WATERMARK)
+    for service in head._timer_services:
+        service.fire_all_processing_time_timers()
+    head.current_watermark = MIN_WATERMARK
+    for service in head._timer_services:
+        service.reset_watermark(MIN_WATERMARK)
+    if clear_state is not None:
+        clear_state()

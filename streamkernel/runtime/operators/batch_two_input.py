@@ -1,0 +1,205 @@
+"""BATCH execution of two-input operators (``connect``): the order Flink gives their inputs.
+
+Chosen by :func:`batch_two_input` for the head of a task in ``execution.runtime-mode: BATCH``
+(as measured with PyFlink 2.3):
+
+* **keyed** (``connect(...).key_by(k1, k2)`` then ``process`` / ``map`` / ``flat_map``):
+  Flink's ``MultiInputSortingDataInput``. Each input is gathered and sorted by key (the
+  serialized key, :func:`~streamkernel.runtime.operators.batch_sorting.key_order`) then by
+  timestamp (ties in arrival order); the two sorted inputs are merged through a
+  ``java.util.PriorityQueue`` holding the head of each input: the smaller (key, timestamp)
+  goes first and, on a tie, the head that was already waiting in the queue wins over the one
+  just added. The first heads are added in the order the inputs end while Flink reads them one
+  record from each in turn (both complete: blocking exchanges): the shorter input first, input 1
+  when they are as long. The operator sees one
+  key at a time: at the end of a key its timers fire and its state is dropped, as for a
+  one-input keyed operator.
+* **keyed broadcast** (``keyed.connect(broadcast).process(KeyedBroadcastProcessFunction)``):
+  the broadcast input has priority (passed through as it comes, all of it first); then the
+  keyed input, sorted and fed key by key as above.
+* **broadcast** (non-keyed ``BroadcastProcessFunction``): the broadcast input first, then the
+  other input in arrival order.
+* **non-keyed connect** (``co_map`` / ``co_flat_map`` / ``CoProcessFunction``): Flink's
+  two-input processor reads one record at a time from each input in turn, input 1 first,
+  both inputs being complete (blocking exchanges): records alternate until one input runs out.
+
+Watermarks are held back: the operator sees the final one after the last record.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence
+
+from streamkernel.common.watermark_strategy import MAX_WATERMARK
+from streamkernel.runtime.operators.batch_sorting import (
+    _NoWatermarkOutput,
+    end_key,
+    key_order,
+    serialized_key,
+    state_clearer,
+)
+
+__all__ = ["batch_two_input", "BatchTwoInput", "merge_sorted_inputs"]
+
+_NO_TIMESTAMP = -2**63  # StreamRecord#getTimestamp without a timestamp: Long.MIN_VALUE
+
+
+def batch_two_input(head: Any, key_selectors: Sequence[Any], key_type: Any = None,
+                    per_key_state: bool = True) -> "BatchTwoInput":
+    """The BATCH input of a two-input ``head`` (see the module doc), from its state key selectors."""
+    from streamkernel.runtime.operators.co import BroadcastProcessOperator
+
+    selectors = tuple(key_selectors) + (None,) * (2 - len(key_selectors))
+    broadcast = isinstance(head, BroadcastProcessOperator)  # keyed broadcast is a subclass
+    return BatchTwoInput(head, selectors[0], selectors[1], key_type, broadcast, per_key_state)
+
+
+def merge_sorted_inputs(first: list, second: list, first_inserted: int) -> list[tuple[int, int]]:
+    """Merge two sorted lists of (sort key, ...) as Flink's queue of input heads does.
+
+    Returns ``(input, position)`` pairs. ``first_inserted`` (0 or 1) is the input whose head
+    entered the queue first. A head that ties with the one waiting in the queue goes after it.
+    """
+    inputs = (first, second)
+    positions = [0, 0]
+    queue: list[int] = []  # input indices, queue[0] the root
+
+    def add(i: int) -> None:
+        if positions[i] >= len(inputs[i]):
+            return
+        queue.append(i)
+        if len(queue) == 2 and inputs[i][positions[i]][0] < inputs[queue[0]][positions[queue[0]]][0]:
+            queue.reverse()
+
+    add(first_inserted)
+    add(1 - first_inserted)
+    order = []
+    while queue:
+        i = queue.pop(0)
+        order.append((i, positions[i]))
+        positions[i] += 1
+        add(i)
+    return order
+
+
+class BatchTwoInput:
+    """Sits between the task's input and a two-input head in BATCH mode (see the module doc)."""
+
+    def __init__(self, head: Any, key_selector1: Any, key_selector2: Any, key_type: Any = None,
+                 broadcast: bool = False, per_key_state: bool = True) -> None:
+        self.head = head
+        self._key_of: tuple[Optional[Callable[[Any], Any]], ...] = tuple(
+            None if k is None else getattr(k, "get_key", k) for k in (key_selector1, key_selector2))
+        self._key_type = key_type
+        self._broadcast = broadcast
+        self._keyed = self._key_of[0] is not None
+        self._values: tuple[list, list] = ([], [])
+        self._timestamps: tuple[list, list] = ([], [])
+        self._ended: list[int] = []
+        self._clear_state = state_clearer(head) if self._keyed and per_key_state else None
+
+    # ------------------------------------------------------------------ what the InputProcessor calls
+    def process_batch1(self, values: list, timestamps: Optional[list]) -> None:
+        """Gathered until the inputs end (a non-keyed input after the broadcast one ended goes on)."""
+        if self._broadcast and not self._keyed and 1 in self._ended:
+            self.head.process_batch1(values, timestamps)
+            return
+        self._gather(0, values, timestamps)
+
+    def process_batch2(self, values: list, timestamps: Optional[list]) -> None:
+        """The broadcast input passes at once; otherwise gathered."""
+        if self._broadcast:
+            self.head.process_batch2(values, timestamps)
+            return
+        self._gather(1, values, timestamps)
+
+    def process_watermark1(self, timestamp: int) -> None:
+        """Held back: the operator sees the final watermark after the last record."""
+
+    def process_watermark2(self, timestamp: int) -> None:
+        """Held back: the operator sees the final watermark after the last record."""
+
+    def end_input(self, index: int) -> None:
+        """Input ``index`` ended; when both have, the gathered records go to the operator in Flink's order."""
+        self._ended.append(index)
+        if self._broadcast and not self._keyed and index == 1:
+            self._replay(0, range(len(self._values[0])))
+            self._values[0].clear()
+            self._timestamps[0].clear()
+        if len(self._ended) < 2:
+            return
+        if self._keyed:
+            self._run_keyed()
+        elif not self._broadcast:
+            self._run_alternating()
+        head = self.head
+        head.process_watermark1(MAX_WATERMARK)
+        head.process_watermark2(MAX_WATERMARK)
+        for i in self._ended:
+            head.end_input(i)
+
+    # ------------------------------------------------------------------ helpers
+    def _gather(self, i: int, values: list, timestamps: Optional[list]) -> None:
+        self._values[i].extend(values)
+        self._timestamps[i].extend(timestamps if timestamps is not None else [None] * len(values))
+
+    def _replay(self, i: int, positions: Any) -> None:
+        """Give the operator the gathered records of input ``i`` at ``positions`` as one batch."""
+        values, timestamps = self._values[i], self._timestamps[i]
+        chunk = [values[p] for p in positions]
+        if not chunk:
+            return
+        stamps = [timestamps[p] for p in positions]
+        batch = (self.head.process_batch1, self.head.process_batch2)[i]
+        batch(chunk, None if all(t is None for t in stamps) else stamps)
+
+    def _sorted(self, i: int) -> list:
+        """Input ``i`` as sorted (key bytes, timestamp) entries with their positions (ties keep arrival order)."""
+        key_of, key_type = self._key_of[i], self._key_type
+        entries = [((key_order(serialized_key(key_of(v), key_type)), _NO_TIMESTAMP if t is None else t), p)  # type: ignore[misc]
+                   for p, (v, t) in enumerate(zip(self._values[i], self._timestamps[i]))]
+        entries.sort(key=lambda e: e[0])
+        return entries
+
+    def _run_keyed(self) -> None:
+        """Merge the sorted inputs (the broadcast input, if any, went by already); one key at a time."""
+        inputs = [self._sorted(0), [] if self._broadcast else self._sorted(1)]
+        # both inputs complete, read one record from each in turn while sorting: the shorter ends first
+        first = 1 if len(inputs[1]) < len(inputs[0]) and not self._broadcast else 0
+        order = merge_sorted_inputs(inputs[0], inputs[1], first)
+        head = self.head
+        real_output = head.output
+        head.output = _NoWatermarkOutput(real_output)
+        try:
+            start = 0
+            while start < len(order):
+                i, p = order[start]
+                key = inputs[i][p][0][0]
+                end = start
+                run: list[int] = []
+                # a run: consecutive records of one input and one key, given as one batch
+                while end < len(order) and order[end][0] == i and inputs[i][order[end][1]][0][0] == key:
+                    run.append(inputs[i][order[end][1]][1])
+                    end += 1
+                self._replay(i, run)
+                start = end
+                if start == len(order) or inputs[order[start][0]][order[start][1]][0][0] != key:
+                    end_key(head, self._clear_state)
+        finally:
+            head.output = real_output
+        for i in (0, 1):
+            self._values[i].clear()
+            self._timestamps[i].clear()
+
+    def _run_alternating(self) -> None:
+        """Non-keyed inputs: one record of input 1, one of input 2, ... until one runs out."""
+        lengths = [len(self._values[0]), len(self._values[1])]
+        both = min(lengths)
+        for p in range(both):
+            self._replay(0, (p,))
+            self._replay(1, (p,))
+        longer = 0 if lengths[0] > both else 1
+        self._replay(longer, range(both, lengths[longer]))
+        for i in (0, 1):
+            self._values[i].clear()
+            self._timestamps[i].clear()
