@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from streamkernel.common import Types
 from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK
-from streamkernel.runtime.operators.batch_sorting import BatchSortingInput, key_order, serialized_key
+from streamkernel.runtime.operators.batch_sorting import BatchSortingInput, key_order, serialized_key, sort_key_function
 
 
 def test_serialized_key_is_pyflinks_java_key_row():
@@ -45,6 +45,17 @@ class _Head:
 
     def end_input(self):
         self.calls.append(("end",))
+
+
+def test_sort_key_function_caches_only_keys_that_serialize_alike_when_equal():
+    """Cached str/int/bytes keys give the uncached bytes; keys equal in Python but pickled
+    apart (0, False, 0.0; (0,) and (False,)) keep distinct sort keys, in any order of arrival."""
+    order_of = sort_key_function()
+    keys = [0, False, 0.0, "a", b"a", 0, "a", (0,), (False,), -0.0, True, 1]
+    assert [order_of(k) for k in keys] == [key_order(serialized_key(k)) for k in keys]
+    assert len({order_of(k) for k in keys}) == 10
+    as_string = sort_key_function(Types.STRING())
+    assert as_string("x") == as_string("x") == key_order(serialized_key("x", Types.STRING()))
 
 
 def test_sorting_input_feeds_key_by_key_in_timestamp_order_and_holds_watermarks_back():

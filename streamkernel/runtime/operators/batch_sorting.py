@@ -30,7 +30,7 @@ from typing import Any, Callable, Optional
 
 from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK
 
-__all__ = ["BatchSortingInput", "serialized_key", "key_order", "is_batch_mode", "end_key", "state_clearer",
+__all__ = ["BatchSortingInput", "serialized_key", "key_order", "sort_key_function", "is_batch_mode", "end_key", "state_clearer",
            "uses_batch_state_backend"]
 
 _NON_NULL = b"\x00"
@@ -97,6 +97,27 @@ def key_order(serialized: bytes) -> bytes:
     return serialized.translate(_SIGN_FLIP)
 
 
+def sort_key_function(key_type: Any = None) -> Callable[[Any], bytes]:
+    """``key -> key_order(serialized_key(key, key_type))``, serializing each str, int or bytes key once.
+
+    Equal str, int and bytes values serialize alike, so their sort key is cached; other keys
+    are serialized every time (0 == False == 0.0 in Python, yet PyFlink keys them apart by
+    their pickled bytes).
+    """
+    cache: dict[tuple[type, Any], bytes] = {}
+
+    def order_of(key: Any) -> bytes:
+        cls = key.__class__
+        if cls is str or cls is int or cls is bytes:
+            order = cache.get((cls, key))
+            if order is None:
+                order = cache[(cls, key)] = key_order(serialized_key(key, key_type))
+            return order
+        return key_order(serialized_key(key, key_type))
+
+    return order_of
+
+
 class _NoWatermarkOutput:
     """The operator's output while it replays a key: records go on, watermarks stay in."""
 
@@ -140,28 +161,38 @@ class BatchSortingInput:
         head = self.head
         values, timestamps = self._values, self._timestamps
         self._values, self._timestamps = [], []
-        key_of, key_type = self._key_of, self._key_type
-        keys = [key_order(serialized_key(key_of(v), key_type)) for v in values]
         has_time = any(t is not None for t in timestamps)
-        order = sorted(range(len(values)), key=lambda i: (keys[i], timestamps[i] if has_time else 0))
+        groups = self._group_by_key(values)
         real_output = head.output
         head.output = _NoWatermarkOutput(real_output)
         try:
-            start = 0
-            while start < len(order):
-                key = keys[order[start]]
-                end = start
-                while end < len(order) and keys[order[end]] == key:
-                    end += 1
-                chunk = order[start:end]
+            for key in sorted(groups):
+                chunk = groups[key]  # arrival order
+                if has_time:  # stable: ties stay in arrival order; no timestamp sorts first (Long.MIN_VALUE)
+                    chunk.sort(key=lambda i: MIN_WATERMARK if timestamps[i] is None else timestamps[i])
                 head.process_batch([values[i] for i in chunk],
                                    [timestamps[i] for i in chunk] if has_time else None)
                 self._end_key()
-                start = end
         finally:
             head.output = real_output
         head.process_watermark(MAX_WATERMARK)
         head.end_input()
+
+    def _group_by_key(self, values: list) -> dict[bytes, list[int]]:
+        """The indexes of ``values`` per sort key (:func:`key_order` of the serialized key), in arrival order.
+
+        See :func:`sort_key_function`.
+        """
+        key_of, order_of = self._key_of, sort_key_function(self._key_type)
+        groups: dict[bytes, list[int]] = {}
+        for i, value in enumerate(values):
+            order = order_of(key_of(value))
+            group = groups.get(order)
+            if group is None:
+                groups[order] = [i]
+            else:
+                group.append(i)
+        return groups
 
     def _end_key(self) -> None:
         end_key(self.head, self._clear_state)

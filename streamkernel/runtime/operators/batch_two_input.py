@@ -34,8 +34,7 @@ from streamkernel.common.watermark_strategy import MAX_WATERMARK
 from streamkernel.runtime.operators.batch_sorting import (
     _NoWatermarkOutput,
     end_key,
-    key_order,
-    serialized_key,
+    sort_key_function,
     state_clearer,
 )
 
@@ -155,8 +154,8 @@ class BatchTwoInput:
 
     def _sorted(self, i: int) -> list:
         """Input ``i`` as sorted (key bytes, timestamp) entries with their positions (ties keep arrival order)."""
-        key_of, key_type = self._key_of[i], self._key_type
-        entries = [((key_order(serialized_key(key_of(v), key_type)), _NO_TIMESTAMP if t is None else t), p)  # type: ignore[misc]
+        key_of, order_of = self._key_of[i], sort_key_function(self._key_type)
+        entries = [((order_of(key_of(v)), _NO_TIMESTAMP if t is None else t), p)  # type: ignore[misc]
                    for p, (v, t) in enumerate(zip(self._values[i], self._timestamps[i]))]
         entries.sort(key=lambda e: e[0])
         return entries
