@@ -13,6 +13,8 @@ instead. The formulas for groups and ranges are Flink's ``KeyGroupRangeAssignmen
 from __future__ import annotations
 
 import math
+import operator
+import pickle
 import struct
 import zlib
 from typing import Any
@@ -42,34 +44,91 @@ def default_max_parallelism(parallelism: int) -> int:
     return min(max(pow2, DEFAULT_LOWER_BOUND_MAX_PARALLELISM), UPPER_BOUND_MAX_PARALLELISM)
 
 
-def stable_hash(key: Any) -> int:
-    """A 32-bit hash of ``key`` that is identical across processes and runs.
+def _canonical(key: Any) -> Any:
+    """``key`` with every bool and integral float replaced by the equal int (recursively in
+    tuples and lists): keys equal in Python must hash equally, or a sender's and a keyed
+    subtask's per-key caches (dicts) could disagree about a key's group."""
+    kind = type(key)
+    if kind is bool:
+        return int(key)
+    if kind is float:
+        return int(key) if key.is_integer() else key
+    if kind is tuple or kind is list:
+        return kind(_canonical(item) for item in key)
+    return key
 
-    Keys that compare equal in Python hash equally (``True``, ``1`` and ``1.0``). Supports
-    None, bool, int, float, str, bytes and (nested) tuples/lists/Rows of them;
-    other objects hash by their ``repr``, which must then be stable for the key's type.
+
+_POW31 = [1]  # 31**i mod 2**32
+
+
+def _java_byte_array_hash(data: bytes) -> int:
+    """Java's ``Arrays.hashCode(byte[])`` (signed bytes), as an unsigned 32-bit int."""
+    n = len(data)
+    while len(_POW31) <= n:
+        _POW31.append((_POW31[-1] * 31) & _MASK32)
+    # 31**n + sum(b[i] * 31**(n-1-i)): the last byte gets power 0, hence reversed()
+    return (_POW31[n] + sum(map(operator.mul, reversed(memoryview(data).cast("b")), _POW31))) & _MASK32
+
+
+def stable_hash(key: Any) -> int:
+    """A 32-bit hash of ``key`` that is identical across processes and runs: PyFlink's.
+
+    PyFlink's ``key_by`` without ``key_type`` keys the Java side by ``Row(pickled key)``;
+    Flink hashes that Row as ``62 + Arrays.hashCode(cloudpickle.dumps(key))`` (``RowUtils``:
+    row kind INSERT, one field). For None, int, float, str, bytes and (nested) tuples and
+    lists of them, whose pickles are the same in every process, this is that hash, so a key
+    goes to the subtask PyFlink sends it to; bools and integral floats hash as the equal
+    int (keys equal in Python hash equally: ``True``, ``1`` and ``1.0``). Rows and other
+    objects, whose pickles name streamkernel's classes (or are not stable), hash by their
+    values, or by their ``repr``, which must then be stable for the key's type.
     """
+    kind = type(key)
+    if kind is str or kind is int or kind is bytes or key is None:
+        return (62 + _java_byte_array_hash(pickle.dumps(key, 5))) & _MASK32
+    if kind is bool or kind is float or kind is tuple or kind is list:
+        canonical = _canonical(key)
+        if _picklable_stably(canonical):
+            return (62 + _java_byte_array_hash(pickle.dumps(canonical, 5))) & _MASK32
+    if isinstance(key, Row):
+        # Consistent with Row equality: values ordered by field name when the row is named.
+        fields = key._fields
+        values = key._values if fields is None else [v for _, v in sorted(zip(fields, key._values))]
+        return _legacy_hash(tuple(values))
+    return _legacy_hash(key)
+
+
+_STABLE_LEAVES = (str, int, float, bytes, type(None))
+
+
+def _picklable_stably(key: Any) -> bool:
+    """Whether ``key`` (canonical) pickles to the same bytes in every process."""
+    if type(key) in _STABLE_LEAVES:
+        return True
+    if type(key) is tuple or type(key) is list:
+        return all(_picklable_stably(item) for item in key)
+    return False
+
+
+def _legacy_hash(key: Any) -> int:
+    """The hash of keys whose pickle is not PyFlink's or not stable (Rows, objects)."""
     if key is None:
         return 0
     if isinstance(key, int):  # bool too: True == 1 in Python, so they must be the same key
         return (key ^ (key >> 32)) & _MASK32
     if isinstance(key, float):
         if key.is_integer():
-            return stable_hash(int(key))
+            return _legacy_hash(int(key))
         return zlib.crc32(struct.pack("<d", key))
     if isinstance(key, str):
         return zlib.crc32(key.encode("utf-8", "surrogatepass"))
     if isinstance(key, (bytes, bytearray, memoryview)):
         return zlib.crc32(bytes(key))
     if isinstance(key, Row):
-        # Consistent with Row equality: values ordered by field name when the row is named.
-        fields = key._fields
-        values = key._values if fields is None else [v for _, v in sorted(zip(fields, key._values))]
-        return stable_hash(tuple(values))
+        return stable_hash(key)
     if isinstance(key, (tuple, list)):
         h = 1
         for item in key:
-            h = (31 * h + stable_hash(item)) & _MASK32
+            h = (31 * h + _legacy_hash(item)) & _MASK32
         return h
     return zlib.crc32(repr(key).encode("utf-8", "surrogatepass"))
 
