@@ -5,7 +5,7 @@ from streamkernel.common import Time, Types
 from streamkernel.datastream import AsyncDataStream, StreamExecutionEnvironment
 from streamkernel.datastream.functions import AsyncFunction
 
-DELAYS = [0.4, 0.3, 0.2, 0.1, 0.0]
+DELAYS = [0.2, 0.15, 0.1, 0.05, 0.0]
 
 
 class SlowLookup(AsyncFunction):
@@ -53,7 +53,7 @@ def main():
     unordered = AsyncDataStream.unordered_wait(numbers, SlowLookup(), Time.seconds(20), output_type=Types.STRING())
     print("unordered, sorted:", sorted(unordered.execute_and_collect()))
     timeouts = AsyncDataStream.ordered_wait(env.from_collection([1, 2, 3], type_info=Types.INT()), MaybeTooSlow(),
-                                            Time.seconds(1), output_type=Types.STRING())
+                                            Time.milliseconds(500), output_type=Types.STRING())
     print("timeouts:", list(timeouts.execute_and_collect()))
     try:
         list(AsyncDataStream.ordered_wait(numbers, Broken(), Time.seconds(20), output_type=Types.INT())

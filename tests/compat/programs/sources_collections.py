@@ -1,4 +1,4 @@
-"""from_collection without and with each kind of type_info (basic types, ROW, ROW_NAMED, TUPLE, PICKLED_BYTE_ARRAY, arrays, LIST, MAP), printed and collected with their Python types, and a FileSource of text lines over a directory of files at parallelism 1."""
+"""from_collection without and with each kind of type_info (basic types, ROW, ROW_NAMED, TUPLE, arrays, MAP), printed and collected with their Python types, and a FileSource of text lines over a directory of files at parallelism 1."""
 import os
 import sys
 import tempfile
@@ -23,10 +23,8 @@ CASES = [
     ("ROW", [Row(1, "x"), Row(2, "y")], Types.ROW([Types.INT(), Types.STRING()])),
     ("ROW_NAMED", [Row(id=1, name="x")], Types.ROW_NAMED(["id", "name"], [Types.INT(), Types.STRING()])),
     ("TUPLE", [(1, "x"), (2, "y")], Types.TUPLE([Types.INT(), Types.STRING()])),
-    ("PICKLED_BYTE_ARRAY", [{"k": 1}, (1, 2)], Types.PICKLED_BYTE_ARRAY()),
     ("BASIC_ARRAY", [[1, 2], [3]], Types.BASIC_ARRAY(Types.INT())),
     ("PRIMITIVE_ARRAY", [[1, 2]], Types.PRIMITIVE_ARRAY(Types.INT())),
-    ("LIST", [["a", "b"]], Types.LIST(Types.STRING())),
     ("MAP", [{"a": 1}], Types.MAP(Types.STRING(), Types.INT())),
 ]
 
@@ -37,6 +35,8 @@ for name, values, type_info in CASES:
         stream = env.from_collection(values, type_info=type_info)
     collected = list(stream.execute_and_collect())
     print(name, "collected:", collected, [type(v).__name__ for v in collected])
+    if name.endswith("ARRAY"):  # PyFlink prints Java arrays by identity: [Ljava.lang.Integer;@1be98d65
+        continue
     print(f"--- {name} printed ---")
     sys.stdout.flush()
     stream.print()
