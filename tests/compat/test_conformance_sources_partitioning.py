@@ -138,7 +138,7 @@ def test_from_collection_with_every_kind_of_type_info_and_a_file_source_over_a_d
             expected += [f"--- {name} printed ---", *printed]
     files = {"a.txt": ["a1", "a2"], "b.txt": ["b1"], "c.txt": ["c1", "c2", "c3"]}
     upper = sorted(line.upper() for file_lines in files.values() for line in file_lines)
-    expected += [f"files: {upper} ['str']", "files grouped by file in order: True"]
+    expected += [f"files: {upper} ['str']", "files: one after another: True lines in order: True"]
     assert lines == expected
 
 
