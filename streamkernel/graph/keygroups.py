@@ -17,7 +17,7 @@ import operator
 import pickle
 import struct
 import zlib
-from typing import Any
+from typing import Any, Optional
 
 from streamkernel.common.types import Row
 
@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_LOWER_BOUND_MAX_PARALLELISM",
     "default_max_parallelism",
     "stable_hash",
+    "typed_key_hash",
     "assign_to_key_group",
     "operator_index_for_key_group",
     "key_group_range_for_operator",
@@ -133,6 +134,87 @@ def _legacy_hash(key: Any) -> int:
     return zlib.crc32(repr(key).encode("utf-8", "surrogatepass"))
 
 
+def _java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode()`` (over UTF-16 code units), unsigned 32-bit."""
+    h = 0
+    data = text.encode("utf-16-be", "surrogatepass")
+    for unit in struct.unpack(f">{len(data) // 2}H", data):
+        h = (31 * h + unit) & _MASK32
+    return h
+
+
+def _java_long_hash(value: int) -> int:
+    """Java's ``Long.hashCode(v)``: ``(int) (v ^ (v >>> 32))``, unsigned 32-bit."""
+    value &= 0xFFFFFFFFFFFFFFFF
+    return (value ^ (value >> 32)) & _MASK32
+
+
+def _java_basic_hash(basic: str, value: Any) -> Optional[int]:
+    """Java's hashCode of ``value`` as PyFlink's basic type ``basic`` holds it (None: not known)."""
+    if basic == "STRING":
+        return _java_string_hash(value) if isinstance(value, str) else None
+    if basic in ("INT", "SHORT", "BYTE"):
+        return int(value) & _MASK32
+    if basic == "LONG":
+        return _java_long_hash(int(value))
+    if basic == "BOOLEAN":
+        return 1231 if value else 1237
+    if basic == "DOUBLE":
+        value = float(value)
+        bits = 0x7FF8000000000000 if value != value else struct.unpack(">q", struct.pack(">d", value))[0]
+        return _java_long_hash(bits)
+    if basic == "FLOAT":
+        value = float(value)
+        return 0x7FC00000 if value != value else struct.unpack(">I", struct.pack(">f", value))[0]
+    return None
+
+
+def _java_hash(value: Any, type_info: Any) -> Optional[int]:
+    """Java's hashCode of ``value`` held as ``type_info`` (PyFlink's Java object for it);
+    None for a type whose Java hash is not written out here."""
+    from streamkernel.common.typeinfo.basic import BasicTypeInfo, InstantTypeInfo
+    from streamkernel.common.typeinfo.composite import RowTypeInfo, TupleTypeInfo
+
+    if value is None:
+        return 0
+    if isinstance(type_info, BasicTypeInfo) and not isinstance(type_info, InstantTypeInfo):
+        return _java_basic_hash(type_info.type_name, value)
+    if isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
+        field_types = type_info.get_field_types()
+        values = list(value)
+        if len(values) != len(field_types):
+            return None
+        hashes = [_java_hash(v, t) for v, t in zip(values, field_types)]
+        if any(h is None for h in hashes):
+            return None
+        h = 0
+        if isinstance(type_info, TupleTypeInfo):  # TupleN.hashCode: 31 * result + field.hashCode()
+            for field_hash in hashes:
+                h = (31 * h + field_hash) & _MASK32  # type: ignore[operator]
+            return h
+        h = 1  # Row.hashCode: RowUtils.deepHashCodeRow (INSERT), a null field counts 0
+        for v, field_hash in zip(values, hashes):
+            h = (31 * h + (0 if v is None else 31 + field_hash)) & _MASK32  # type: ignore[operator]
+        return h
+    return None
+
+
+def typed_key_hash(key: Any, key_type: Any) -> int:
+    """The hash of ``key`` for ``key_by(..., key_type=key_type)``: PyFlink keys the Java side
+    by ``Row.of(key as key_type)``, hashed ``62 + key.hashCode()`` (31 for a null key). For
+    basic types, TUPLE and ROW of them this is Java's hash; for other key types (and keys that
+    do not fit their key_type) it is :func:`stable_hash`, as without ``key_type``."""
+    if key_type is None:
+        return stable_hash(key)
+    if key is None:
+        return 31
+    try:
+        h = _java_hash(key, key_type)
+    except (TypeError, ValueError, OverflowError, struct.error):
+        h = None
+    return stable_hash(key) if h is None else (62 + h) & _MASK32
+
+
 def _murmur_fmix(h: int) -> int:
     """Flink's ``MathUtils.murmurHash``: spreads a 32-bit hash before the modulo."""
     h &= _MASK32
@@ -152,9 +234,9 @@ def _murmur_fmix(h: int) -> int:
     return signed if signed >= 0 else (-signed if signed != -(1 << 31) else 0)
 
 
-def assign_to_key_group(key: Any, max_parallelism: int) -> int:
-    """The key group (0 .. max_parallelism-1) that ``key`` belongs to."""
-    return _murmur_fmix(stable_hash(key)) % max_parallelism
+def assign_to_key_group(key: Any, max_parallelism: int, key_type: Any = None) -> int:
+    """The key group (0 .. max_parallelism-1) that ``key`` (of key_by's ``key_type``) belongs to."""
+    return _murmur_fmix(stable_hash(key) if key_type is None else typed_key_hash(key, key_type)) % max_parallelism
 
 
 def operator_index_for_key_group(max_parallelism: int, parallelism: int, key_group: int) -> int:
@@ -169,6 +251,7 @@ def key_group_range_for_operator(max_parallelism: int, parallelism: int, operato
     return range(start, end + 1)
 
 
-def assign_key_to_operator(key: Any, max_parallelism: int, parallelism: int) -> int:
-    """The subtask index that processes ``key``."""
-    return operator_index_for_key_group(max_parallelism, parallelism, assign_to_key_group(key, max_parallelism))
+def assign_key_to_operator(key: Any, max_parallelism: int, parallelism: int, key_type: Any = None) -> int:
+    """The subtask index that processes ``key`` (of key_by's ``key_type``)."""
+    return operator_index_for_key_group(max_parallelism, parallelism,
+                                        assign_to_key_group(key, max_parallelism, key_type))

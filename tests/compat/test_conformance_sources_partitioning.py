@@ -158,3 +158,74 @@ def test_async_io_orders_times_out_and_fails_as_pyflink_does():
         "timeouts: ['fast 1', 'timed out 2', 'fast 3']",
         "exception: job failed; True",
     ]
+
+
+# --------------------------------------------------------------------------- key_by with key_type
+# With key_type, PyFlink keys the Java side by Row.of(key as Java object of that type): the Row's
+# hash is 31 * 0 + (31 * 1 + (31 * 1 + key.hashCode())), i.e. 62 + Java's hashCode of the key.
+def _java_hash(kind: str, value) -> int:
+    """Java's hashCode of ``value`` as PyFlink's Java object of basic type ``kind``."""
+    import struct
+
+    if kind == "STRING":  # String.hashCode over UTF-16 code units
+        h = 0
+        data = value.encode("utf-16-be", "surrogatepass")
+        for i in range(0, len(data), 2):
+            h = _int32(31 * h + int.from_bytes(data[i:i + 2], "big"))
+        return h
+    if kind in ("INT", "SHORT"):
+        return _int32(value)
+    if kind == "LONG":  # (int) (v ^ (v >>> 32))
+        v = value & 0xFFFFFFFFFFFFFFFF
+        return _int32(v ^ (v >> 32))
+    if kind == "BOOLEAN":
+        return 1231 if value else 1237
+    if kind == "DOUBLE":
+        bits = struct.unpack(">Q", struct.pack(">d", value))[0]
+        return _int32(bits ^ (bits >> 32))
+    if kind == "FLOAT":
+        return _int32(struct.unpack(">I", struct.pack(">f", value))[0])
+    raise AssertionError(kind)
+
+
+FIELD_KINDS = {"TUPLE": ("STRING", "INT"), "ROW": ("STRING", "LONG")}
+
+
+def pyflink_typed_subtask(name: str, key, parallelism: int) -> int:
+    """The subtask PyFlink's key_by(..., key_type) sends ``key`` to (``name`` of the key type)."""
+    if name == "TUPLE":  # Tuple2.hashCode: 31 * f0.hashCode() + f1.hashCode()
+        h = 0
+        for kind, field in zip(FIELD_KINDS[name], key):
+            h = _int32(31 * h + _java_hash(kind, field))
+    elif name == "ROW":  # RowUtils.deepHashCodeRow: fields folded from 1 as 31 * h + (31 + hashCode)
+        h = 1
+        for kind, field in zip(FIELD_KINDS[name], key):
+            h = _int32(31 * h + 31 + _java_hash(kind, field))
+    else:
+        h = _java_hash(name, key)
+    return (_murmur(_int32(62 + h)) % 128) * parallelism // 128
+
+
+def test_key_by_with_key_type_hashes_keys_as_java_does_and_state_follows():
+    program = load("partition_key_types.py")
+    lines = run("partition_key_types.py")
+    expected = [f"{name} {key!r} -> subtask {pyflink_typed_subtask(name, key, 4)}"
+                for name, _, keys in program.CASES for key in keys]
+    assert sorted(line for line in lines if "-> subtask" in line) == sorted(expected)
+
+    def prefixed(fruit: str, text: str) -> str:  # the print after a keyed operator at parallelism 2
+        return f"{pyflink_typed_subtask('STRING', fruit, 2) + 1}> {text}"
+
+    units, running = {}, []
+    for fruit, count in program.SALES:
+        units[fruit] = units.get(fruit, 0) + count
+        running.append((fruit, units[fruit]))
+    assert sorted(line for line in lines if "> units " in line) == sorted(
+        prefixed(fruit, f"units {fruit} {total}") for fruit, total in running)
+    ledger = [prefixed(fruit, f"{fruit} units so far {total}") for fruit, total in running]
+    ledger += [prefixed(fruit, f"{fruit} price {price}, price #1") for fruit, price in program.PRICES]
+    assert sorted(line for line in lines if "so far" in line or "price #" in line) == sorted(ledger)
+    # the keys do spread over the subtasks, so the prefixes say something
+    assert {pyflink_typed_subtask("STRING", fruit, 2) for fruit, _ in program.PRICES} == {0, 1}
+    assert lines[-1] == "differently typed keys connected: rejected"
+    assert len(lines) == len(expected) + 2 * len(running) + len(program.PRICES) + 1
