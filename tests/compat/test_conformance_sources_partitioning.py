@@ -229,3 +229,26 @@ def test_key_by_with_key_type_hashes_keys_as_java_does_and_state_follows():
     assert {pyflink_typed_subtask("STRING", fruit, 2) for fruit, _ in program.PRICES} == {0, 1}
     assert lines[-1] == "differently typed keys connected: rejected"
     assert len(lines) == len(expected) + 2 * len(running) + len(program.PRICES) + 1
+
+
+def test_connecting_keyed_streams_of_different_key_types_is_rejected_naming_both():
+    import pytest
+
+    from streamkernel.common import Types
+    from streamkernel.datastream import KeyedCoProcessFunction, StreamExecutionEnvironment
+    from streamkernel.errors import InvalidProgramError
+
+    class Both(KeyedCoProcessFunction):
+        def process_element1(self, value, ctx):
+            yield value
+
+        def process_element2(self, value, ctx):
+            yield value
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    typed = env.from_collection([("a", 1)]).key_by(lambda x: x[0], key_type=Types.STRING())
+    pickled = env.from_collection([("a", 1)]).key_by(lambda x: x[0])
+    with pytest.raises(InvalidProgramError, match="key types of the input KeyedStreams don't match: "
+                                                  "String and PickledByteArrayTypeInfo"):
+        typed.connect(pickled).process(Both())
+    typed.connect(env.from_collection([("a", 1)]).key_by(lambda x: x[0], Types.STRING())).process(Both())
