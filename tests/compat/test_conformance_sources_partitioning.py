@@ -252,3 +252,14 @@ def test_connecting_keyed_streams_of_different_key_types_is_rejected_naming_both
                                                   "String and PickledByteArrayTypeInfo"):
         typed.connect(pickled).process(Both())
     typed.connect(env.from_collection([("a", 1)]).key_by(lambda x: x[0], Types.STRING())).process(Both())
+
+
+def test_from_collection_with_dates_times_and_decimals():
+    program = load("sources_collection_time_types.py")
+    expected = []
+    for name, values, _ in program.CASES:
+        expected.append(f"{name} collected: {values!r} {[type(v).__name__ for v in values]}")
+        expected.append(f"--- {name} printed ---")
+        # java.sql.Date / java.sql.Time / BigDecimal.toString (plain notation for these scales)
+        expected += [v.isoformat() if name != "BIG_DEC" else str(v) for v in values]
+    assert run("sources_collection_time_types.py") == expected
