@@ -25,7 +25,7 @@ from streamkernel.datastream.function_process import (
 from streamkernel.datastream.function_wrappers import require_function
 from streamkernel.datastream.keyed_stream import KeyedStream
 from streamkernel.datastream.operator_specs import broadcast_spec, two_input_spec
-from streamkernel.errors import InvalidFunctionError
+from streamkernel.errors import InvalidFunctionError, InvalidProgramError
 from streamkernel.graph.transformations import OperatorSpec, TwoInputTransformation
 
 __all__ = ["ConnectedStreams", "BroadcastStream", "BroadcastConnectedStream"]
@@ -35,12 +35,22 @@ def _two_input(name: str, first: DataStream, second: DataStream, spec: OperatorS
                key_selector1: Optional[KeySelector] = None,
                key_selector2: Optional[KeySelector] = None) -> DataStream:
     env = first._env
+    key_type = getattr(first, "_key_type", None) if key_selector1 is not None else None
+    if key_selector1 is not None and key_selector2 is not None and key_type != getattr(second, "_key_type", None):
+        # Flink: the two inputs' keys must be of one type (keys hash to key groups by their type)
+        raise InvalidProgramError(
+            f"{name}: key types of the input KeyedStreams don't match: {_key_type_name(key_type)} and "
+            f"{_key_type_name(getattr(second, '_key_type', None))} (key_by's key_type must be the same for both)")
     t = TwoInputTransformation(name, first._transformation, second._transformation, spec, env.get_parallelism(),
                                state_key_selector1=key_selector1, state_key_selector2=key_selector2,
-                               output_type=output_type,
-                               state_key_type=getattr(first, "_key_type", None) if key_selector1 is not None else None)
+                               output_type=output_type, state_key_type=key_type)
     env._add(t)
     return DataStream(t, env)
+
+
+def _key_type_name(key_type: Any) -> str:
+    """How Flink names a key_by's key type (none given: pickled keys)."""
+    return "PickledByteArrayTypeInfo" if key_type is None else repr(key_type)
 
 
 class ConnectedStreams:

@@ -242,7 +242,7 @@ class DataStream(OperatorSettings):
         from streamkernel.datastream.keyed_stream import KeyedStream
 
         ks = as_function(key_selector, KeySelector, "key_by()", "key_selector")
-        t = PartitionTransformation(self._transformation, KeyGroupStreamPartitioner(key_selector=ks))
+        t = PartitionTransformation(self._transformation, KeyGroupStreamPartitioner(key_selector=ks, key_type=key_type))
         self._env._add(t)
         return KeyedStream(t, self._env, ks, key_type, self)
 

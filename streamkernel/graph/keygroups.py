@@ -13,9 +13,11 @@ instead. The formulas for groups and ranges are Flink's ``KeyGroupRangeAssignmen
 from __future__ import annotations
 
 import math
+import operator
+import pickle
 import struct
 import zlib
-from typing import Any
+from typing import Any, Optional
 
 from streamkernel.common.types import Row
 
@@ -24,6 +26,7 @@ __all__ = [
     "DEFAULT_LOWER_BOUND_MAX_PARALLELISM",
     "default_max_parallelism",
     "stable_hash",
+    "typed_key_hash",
     "assign_to_key_group",
     "operator_index_for_key_group",
     "key_group_range_for_operator",
@@ -42,36 +45,174 @@ def default_max_parallelism(parallelism: int) -> int:
     return min(max(pow2, DEFAULT_LOWER_BOUND_MAX_PARALLELISM), UPPER_BOUND_MAX_PARALLELISM)
 
 
-def stable_hash(key: Any) -> int:
-    """A 32-bit hash of ``key`` that is identical across processes and runs.
+def _canonical(key: Any) -> Any:
+    """``key`` with every bool and integral float replaced by the equal int (recursively in
+    tuples and lists): keys equal in Python must hash equally, or a sender's and a keyed
+    subtask's per-key caches (dicts) could disagree about a key's group."""
+    kind = type(key)
+    if kind is bool:
+        return int(key)
+    if kind is float:
+        return int(key) if key.is_integer() else key
+    if kind is tuple or kind is list:
+        return kind(_canonical(item) for item in key)
+    return key
 
-    Keys that compare equal in Python hash equally (``True``, ``1`` and ``1.0``). Supports
-    None, bool, int, float, str, bytes and (nested) tuples/lists/Rows of them;
-    other objects hash by their ``repr``, which must then be stable for the key's type.
+
+_POW31 = [1]  # 31**i mod 2**32
+
+
+def _java_byte_array_hash(data: bytes) -> int:
+    """Java's ``Arrays.hashCode(byte[])`` (signed bytes), as an unsigned 32-bit int."""
+    n = len(data)
+    while len(_POW31) <= n:
+        _POW31.append((_POW31[-1] * 31) & _MASK32)
+    # 31**n + sum(b[i] * 31**(n-1-i)): the last byte gets power 0, hence reversed()
+    return (_POW31[n] + sum(map(operator.mul, reversed(memoryview(data).cast("b")), _POW31))) & _MASK32
+
+
+def stable_hash(key: Any) -> int:
+    """A 32-bit hash of ``key`` that is identical across processes and runs: PyFlink's.
+
+    PyFlink's ``key_by`` without ``key_type`` keys the Java side by ``Row(pickled key)``;
+    Flink hashes that Row as ``62 + Arrays.hashCode(cloudpickle.dumps(key))`` (``RowUtils``:
+    row kind INSERT, one field). For None, int, float, str, bytes and (nested) tuples and
+    lists of them, whose pickles are the same in every process, this is that hash, so a key
+    goes to the subtask PyFlink sends it to; bools and integral floats hash as the equal
+    int (keys equal in Python hash equally: ``True``, ``1`` and ``1.0``). Rows and other
+    objects, whose pickles name streamkernel's classes (or are not stable), hash by their
+    values, or by their ``repr``, which must then be stable for the key's type.
     """
+    kind = type(key)
+    if kind is str or kind is int or kind is bytes or key is None:
+        return (62 + _java_byte_array_hash(pickle.dumps(key, 5))) & _MASK32
+    if kind is bool or kind is float or kind is tuple or kind is list:
+        canonical = _canonical(key)
+        if _picklable_stably(canonical):
+            return (62 + _java_byte_array_hash(pickle.dumps(canonical, 5))) & _MASK32
+    if isinstance(key, Row):
+        # Consistent with Row equality: values ordered by field name when the row is named.
+        fields = key._fields
+        values = key._values if fields is None else [v for _, v in sorted(zip(fields, key._values))]
+        return _legacy_hash(tuple(values))
+    return _legacy_hash(key)
+
+
+_STABLE_LEAVES = (str, int, float, bytes, type(None))
+
+
+def _picklable_stably(key: Any) -> bool:
+    """Whether ``key`` (canonical) pickles to the same bytes in every process."""
+    if type(key) in _STABLE_LEAVES:
+        return True
+    if type(key) is tuple or type(key) is list:
+        return all(_picklable_stably(item) for item in key)
+    return False
+
+
+def _legacy_hash(key: Any) -> int:
+    """The hash of keys whose pickle is not PyFlink's or not stable (Rows, objects)."""
     if key is None:
         return 0
     if isinstance(key, int):  # bool too: True == 1 in Python, so they must be the same key
         return (key ^ (key >> 32)) & _MASK32
     if isinstance(key, float):
         if key.is_integer():
-            return stable_hash(int(key))
+            return _legacy_hash(int(key))
         return zlib.crc32(struct.pack("<d", key))
     if isinstance(key, str):
         return zlib.crc32(key.encode("utf-8", "surrogatepass"))
     if isinstance(key, (bytes, bytearray, memoryview)):
         return zlib.crc32(bytes(key))
     if isinstance(key, Row):
-        # Consistent with Row equality: values ordered by field name when the row is named.
-        fields = key._fields
-        values = key._values if fields is None else [v for _, v in sorted(zip(fields, key._values))]
-        return stable_hash(tuple(values))
+        return stable_hash(key)
     if isinstance(key, (tuple, list)):
         h = 1
         for item in key:
-            h = (31 * h + stable_hash(item)) & _MASK32
+            h = (31 * h + _legacy_hash(item)) & _MASK32
         return h
     return zlib.crc32(repr(key).encode("utf-8", "surrogatepass"))
+
+
+def _java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode()`` (over UTF-16 code units), unsigned 32-bit."""
+    h = 0
+    data = text.encode("utf-16-be", "surrogatepass")
+    for unit in struct.unpack(f">{len(data) // 2}H", data):
+        h = (31 * h + unit) & _MASK32
+    return h
+
+
+def _java_long_hash(value: int) -> int:
+    """Java's ``Long.hashCode(v)``: ``(int) (v ^ (v >>> 32))``, unsigned 32-bit."""
+    value &= 0xFFFFFFFFFFFFFFFF
+    return (value ^ (value >> 32)) & _MASK32
+
+
+def _java_basic_hash(basic: str, value: Any) -> Optional[int]:
+    """Java's hashCode of ``value`` as PyFlink's basic type ``basic`` holds it (None: not known)."""
+    if basic == "STRING":
+        return _java_string_hash(value) if isinstance(value, str) else None
+    if basic in ("INT", "SHORT", "BYTE"):
+        return int(value) & _MASK32
+    if basic == "LONG":
+        return _java_long_hash(int(value))
+    if basic == "BOOLEAN":
+        return 1231 if value else 1237
+    if basic == "DOUBLE":
+        value = float(value)
+        bits = 0x7FF8000000000000 if value != value else struct.unpack(">q", struct.pack(">d", value))[0]
+        return _java_long_hash(bits)
+    if basic == "FLOAT":
+        value = float(value)
+        return 0x7FC00000 if value != value else struct.unpack(">I", struct.pack(">f", value))[0]
+    return None
+
+
+def _java_hash(value: Any, type_info: Any) -> Optional[int]:
+    """Java's hashCode of ``value`` held as ``type_info`` (PyFlink's Java object for it);
+    None for a type whose Java hash is not written out here."""
+    from streamkernel.common.typeinfo.basic import BasicTypeInfo, InstantTypeInfo
+    from streamkernel.common.typeinfo.composite import RowTypeInfo, TupleTypeInfo
+
+    if value is None:
+        return 0
+    if isinstance(type_info, BasicTypeInfo) and not isinstance(type_info, InstantTypeInfo):
+        return _java_basic_hash(type_info.type_name, value)
+    if isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
+        field_types = type_info.get_field_types()
+        values = list(value)
+        if len(values) != len(field_types):
+            return None
+        hashes = [_java_hash(v, t) for v, t in zip(values, field_types)]
+        if any(h is None for h in hashes):
+            return None
+        h = 0
+        if isinstance(type_info, TupleTypeInfo):  # TupleN.hashCode: 31 * result + field.hashCode()
+            for field_hash in hashes:
+                h = (31 * h + field_hash) & _MASK32  # type: ignore[operator]
+            return h
+        h = 1  # Row.hashCode: RowUtils.deepHashCodeRow (INSERT), a null field counts 0
+        for v, field_hash in zip(values, hashes):
+            h = (31 * h + (0 if v is None else 31 + field_hash)) & _MASK32  # type: ignore[operator]
+        return h
+    return None
+
+
+def typed_key_hash(key: Any, key_type: Any) -> int:
+    """The hash of ``key`` for ``key_by(..., key_type=key_type)``: PyFlink keys the Java side
+    by ``Row.of(key as key_type)``, hashed ``62 + key.hashCode()`` (31 for a null key). For
+    basic types, TUPLE and ROW of them this is Java's hash; for other key types (and keys that
+    do not fit their key_type) it is :func:`stable_hash`, as without ``key_type``."""
+    if key_type is None:
+        return stable_hash(key)
+    if key is None:
+        return 31
+    try:
+        h = _java_hash(key, key_type)
+    except (TypeError, ValueError, OverflowError, struct.error):
+        h = None
+    return stable_hash(key) if h is None else (62 + h) & _MASK32
 
 
 def _murmur_fmix(h: int) -> int:
@@ -93,9 +234,9 @@ def _murmur_fmix(h: int) -> int:
     return signed if signed >= 0 else (-signed if signed != -(1 << 31) else 0)
 
 
-def assign_to_key_group(key: Any, max_parallelism: int) -> int:
-    """The key group (0 .. max_parallelism-1) that ``key`` belongs to."""
-    return _murmur_fmix(stable_hash(key)) % max_parallelism
+def assign_to_key_group(key: Any, max_parallelism: int, key_type: Any = None) -> int:
+    """The key group (0 .. max_parallelism-1) that ``key`` (of key_by's ``key_type``) belongs to."""
+    return _murmur_fmix(stable_hash(key) if key_type is None else typed_key_hash(key, key_type)) % max_parallelism
 
 
 def operator_index_for_key_group(max_parallelism: int, parallelism: int, key_group: int) -> int:
@@ -110,6 +251,7 @@ def key_group_range_for_operator(max_parallelism: int, parallelism: int, operato
     return range(start, end + 1)
 
 
-def assign_key_to_operator(key: Any, max_parallelism: int, parallelism: int) -> int:
-    """The subtask index that processes ``key``."""
-    return operator_index_for_key_group(max_parallelism, parallelism, assign_to_key_group(key, max_parallelism))
+def assign_key_to_operator(key: Any, max_parallelism: int, parallelism: int, key_type: Any = None) -> int:
+    """The subtask index that processes ``key`` (of key_by's ``key_type``)."""
+    return operator_index_for_key_group(max_parallelism, parallelism,
+                                        assign_to_key_group(key, max_parallelism, key_type))

@@ -90,11 +90,13 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
     """``key_by``: key -> key group (deterministic hash) -> the subtask owning that group.
 
     ``max_parallelism`` (the number of key groups) is the downstream operator's max
-    parallelism; the StreamGraph builder fills it in.
+    parallelism; the StreamGraph builder fills it in. ``key_type`` is key_by's: PyFlink hashes
+    a typed key as Java hashes it, an untyped one by its pickle (``keygroups``).
     """
 
     key_selector: Callable[[Any], Any] = None  # type: ignore[assignment]
     max_parallelism: Optional[int] = None
+    key_type: Any = None
     name: ClassVar[str] = "HASH"
 
 

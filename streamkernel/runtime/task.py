@@ -247,6 +247,7 @@ class Task:
                 clock=self.services.clock,
                 working_dir=os.path.join(self.services.working_dir, str(tdd.job_id),
                                          f"{tdd.job_vertex.id}-{tdd.subtask_index}-{node.id}"))
+            keyed.key_type = node.state_key_type  # keys hash to key groups as key_by's partitioner hashes them
         processing_time = self.processing_time
 
         def timer_service(name: str, triggerable: Any) -> Any:

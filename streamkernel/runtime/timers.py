@@ -356,6 +356,7 @@ class InternalTimerService:
         """The timers grouped by key group: ``{"kind": "timers", "name", "max_parallelism",
         "event_time": {key_group: [(key, namespace, timestamp), ...]}, "processing_time": {...}}``."""
         max_parallelism = getattr(self.key_context, "max_parallelism", None) or DEFAULT_LOWER_BOUND_MAX_PARALLELISM
+        key_type = getattr(self.key_context, "key_type", None)
         groups_of: Dict[Any, int] = {}
         result: Dict[str, Any] = {"kind": "timers", "name": self.name, "max_parallelism": max_parallelism}
         for domain, queue in zip(TIMER_DOMAINS, (self._event, self._processing)):
@@ -363,7 +364,7 @@ class InternalTimerService:
             for timestamp, key, namespace in queue.ordered():
                 group = groups_of.get(key)
                 if group is None:
-                    group = groups_of[key] = assign_to_key_group(key, max_parallelism)
+                    group = groups_of[key] = assign_to_key_group(key, max_parallelism, key_type)
                 groups.setdefault(group, []).append((key, namespace, timestamp))
             result[domain] = groups
         return result

@@ -60,17 +60,40 @@ def test_default_max_parallelism(parallelism, expected):
     assert DEFAULT_LOWER_BOUND_MAX_PARALLELISM <= default_max_parallelism(parallelism) <= UPPER_BOUND_MAX_PARALLELISM
 
 
-def test_int_hash_is_javas_long_hash_code():
-    # Long.hashCode(v) = (int)(v ^ (v >>> 32)), read as unsigned 32 bits.
-    assert stable_hash(7) == 7
-    assert stable_hash(-1) == 0
-    assert stable_hash(1 << 32) == 1
-    assert stable_hash(-2) == 1
+def _java_row_of_pickled_key_hash(key) -> int:
+    """Flink's ``Row.of(cloudpickle.dumps(key)).hashCode()`` (PyFlink's key_by without key_type),
+    written out from RowUtils.deepHashCodeRow and Arrays.hashCode(byte[]) with Java int semantics."""
+    import pickle
+    h = 1
+    for b in pickle.dumps(key, protocol=5):  # cloudpickle's protocol; same bytes for these keys
+        h = _int32(31 * h + (b - 256 if b > 127 else b))
+    leaf = _int32(31 * 1 + h)  # Arrays.deepHashCode(new Object[]{bytes})
+    fields = _int32(31 * 1 + leaf)  # deepHashCodeArray(fieldByPosition)
+    return _int32(31 * 0 + fields) & 0xFFFFFFFF  # RowKind.INSERT.toByteValue() == 0
+
+
+@pytest.mark.parametrize("key", [0, 7, -1, 2**31, 2**70, "apple", "", "東京", b"raw", None, 0.5,
+                                 ("a", 1), ("nested", (0.25, b"x")), ["l", 2]])
+def test_hash_is_flinks_hash_of_pyflinks_pickled_key_row(key):
+    assert stable_hash(key) == _java_row_of_pickled_key_hash(key)
+
+
+def test_hash_matches_values_computed_by_flinks_own_classes():
+    # Row.of(cloudpickle.dumps(k)).hashCode() and KeyGroupRangeAssignment.assignToKeyGroup(row, 128),
+    # computed once with flink-dist 2.3.0's classes in a JVM.
+    assert _int32(stable_hash("a")) == -2088826310
+    assert assign_to_key_group("a", 128) == 33
+    assert _int32(stable_hash(("nested", (0.25, b"x")))) == 1579040973
+    assert assign_to_key_group(("nested", (0.25, b"x")), 128) == 106
 
 
 def test_equal_python_keys_land_in_the_same_key_group():
+    # bools and integral floats hash as the equal int (PyFlink would pickle them differently,
+    # but streamkernel's per-key caches are dicts, in which 3, 3.0 and True == 1 are one key).
     assert assign_to_key_group(3, 128) == assign_to_key_group(3.0, 128)
-    assert assign_to_key_group(("a", 1), 128) == assign_to_key_group(["a", 1], 128)
+    assert assign_to_key_group(1, 128) == assign_to_key_group(True, 128)
+    assert assign_to_key_group(("a", 1), 128) == assign_to_key_group(("a", True), 128) \
+        == assign_to_key_group(("a", 1.0), 128)
 
 
 def test_string_hash_is_stable_across_processes():

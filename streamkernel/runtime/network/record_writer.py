@@ -69,17 +69,19 @@ def _key_function(selector: Any) -> Callable[[Any], Any]:
 
 
 class _KeyChannelCache(dict):
-    """key -> channel, computed on a miss (key groups), bounded by clearing when full."""
+    """key -> channel, computed on a miss (key groups of key_by's ``key_type``), bounded by
+    clearing when full."""
 
-    __slots__ = ("max_parallelism", "num_channels")
+    __slots__ = ("max_parallelism", "num_channels", "key_type")
 
-    def __init__(self, max_parallelism: int, num_channels: int) -> None:
+    def __init__(self, max_parallelism: int, num_channels: int, key_type: Any = None) -> None:
         super().__init__()
         self.max_parallelism = max_parallelism
         self.num_channels = num_channels
+        self.key_type = key_type
 
     def __missing__(self, key: Any) -> int:
-        channel = assign_key_to_operator(key, self.max_parallelism, self.num_channels)
+        channel = assign_key_to_operator(key, self.max_parallelism, self.num_channels, self.key_type)
         if len(self) >= KEY_CACHE_SIZE:
             self.clear()
         self[key] = channel
@@ -140,7 +142,7 @@ class RecordWriter:
         if isinstance(partitioner, KeyGroupStreamPartitioner):
             self._key_fn = _key_function(partitioner.key_selector)
             max_par = partitioner.max_parallelism or default_max_parallelism(n)
-            self._cache = _KeyChannelCache(max_par, n)
+            self._cache = _KeyChannelCache(max_par, n, partitioner.key_type)
             return self._emit_hash
         if isinstance(partitioner, RebalancePartitioner):
             self._next = subtask_index % n  # spreads the senders' first records (Flink: random)
@@ -300,7 +302,7 @@ class RecordWriter:
     def _hash_channels_slowly(self, values: list) -> list:
         """Per record, without the cache (unhashable keys), naming a record whose key fails."""
         key_fn, n = self._key_fn, self._n
-        max_par = self._cache.max_parallelism
+        max_par, key_type = self._cache.max_parallelism, self._cache.key_type
         channels = []
         for v in values:
             try:
@@ -309,7 +311,7 @@ class RecordWriter:
                 raise PartitioningError(
                     f"the key selector {self.partitioner.key_selector!r} of a HASH (key_by) edge "  # type: ignore[attr-defined]
                     f"raised {type(exc).__name__}: {exc} on record {_short(v)}") from exc
-            channels.append(assign_key_to_operator(key, max_par, n))
+            channels.append(assign_key_to_operator(key, max_par, n, key_type))
         return channels
 
     def _rollback(self, marks: list[int]) -> None:

@@ -49,13 +49,15 @@ class KeyGroupCheck:
     KeyGroupOwnershipError: Key group 94 is not in KeyGroupRange{startKeyGroup=0, endKeyGroup=63}. ...
     """
 
-    __slots__ = ("operator_name", "subtask", "max_parallelism", "key_group_range", "_owned")
+    __slots__ = ("operator_name", "subtask", "max_parallelism", "key_group_range", "key_type", "_owned")
 
-    def __init__(self, operator_name: str, subtask: str, max_parallelism: int, key_group_range: range) -> None:
+    def __init__(self, operator_name: str, subtask: str, max_parallelism: int, key_group_range: range,
+                 key_type: Any = None) -> None:
         self.operator_name = operator_name
         self.subtask = subtask
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
+        self.key_type = key_type  # key_by's key_type: how keys hash to key groups
         self._owned: set = set()
 
     @classmethod
@@ -69,7 +71,8 @@ class KeyGroupCheck:
         key_groups, max_parallelism = backend.key_group_range, backend.max_parallelism
         if key_groups.start <= 0 and key_groups.stop >= max_parallelism:
             return None
-        return cls(context.node.name, context.task_info.task_name_with_subtasks, max_parallelism, key_groups)
+        return cls(context.node.name, context.task_info.task_name_with_subtasks, max_parallelism, key_groups,
+                   getattr(backend, "key_type", None))
 
     def check(self, keys: Collection[Any]) -> None:
         """Raise :class:`KeyGroupOwnershipError` if a key of ``keys`` (a batch's keys: a list,
@@ -105,7 +108,7 @@ class KeyGroupCheck:
         self._verify(key)
 
     def _verify(self, key: Any) -> None:
-        group = assign_to_key_group(key, self.max_parallelism)
+        group = assign_to_key_group(key, self.max_parallelism, self.key_type)
         if group not in self.key_group_range:
             raise KeyGroupOwnershipError(self.message(key, group))
 

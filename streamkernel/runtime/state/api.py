@@ -34,6 +34,8 @@ class KeyedStateBackend(Protocol):
     current_namespace: Any
     max_parallelism: int
     key_group_range: range
+    #: key_by's ``key_type`` (None: pickled keys): how a key hashes to its key group
+    key_type: Any
 
     def get_state(self, descriptor: Any) -> Any:
         """The State object (ValueState, ListState, MapState, ReducingState, AggregatingState)

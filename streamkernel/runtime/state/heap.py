@@ -122,6 +122,7 @@ class HeapKeyedStateBackend:
             raise InvalidProgramError(f"HeapKeyedStateBackend: max_parallelism must be positive, got {max_parallelism}")
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
+        self.key_type: Any = None  # key_by's key_type (set by the task): how keys hash to key groups
         self.current_key: Any = None
         self.current_namespace: Any = VOID_NAMESPACE
         self._clock = ttl_clock if ttl_clock is not None else SystemClock()
@@ -242,7 +243,7 @@ class HeapKeyedStateBackend:
 
         The result is detached: later state changes by the job do not alter it.
         """
-        max_parallelism = self.max_parallelism
+        max_parallelism, key_type = self.max_parallelism, self.key_type
         key_groups_of: Dict[Any, int] = {}  # one hash per distinct key, shared by all states
         now = self._clock.now_ms()
         states: Dict[str, dict] = {}
@@ -254,14 +255,14 @@ class HeapKeyedStateBackend:
                     continue
                 group = key_groups_of.get(key)
                 if group is None:
-                    group = key_groups_of[key] = assign_to_key_group(key, max_parallelism)
+                    group = key_groups_of[key] = assign_to_key_group(key, max_parallelism, key_type)
                 groups.setdefault(group, []).append((key, None, value))
             for (key, namespace), value in table.spaced.items():
                 if purge is not None and (value := purge(table.type, value, now, table.ttl_config.get_ttl_millis())) is None:
                     continue
                 group = key_groups_of.get(key)
                 if group is None:
-                    group = key_groups_of[key] = assign_to_key_group(key, max_parallelism)
+                    group = key_groups_of[key] = assign_to_key_group(key, max_parallelism, key_type)
                 groups.setdefault(group, []).append((key, namespace, value))
             states[name] = {"type": table.type, "ttl": table.ttl, "key_groups": groups}
         return detach({"kind": "keyed", "max_parallelism": max_parallelism, "states": states})

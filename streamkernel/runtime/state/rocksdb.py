@@ -117,6 +117,7 @@ class RocksDBKeyedStateBackend:
             )
         self.max_parallelism = max_parallelism
         self.key_group_range = key_group_range
+        self.key_type: Any = None  # key_by's key_type (set by the task): how keys hash to key groups
         self.current_key: Any = None
         self.current_namespace: Any = VOID_NAMESPACE
         self._clock = ttl_clock if ttl_clock is not None else SystemClock()
@@ -158,7 +159,7 @@ class RocksDBKeyedStateBackend:
             if len(self._key_parts) >= _KEY_CACHE_SIZE:
                 self._key_parts.clear()
             parts = self._key_parts[key] = (
-                key_group_prefix(assign_to_key_group(key, self.max_parallelism)),
+                key_group_prefix(assign_to_key_group(key, self.max_parallelism, self.key_type)),
                 length_prefixed(encode_term(key)),
             )
         self._kg, self._key_part = parts
