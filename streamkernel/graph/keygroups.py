@@ -12,7 +12,9 @@ instead. The formulas for groups and ranges are Flink's ``KeyGroupRangeAssignmen
 
 from __future__ import annotations
 
+import functools
 import math
+import pickle
 import struct
 import zlib
 from typing import Any
@@ -48,14 +50,80 @@ def stable_hash(key: Any) -> int:
     Keys that compare equal in Python hash equally (``True``, ``1`` and ``1.0``). Supports
     None, bool, int, float, str, bytes and (nested) tuples/lists/Rows of them;
     other objects hash by their ``repr``, which must then be stable for the key's type.
+
+    None, int, float, str, bytes and tuples of them hash as PyFlink's ``key_by`` without a
+    ``key_type`` hashes them (:func:`pyflink_key_hash`), so a key goes to the subtask it goes
+    to in PyFlink (bools and whole floats as the equal int).
     """
+    plain = _plain_key(key)
+    if plain is not _NOT_PLAIN:
+        return pyflink_key_hash(plain)
+    return _structural_hash(key)
+
+
+_NOT_PLAIN = object()
+_PLAIN_TYPES = (type(None), int, str, bytes, float)
+
+
+def _plain_key(key: Any) -> Any:
+    """``key`` with bools and whole floats as ints (also inside tuples), or _NOT_PLAIN for a key
+    of another type (Rows, lists, objects) and for a tuple whose pickle could depend on object
+    identity (the same str, bytes or tuple value twice: pickle shares one object, not two equal
+    ones, and equal keys must hash equally wherever they are computed)."""
+    kind = type(key)
+    if kind is bool or (kind is float and key.is_integer()):
+        return int(key)
+    if kind in _PLAIN_TYPES:
+        return key
+    if kind is tuple:
+        shared: set = set()
+        return _plain_tuple(key, shared)
+    return _NOT_PLAIN
+
+
+def _plain_tuple(key: tuple, shared: set) -> Any:
+    items = []
+    for item in key:
+        kind = type(item)
+        if kind is tuple:
+            item = _plain_tuple(item, shared)
+            if item is _NOT_PLAIN:
+                return _NOT_PLAIN
+        else:
+            item = _plain_key(item)
+            if item is _NOT_PLAIN:
+                return _NOT_PLAIN
+        if type(item) in (str, bytes, tuple) and item != ():
+            if item in shared:
+                return _NOT_PLAIN
+            shared.add(item)
+        items.append(item)
+    return tuple(items)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def pyflink_key_hash(key: Any) -> int:
+    """The hash Flink computes for a PyFlink ``key_by`` key without a ``key_type``.
+
+    PyFlink pickles the key (``cloudpickle.dumps``: pickle protocol 5 for these types) and
+    wraps the bytes in a one-field ``Row``; Java's ``Row.hashCode`` is
+    ``31 * kind + deepHashCode([bytes])`` = ``62 + Arrays.hashCode(bytes)`` for an INSERT row.
+    """
+    h = 1
+    for byte in pickle.dumps(key, protocol=5):
+        h = (31 * h + (byte - 256 if byte > 127 else byte)) & _MASK32
+    return (62 + h) & _MASK32
+
+
+def _structural_hash(key: Any) -> int:
+    """The hash of keys PyFlink would pickle with their class (Rows, lists, other objects)."""
     if key is None:
         return 0
     if isinstance(key, int):  # bool too: True == 1 in Python, so they must be the same key
         return (key ^ (key >> 32)) & _MASK32
     if isinstance(key, float):
         if key.is_integer():
-            return stable_hash(int(key))
+            return _structural_hash(int(key))
         return zlib.crc32(struct.pack("<d", key))
     if isinstance(key, str):
         return zlib.crc32(key.encode("utf-8", "surrogatepass"))
@@ -65,11 +133,11 @@ def stable_hash(key: Any) -> int:
         # Consistent with Row equality: values ordered by field name when the row is named.
         fields = key._fields
         values = key._values if fields is None else [v for _, v in sorted(zip(fields, key._values))]
-        return stable_hash(tuple(values))
+        return _structural_hash(tuple(values))
     if isinstance(key, (tuple, list)):
         h = 1
         for item in key:
-            h = (31 * h + stable_hash(item)) & _MASK32
+            h = (31 * h + _structural_hash(item)) & _MASK32
         return h
     return zlib.crc32(repr(key).encode("utf-8", "surrogatepass"))
 

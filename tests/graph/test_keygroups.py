@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections import Counter
 
+import cloudpickle
 import pytest
 
 from streamkernel.graph.keygroups import (
@@ -60,17 +61,34 @@ def test_default_max_parallelism(parallelism, expected):
     assert DEFAULT_LOWER_BOUND_MAX_PARALLELISM <= default_max_parallelism(parallelism) <= UPPER_BOUND_MAX_PARALLELISM
 
 
-def test_int_hash_is_javas_long_hash_code():
-    # Long.hashCode(v) = (int)(v ^ (v >>> 32)), read as unsigned 32 bits.
-    assert stable_hash(7) == 7
-    assert stable_hash(-1) == 0
-    assert stable_hash(1 << 32) == 1
-    assert stable_hash(-2) == 1
+def _pyflink_untyped_key_hash(key) -> int:
+    """What Flink hashes for PyFlink's ``key_by`` without ``key_type``: the key pickled by
+    cloudpickle in a one-field Row; Row.hashCode = 31 * 0 + deepHashCode(Object[]{bytes})
+    = 31 * 1 + (31 * 1 + Arrays.hashCode(bytes)) in Java int arithmetic."""
+    h = 1
+    for b in cloudpickle.dumps(key):
+        h = _int32(31 * h + _int32(b if b < 128 else b - 256))
+    return _int32(31 + 31 + h) & 0xFFFFFFFF
+
+
+@pytest.mark.parametrize("key", [0, 7, -5, 2**40, "a", "apple", "", "ünï", b"raw", 1.5, None, (1, "x"), ("a", "b")])
+def test_plain_keys_hash_as_pyflink_untyped_keys(key):
+    assert stable_hash(key) == _pyflink_untyped_key_hash(key)
+
+
+def test_keys_on_the_subtasks_real_pyflink_chose():
+    # observed with PyFlink 2.3: key_by(lambda t: t[1]) at parallelism 3, get_index_of_this_subtask()
+    seen = {"a": 0, "b": 0, "apple": 1, "kiwi": 1, "s1": 1, "north": 0, "": 2, "ünï": 2, 0: 0, 1: 0, 3: 1,
+            100: 1, 12345: 2, -5: 2, 2**40: 0, (1, "x"): 2, ("a", "b"): 2, 1.5: 1, None: 2}
+    assert {k: assign_key_to_operator(k, 128, 3) for k in seen} == seen
 
 
 def test_equal_python_keys_land_in_the_same_key_group():
-    assert assign_to_key_group(3, 128) == assign_to_key_group(3.0, 128)
-    assert assign_to_key_group(("a", 1), 128) == assign_to_key_group(["a", 1], 128)
+    assert assign_to_key_group(3, 128) == assign_to_key_group(3.0, 128) == assign_to_key_group(3, 128)
+    assert assign_to_key_group(1, 128) == assign_to_key_group(True, 128)
+    assert assign_to_key_group(("a", 1), 128) == assign_to_key_group(("a", 1.0), 128)
+    # a tuple whose pickle could share one object for two equal values hashes by value
+    assert assign_to_key_group(("ab", "ab"), 128) == assign_to_key_group(("ab", "".join(["a", "b"])), 128)
 
 
 def test_string_hash_is_stable_across_processes():
