@@ -65,8 +65,28 @@ def keyed_then_map(env):
     ds.key_by(lambda t: t[0]).map(lambda t: t[1]).map(lambda v: v + 1).print()
 
 
+def two_consumers(env):
+    ds = env.from_collection([1, 2], type_info=Types.INT()).map(lambda x: x, output_type=Types.INT())
+    ds.map(lambda x: x + 1, output_type=Types.INT()).print()
+    ds.filter(lambda x: x > 1).print()
+
+
+def parallel_keyed(env):
+    env.set_parallelism(2)
+    ds = env.from_collection([("a", 1), ("b", 2)])
+    ds.map(lambda t: t).set_parallelism(3).key_by(lambda t: t[0]).map(lambda t: t[1]) \
+        .flat_map(lambda v: [v, v]).print()
+
+
+def unchained(env):
+    ds = env.from_collection([1, 2], type_info=Types.INT())
+    ds.map(lambda x: x, output_type=Types.INT()).map(lambda x: x, output_type=Types.INT()).disable_chaining() \
+        .map(lambda x: x, output_type=Types.INT()).set_parallelism(2).print()
+
+
 def main():
-    for build in (linear, keyed, partitions, unions, connected, side_outputs, keyed_then_map):
+    for build in (linear, keyed, partitions, unions, connected, side_outputs, keyed_then_map, two_consumers,
+                  parallel_keyed, unchained):
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
         build(env)

@@ -45,7 +45,7 @@ def main():
     with described.execute_and_collect() as results:
         for line in sorted(set(results)):
             print(line)
-    numbers.key_by(lambda v: v % 4, key_type=Types.INT()).process(PerKey(), output_type=Types.STRING()).print()
+    numbers.key_by(lambda v: v % 4).process(PerKey(), output_type=Types.STRING()).print()
     env.execute("rich")
 
 

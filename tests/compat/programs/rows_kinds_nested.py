@@ -17,6 +17,7 @@ NESTED = Types.ROW_NAMED(["id", "where", "extra", "counts"],
                           Types.ROW_NAMED(["low", "high"], [Types.INT(), Types.INT()]),
                           Types.MAP(Types.STRING(), Types.INT())])
 KIND = Types.ROW([Types.STRING(), Types.INT()])
+SHORT = Row("sensor", "value")  # a row class
 KINDS = [RowKind.INSERT, RowKind.UPDATE_BEFORE, RowKind.UPDATE_AFTER, RowKind.DELETE]
 
 
@@ -52,6 +53,7 @@ def main():
     readings.map(describe).print()
     readings.map(lambda r: f"untyped {r!r}").print()
     readings.map(lambda r: Row(r.sensor, r.value)).print()
+    readings.map(lambda r: f"class {SHORT(r.sensor, r.value)!r} {SHORT(r.sensor)!r} {SHORT!r}").print()
     readings.map(lambda r: Row(sensor=r.sensor, tags=r.tags)).print()
     readings.print()
 
