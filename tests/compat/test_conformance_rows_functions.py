@@ -158,7 +158,7 @@ def test_keyed_co_process_timers_and_side_outputs():
         expected.append(f"KEYED {account.upper()} {amount}")        # keyed process side output, mapped
         expected.append(str(amount * 100))
         expected.append(f"left {(account, ts, amount)!r}")          # a TUPLE input seen in Python
-    for account, ts, amount in program.PAYMENTS:
+    for account, _ts, amount in program.PAYMENTS:
         expected.append(java_tuple(account, amount))                # typed TUPLE side output of a co-process
     assert unordered(run("rich_co_process_side_outputs.py")) == sorted(expected)
 

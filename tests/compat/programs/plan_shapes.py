@@ -1,5 +1,4 @@
 """env.get_execution_plan() for several pipelines: chained Python maps, key_by + reduce, rebalance/shuffle/broadcast, union, connect + co_map, side outputs, typed and untyped sinks, set_parallelism and names."""
-import json
 import sys
 
 from streamkernel.common import Types
