@@ -63,6 +63,9 @@ class PlanNode:
     python: bool = False      # a PyFlink Python operator (may be chained to)
     chainable_down: bool = False  # a non-keyed Python one-input operator (may be chained)
     is_sink: bool = False
+    members: tuple[int, ...] = ()  # the StreamGraph nodes merged into this node
+    vertex_of: int = 0        # the StreamGraph node whose job vertex (chain) runs this node
+    order_key: float = 0.0    # the order among the chained outputs of a node (creation order)
 
 
 def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[int] = None) -> list[PlanNode]:
@@ -70,6 +73,8 @@ def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[
     every node after its inputs)."""
     nodes: dict[int, PlanNode] = {}
     fresh = _Ids(max((n.id for n in stream_graph.nodes), default=0))
+    if default_parallelism is None:
+        default_parallelism = int(stream_graph.configuration.get("parallelism.default", 0) or 0) or None
     key_ops: dict[tuple[int, int], int] = {}
     side_maps: dict[tuple[int, str], int] = {}
     for node_id in _topological_node_ids(stream_graph, key=lambda n: (n.is_sink, n.id)):
@@ -84,7 +89,8 @@ def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[
                 if (source_id, tag) not in side_maps:
                     side_maps[(source_id, tag)] = _add_hidden(
                         nodes, fresh, "Map", default_parallelism or upstream.parallelism, upstream,
-                        PlanInput(source_id, "FORWARD", side_output=True))
+                        PlanInput(source_id, "FORWARD", side_output=True),
+                        source_id if edge.partitioner.name == "FORWARD" else node.id, node.id - 0.5)
                 source_id = side_maps[(source_id, tag)]
             selectors = node.state_key_selectors
             selector = selectors[max(edge.type_number - 1, 0)] if len(selectors) > max(edge.type_number - 1, 0) else None
@@ -92,15 +98,16 @@ def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[
                 if (source_id, id(selector)) not in key_ops:
                     key_ops[(source_id, id(selector))] = _add_hidden(
                         nodes, fresh, KEY_BY_OPERATOR_NAME, nodes[source_id].parallelism, upstream,
-                        PlanInput(source_id, "FORWARD"))
+                        PlanInput(source_id, "FORWARD"), nodes[source_id].vertex_of, node.id - 0.5)
                 source_id = key_ops[(source_id, id(selector))]
             if node.is_sink and _prints_text_of_python_objects(node):
                 source_id = _add_hidden(nodes, fresh, "Map", default_parallelism or node.parallelism, upstream,
-                                        PlanInput(source_id, edge.partitioner.name))
+                                        PlanInput(source_id, edge.partitioner.name), node.id, node.id - 0.5)
                 plan_node.inputs.append(PlanInput(source_id, "FORWARD"))
                 continue
             plan_node.inputs.append(PlanInput(source_id, edge.partitioner.name))
-    _chain_python_operators(nodes, fresh)
+    if str(stream_graph.configuration.get("python.operator-chaining.enabled", "true")).lower() != "false":
+        _chain_python_operators(nodes, fresh)
     return _ordered(nodes)
 
 
@@ -122,16 +129,18 @@ def _plan_node(node: StreamNode) -> PlanNode:
         pact="Data Source" if node.is_source else "Data Sink" if node.is_sink else "Operator",
         max_parallelism=node.max_parallelism, slot_sharing_group=node.slot_sharing_group,
         chaining_strategy=node.chaining_strategy.name, python=kind in _PYTHON_KINDS,
-        chainable_down=kind in _CHAINABLE_DOWN_KINDS and not any(node.state_key_selectors), is_sink=node.is_sink)
+        chainable_down=kind in _CHAINABLE_DOWN_KINDS and not any(node.state_key_selectors), is_sink=node.is_sink,
+        members=(node.id,), vertex_of=node.id, order_key=float(node.id))
 
 
 def _add_hidden(nodes: dict[int, PlanNode], fresh: _Ids, name: str, parallelism: int, upstream: StreamNode,
-                plan_input: PlanInput) -> int:
-    """Adds one of PyFlink's own Python operators; its id."""
+                plan_input: PlanInput, vertex_of: int, order_key: float) -> int:
+    """Adds one of PyFlink's own Python operators, run in the chain of StreamGraph node ``vertex_of``; its id."""
     node_id = fresh.next()
     nodes[node_id] = PlanNode(id=node_id, name=name, contents=name, parallelism=parallelism, pact="Operator",
                               inputs=[plan_input], max_parallelism=upstream.max_parallelism,
-                              slot_sharing_group=upstream.slot_sharing_group, python=True, chainable_down=True)
+                              slot_sharing_group=upstream.slot_sharing_group, python=True, chainable_down=True,
+                              vertex_of=vertex_of, order_key=order_key)
     return node_id
 
 
@@ -169,7 +178,8 @@ def _chain_python_operators(nodes: dict[int, PlanNode], fresh: _Ids) -> None:
                 continue
             merged = replace(up, id=fresh.next(), name=f"{up.name}, {down.name}",
                              contents=f"{up.contents}, {down.contents}", inputs=list(up.inputs),
-                             chainable_down=up.chainable_down)
+                             chainable_down=up.chainable_down, members=up.members + down.members,
+                             order_key=min(up.order_key, down.order_key))
             del nodes[up.id], nodes[down.id]
             nodes[merged.id] = merged
             for n in nodes.values():
@@ -198,6 +208,38 @@ def _ordered(nodes: dict[int, PlanNode]) -> list[PlanNode]:
             if pending[target] == 0:
                 heapq.heappush(ready, (nodes[target].is_sink, target))
     return order
+
+
+def pyflink_chain_names(stream_graph: StreamGraph, head_of: dict[int, int]) -> dict[int, str]:
+    """The name PyFlink's task of each chain has, by chain head id: Flink's chain name
+    (``A -> B``, ``A -> (B, C)``) over the plan's nodes, where merged Python operators are one
+    operator (``Map, Filter``) and PyFlink's own operators are chained where they run.
+
+    ``head_of`` maps every StreamGraph node to the head of its chain (its job vertex)."""
+    nodes = {n.id: n for n in pyflink_plan_nodes(stream_graph)}
+    vertex = {n.id: head_of.get(n.vertex_of, n.vertex_of) for n in nodes.values()}
+    children: dict[int, list[PlanNode]] = {}
+    chained_input: set[int] = set()
+    for n in nodes.values():  # as in Flink, only an operator with one input is chained to it
+        if len(n.inputs) == 1 and vertex.get(n.inputs[0].source_id) == vertex[n.id]:
+            children.setdefault(n.inputs[0].source_id, []).append(n)
+            chained_input.add(n.id)
+
+    def name(n: PlanNode) -> str:
+        chained = sorted(children.get(n.id, []), key=lambda c: c.order_key)
+        if len(chained) == 1:
+            return f"{n.name} -> {name(chained[0])}"
+        if chained:
+            return f"{n.name} -> ({', '.join(name(c) for c in chained)})"
+        return n.name
+
+    names: dict[int, str] = {}
+    for head_id in set(head_of.values()):
+        roots = [n for n in nodes.values() if vertex[n.id] == head_id and n.id not in chained_input]
+        root = next((n for n in roots if head_id in n.members), roots[0] if roots else None)
+        if root is not None:
+            names[head_id] = name(root)
+    return names
 
 
 def describe(nodes: list[PlanNode]) -> list[tuple[Any, ...]]:

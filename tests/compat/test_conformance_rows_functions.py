@@ -17,7 +17,7 @@ what PyFlink 2.3 does:
   ``print()`` and ``get_side_output``) and merges consecutive Python operators into one node
   (Flink's ``PythonOperatorChainingOptimizer``): :func:`test_execution_plans_have_pyflinks_shape`.
 
-All five programs were run under real PyFlink 2.3 (Java 17) with
+All six programs were run under real PyFlink 2.3 (Java 17) with
 ``scripts/compare_with_pyflink.py``; their outputs equal these expectations (plans: the
 structure, ids aside).
 """
@@ -130,6 +130,25 @@ def test_runtime_context_and_metrics_of_rich_functions():
     for index, expected in per_subtask.items():                      # in order within each subtask
         assert [line for line in keyed if line.startswith(f"{index + 1}> ")] == expected
     assert len(keyed) == 10
+
+
+def test_task_names_are_pyflinks_chain_names():
+    """A task is named after its chain as PyFlink builds it: consecutive Python operators are one
+    operator (``first, Filter, Map``), PyFlink's key-by operator and print map are in the chain,
+    chained outputs in the order the program made them; job parameters come from the Configuration."""
+    words = ["x", "y"]
+    sink = "Sink: Print to Std. Out"
+
+    def seen(label, task, parallelism=1, index=0):
+        return f"{label}: {task!r} {task + f' ({index + 1}/{parallelism})#0'!r} {parallelism} lab 3"
+
+    source_chain = (f"Source: Collection Source -> (first, Filter, Map -> {sink}, "
+                    f"_stream_key_by_map_operator, Map, Map)")
+    expected = [f"{seen('second', source_chain)} <- {seen('first', source_chain)} <- {w}" for w in words]
+    expected += [f"{seen('keyed', f'KEYED PROCESS, Map, Map -> {sink}')} <- {w}".upper() for w in words]
+    expected += [f"{seen('co', f'Co-Map, Map -> {sink}')} <- {v}" for v in words + [w * 2 for w in words]]
+    expected += [seen("alone", "alone, Map", 2, i) for i in range(2)]
+    assert sorted(run("rich_task_names.py")) == sorted(expected)
 
 
 def test_keyed_co_process_timers_and_side_outputs():
