@@ -9,6 +9,10 @@ one before it builds the plan (Flink's ``PythonOperatorChainingOptimizer``):
 - ``print()`` of a stream without a declared type, or of a ``Types.ROW`` stream, first maps each
   record to its text in a ``Map`` (at the environment's parallelism);
 - ``get_side_output(tag)`` maps the side output through an identity ``Map`` typed with the tag's type;
+- ``assign_timestamps_and_watermarks`` with a TimestampAssigner runs it in an ``Extract-Timestamp``
+  Python operator before Flink's ``Timestamps/Watermarks`` and a ``Remove-Timestamp`` map after;
+- ``sum``/``min``/``max``... are PyFlink ``Reduce`` operators; a window operator is named after its
+  assigner's class (``TumblingEventTimeWindows``);
 - a non-keyed Python one-input operator (map, filter, flat_map, process and the maps above)
   merges into its Python input operator when the edge between them is FORWARD, both have the
   same parallelism, max parallelism and slot sharing group, the input feeds nothing else and
@@ -16,8 +20,8 @@ one before it builds the plan (Flink's ``PythonOperatorChainingOptimizer``):
   The merged node is named ``"<first>, <second>"`` and gets a new id, larger than the others.
 
 :func:`pyflink_plan_nodes` returns these nodes; ``plan_json`` writes them as Flink's JSON.
-Other operators PyFlink wraps in Python helpers (``assign_timestamps_and_watermarks``' extract
-and remove steps, for example) are shown as streamkernel's single node.
+Ids are not PyFlink's (its are Java transformation ids, counted over the process, including ids
+its Java side takes for transformations it never shows).
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ class PlanNode:
 
     id: int
     name: str
-    contents: str
+    description: Optional[str]
     parallelism: int
     pact: str
     inputs: list[PlanInput] = field(default_factory=list)
@@ -65,7 +69,12 @@ class PlanNode:
     is_sink: bool = False
     members: tuple[int, ...] = ()  # the StreamGraph nodes merged into this node
     vertex_of: int = 0        # the StreamGraph node whose job vertex (chain) runs this node
-    order_key: float = 0.0    # the order among the chained outputs of a node (creation order)
+    order_key: float = 0.0    # the order PyFlink creates the node in (its place among ids)
+
+    @property
+    def contents(self) -> str:
+        """The plan's ``contents``: the description, else the name (Flink's JSONGenerator)."""
+        return self.description or self.name
 
 
 def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[int] = None) -> list[PlanNode]:
@@ -77,13 +86,20 @@ def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[
         default_parallelism = int(stream_graph.configuration.get("parallelism.default", 0) or 0) or None
     key_ops: dict[tuple[int, int], int] = {}
     side_maps: dict[tuple[int, str], int] = {}
+    removes: dict[int, int] = {}  # Timestamps/Watermarks node -> the Remove-Timestamp after it
     for node_id in _topological_node_ids(stream_graph, key=lambda n: (n.is_sink, n.id)):
         node = stream_graph.node(node_id)
         plan_node = _plan_node(node)
         nodes[node.id] = plan_node
+        extract = _assigns_timestamps_in_python(node)
         for edge in stream_graph.in_edges(node.id):
-            source_id = edge.source_id
-            upstream = stream_graph.node(source_id)
+            source_id = removes.get(edge.source_id, edge.source_id)
+            upstream = stream_graph.node(edge.source_id)
+            if extract:  # the TimestampAssigner runs in Python before Flink's watermark operator
+                source_id = _add_hidden(nodes, fresh, "Extract-Timestamp", node.parallelism, upstream,
+                                        PlanInput(source_id, edge.partitioner.name), node.id, node.id - 0.5)
+                plan_node.inputs.append(PlanInput(source_id, "FORWARD"))
+                continue
             if edge.output_tag is not None:  # get_side_output(tag): an identity Map typed with the tag
                 tag = getattr(edge.output_tag, "tag_id", str(edge.output_tag))
                 if (source_id, tag) not in side_maps:
@@ -92,9 +108,8 @@ def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[
                         PlanInput(source_id, "FORWARD", side_output=True),
                         source_id if edge.partitioner.name == "FORWARD" else node.id, node.id - 0.5)
                 source_id = side_maps[(source_id, tag)]
-            selectors = node.state_key_selectors
-            selector = selectors[max(edge.type_number - 1, 0)] if len(selectors) > max(edge.type_number - 1, 0) else None
-            if edge.partitioner.name == "HASH" and selector is not None:
+            if edge.partitioner.name == "HASH":  # key_by: one key-by operator per keyed stream
+                selector = getattr(edge.partitioner, "key_selector", edge.partitioner)
                 if (source_id, id(selector)) not in key_ops:
                     key_ops[(source_id, id(selector))] = _add_hidden(
                         nodes, fresh, KEY_BY_OPERATOR_NAME, nodes[source_id].parallelism, upstream,
@@ -106,6 +121,11 @@ def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[
                 plan_node.inputs.append(PlanInput(source_id, "FORWARD"))
                 continue
             plan_node.inputs.append(PlanInput(source_id, edge.partitioner.name))
+        if extract:  # and a Java map drops the extracted timestamp again
+            removes[node.id] = _add_hidden(nodes, fresh, "Remove-Timestamp", node.parallelism, node,
+                                           PlanInput(node.id, "FORWARD"), node.id, node.id + 0.5)
+            nodes[removes[node.id]].python = nodes[removes[node.id]].chainable_down = False
+    nodes = _numbered_in_creation_order(nodes, fresh)
     if str(stream_graph.configuration.get("python.operator-chaining.enabled", "true")).lower() != "false":
         _chain_python_operators(nodes, fresh)
     return _ordered(nodes)
@@ -123,9 +143,13 @@ class _Ids:
 
 
 def _plan_node(node: StreamNode) -> PlanNode:
-    kind = node.operator.kind
+    kind, name = node.operator.kind, node.name
+    if kind == "aggregation" and name == "Keyed Aggregation":  # PyFlink's sum/min/max... are reduce()
+        name, kind = "Reduce", "reduce"
+    elif kind in ("window", "count_window") and name.startswith("Window("):  # PyFlink: the assigner's class
+        name = type(node.operator.params.get("window_assigner")).__name__
     return PlanNode(
-        id=node.id, name=node.name, contents=node.description or node.name, parallelism=node.parallelism,
+        id=node.id, name=name, description=node.description, parallelism=node.parallelism,
         pact="Data Source" if node.is_source else "Data Sink" if node.is_sink else "Operator",
         max_parallelism=node.max_parallelism, slot_sharing_group=node.slot_sharing_group,
         chaining_strategy=node.chaining_strategy.name, python=kind in _PYTHON_KINDS,
@@ -137,11 +161,18 @@ def _add_hidden(nodes: dict[int, PlanNode], fresh: _Ids, name: str, parallelism:
                 plan_input: PlanInput, vertex_of: int, order_key: float) -> int:
     """Adds one of PyFlink's own Python operators, run in the chain of StreamGraph node ``vertex_of``; its id."""
     node_id = fresh.next()
-    nodes[node_id] = PlanNode(id=node_id, name=name, contents=name, parallelism=parallelism, pact="Operator",
+    nodes[node_id] = PlanNode(id=node_id, name=name, description=None, parallelism=parallelism, pact="Operator",
                               inputs=[plan_input], max_parallelism=upstream.max_parallelism,
                               slot_sharing_group=upstream.slot_sharing_group, python=True, chainable_down=True,
                               vertex_of=vertex_of, order_key=order_key)
     return node_id
+
+
+def _assigns_timestamps_in_python(node: StreamNode) -> bool:
+    """True for ``assign_timestamps_and_watermarks`` with a TimestampAssigner (PyFlink runs it in
+    an ``Extract-Timestamp`` Python operator and removes the timestamp in ``Remove-Timestamp``)."""
+    strategy = node.operator.params.get("watermark_strategy") if node.operator.kind == "timestamps_watermarks" else None
+    return getattr(strategy, "_timestamp_assigner", None) is not None
 
 
 def _prints_text_of_python_objects(sink: StreamNode) -> bool:
@@ -177,7 +208,8 @@ def _chain_python_operators(nodes: dict[int, PlanNode], fresh: _Ids) -> None:
                     or up.chaining_strategy == "NEVER" or down.chaining_strategy != "ALWAYS"):
                 continue
             merged = replace(up, id=fresh.next(), name=f"{up.name}, {down.name}",
-                             contents=f"{up.contents}, {down.contents}", inputs=list(up.inputs),
+                             description=_merged_description(up.description, down.description),
+                             inputs=list(up.inputs),
                              chainable_down=up.chainable_down, members=up.members + down.members,
                              order_key=min(up.order_key, down.order_key))
             del nodes[up.id], nodes[down.id]
@@ -186,6 +218,28 @@ def _chain_python_operators(nodes: dict[int, PlanNode], fresh: _Ids) -> None:
                 n.inputs = [replace(i, source_id=merged.id) if i.source_id == down.id else i for i in n.inputs]
             changed = True
             break
+
+
+def _merged_description(up: Optional[str], down: Optional[str]) -> Optional[str]:
+    """The description of a merged operator, as PythonOperatorChainingOptimizer joins them."""
+    if up is not None and down is not None:
+        return f"{up}, {down}"
+    return up if up is not None else down
+
+
+def _numbered_in_creation_order(nodes: dict[int, PlanNode], fresh: _Ids) -> dict[int, PlanNode]:
+    """The nodes with ids in the order PyFlink creates them (its own operators where its API calls
+    make them), from the smallest StreamGraph id on; merged nodes get ids after these."""
+    ordered = sorted(nodes.values(), key=lambda n: n.order_key)  # stable: ties keep creation order
+    first = min(nodes, default=1)
+    new_id = {n.id: first + rank for rank, n in enumerate(ordered)}
+    renumbered = {}
+    for n in ordered:
+        n.id = new_id[n.id]
+        n.inputs = [replace(i, source_id=new_id[i.source_id]) for i in n.inputs]
+        renumbered[n.id] = n
+    fresh.last = max(renumbered, default=0)
+    return renumbered
 
 
 def _ordered(nodes: dict[int, PlanNode]) -> list[PlanNode]:

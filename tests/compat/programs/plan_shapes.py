@@ -1,9 +1,11 @@
 """env.get_execution_plan() for several pipelines: chained Python maps, key_by + reduce, rebalance/shuffle/broadcast, union, connect + co_map, side outputs, typed and untyped sinks, set_parallelism and names."""
 import sys
 
-from streamkernel.common import Types
+from streamkernel.common import Time, Types, WatermarkStrategy
+from streamkernel.common.watermark_strategy import TimestampAssigner
 from streamkernel.datastream import OutputTag, StreamExecutionEnvironment
 from streamkernel.datastream.functions import CoMapFunction, ProcessFunction
+from streamkernel.datastream.window import TumblingEventTimeWindows
 
 LATE = OutputTag("late", Types.INT())
 
@@ -83,9 +85,23 @@ def unchained(env):
         .map(lambda x: x, output_type=Types.INT()).set_parallelism(2).print()
 
 
+class SecondField(TimestampAssigner):
+    def extract_timestamp(self, value, record_timestamp):
+        return value[1]
+
+
+def event_time(env):
+    pairs = env.from_collection([("a", 1), ("b", 2)], type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
+    stamped = pairs.assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(SecondField()))
+    stamped.key_by(lambda t: t[0]).window(TumblingEventTimeWindows.of(Time.milliseconds(5))) \
+        .reduce(lambda a, b: (a[0], a[1] + b[1])).map(lambda t: t[1]).print()
+    pairs.key_by(lambda t: t[0]).sum(1).map(lambda t: t[1]).print()
+
+
 def main():
     for build in (linear, keyed, partitions, unions, connected, side_outputs, keyed_then_map, two_consumers,
-                  parallel_keyed, unchained):
+                  parallel_keyed, unchained, event_time):
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(int(sys.argv[1]) if len(sys.argv) > 1 else 1)
         build(env)
