@@ -17,7 +17,7 @@ what PyFlink 2.3 does:
   ``print()`` and ``get_side_output``) and merges consecutive Python operators into one node
   (Flink's ``PythonOperatorChainingOptimizer``): :func:`test_execution_plans_have_pyflinks_shape`.
 
-All six programs were run under real PyFlink 2.3 (Java 17) with
+All seven programs were run under real PyFlink 2.3 (Java 17) with
 ``scripts/compare_with_pyflink.py``; their outputs equal these expectations (plans: the
 structure, ids aside).
 """
@@ -109,6 +109,25 @@ def test_rows_kinds_nested_and_projections():
         expected.append(java_tuple(value, sensor))                   # project(2, 0): a Java tuple
         expected.append(f"projected {(zone,)!r}")                    # a projected TUPLE seen in Python
     assert unordered(run("rows_kinds_nested.py")) == sorted(expected)
+
+
+def test_row_kinds_through_reduce_pickling_and_collect():
+    events = load("rows_changelog_collect.py").EVENTS
+    expected = [printed_row(*e) for e in events]                       # None and floats by Python's str
+    totals: dict = {}
+    for key, amount, note in events:
+        kind = "+U" if key in totals else "+I"                         # the reducer sets UPDATE_AFTER
+        totals[key] = totals[key] + amount if key in totals else amount
+        expected.append(f"{kind}[{key},{totals[key]},{note}]")
+        expected.append(f"untyped {kind} {row_repr(key=key, amount=totals[key], note=note)} {note is None}")
+        expected.append(f"pickled -D <Row({key!r}, {amount!r})>")      # pickling keeps the kind
+        parts = "[" + ", ".join(row_repr(n=x) for x in (amount, amount * 2)) + "]"
+        expected.append(f"+I[{key},{parts},{ {key: [1, 2]} }]")
+    lines = run("rows_changelog_collect.py")
+    first_job, collected = lines[:len(expected)], lines[len(expected):]
+    assert sorted(first_job) == sorted(expected)
+    # execute_and_collect gives Rows with their kind and the type's field names, in order
+    assert collected == [f"collected -U {row_repr(f0=key, f1=amount)} {amount}" for key, amount, _ in events]
 
 
 # --------------------------------------------------------------------------- rich functions
