@@ -106,7 +106,7 @@ def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[
                     side_maps[(source_id, tag)] = _add_hidden(
                         nodes, fresh, "Map", default_parallelism or upstream.parallelism, upstream,
                         PlanInput(source_id, "FORWARD", side_output=True),
-                        source_id if edge.partitioner.name == "FORWARD" else node.id, node.id - 0.5)
+                        edge.source_id if edge.partitioner.name == "FORWARD" else node.id, node.id - 0.5)
                 source_id = side_maps[(source_id, tag)]
             if edge.partitioner.name == "HASH":  # key_by: one key-by operator per keyed stream
                 selector = getattr(edge.partitioner, "key_selector", edge.partitioner)
