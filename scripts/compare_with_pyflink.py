@@ -20,6 +20,7 @@ import argparse
 import difflib
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -29,16 +30,27 @@ REPO = Path(__file__).resolve().parents[1]
 SUBTASK_PREFIX = re.compile(r"^\d+> ")
 
 
-def run(python: str, program: Path, args: list[str], cwd: Path, path_prefix: str | None) -> tuple[int, list[str], str]:
-    """Run ``program`` with ``python``; its exit code, stdout lines and stderr."""
+def run(python: str, program: Path, args: list[str], cwd: Path, path_prefix: str | None,
+        timeout: float) -> tuple[int | str, list[str], str]:
+    """Run ``program`` with ``python``; its exit code ("timeout" when it ran too long), stdout lines and stderr.
+
+    The program runs in its own process group, killed whole on a timeout (PyFlink's JVM
+    and Python workers included).
+    """
     env = dict(os.environ)
     if path_prefix:  # PyFlink starts its Python workers with ``python`` from PATH
         env["PATH"] = path_prefix + os.pathsep + env.get("PATH", "")
     else:
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([python, str(program), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=600)
-    return proc.returncode, proc.stdout.splitlines(), proc.stderr
+    proc = subprocess.Popen([python, str(program), *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return "timeout", out.splitlines(), err
+    return proc.returncode, out.splitlines(), err
 
 
 def normalised(lines: list[str], ordered: bool) -> list[str]:
@@ -46,7 +58,7 @@ def normalised(lines: list[str], ordered: bool) -> list[str]:
     return list(lines) if ordered else sorted(SUBTASK_PREFIX.sub("", line) for line in lines)
 
 
-def compare(program: Path, args: list[str], pyflink_python: str, ordered: bool) -> bool:
+def compare(program: Path, args: list[str], pyflink_python: str, ordered: bool, timeout: float) -> bool:
     """Run one program both ways; print the differences; True when the outputs are equal."""
     with tempfile.TemporaryDirectory(prefix="compare-pyflink-") as tmp:
         work = Path(tmp)
@@ -55,8 +67,8 @@ def compare(program: Path, args: list[str], pyflink_python: str, ordered: bool) 
         (work / "pyflink").mkdir()
         (work / "streamkernel").mkdir()
         rc_pf, out_pf, err_pf = run(pyflink_python, pyflink_copy, args, work / "pyflink",
-                                    str(Path(pyflink_python).parent))
-        rc_sk, out_sk, err_sk = run(sys.executable, program.resolve(), args, work / "streamkernel", None)
+                                    str(Path(pyflink_python).parent), timeout)
+        rc_sk, out_sk, err_sk = run(sys.executable, program.resolve(), args, work / "streamkernel", None, timeout)
     same = rc_pf == rc_sk and normalised(out_pf, ordered) == normalised(out_sk, ordered)
     print(f"{'same' if same else 'DIFFERENT'}: {program.name} (exit codes: pyflink {rc_pf}, streamkernel {rc_sk})")
     if not same:
@@ -79,9 +91,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pyflink-python", required=True, help="the python of a venv with apache-flink installed")
     parser.add_argument("--ordered", action="store_true", help="compare lines in order (parallelism-1 programs)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds a run may take (default 300)")
     parser.add_argument("programs", nargs="+", type=Path)
     options = parser.parse_args(argv)
-    results = [compare(p, program_args, options.pyflink_python, options.ordered) for p in options.programs]
+    results = [compare(p, program_args, options.pyflink_python, options.ordered, options.timeout) for p in options.programs]
     return 0 if all(results) else 1
 
 

@@ -107,7 +107,9 @@ class TimeWindow(Window):
         into it, and calls ``callback.merge(to_be_merged, merge_result)`` (a
         ``MergingWindowAssigner.MergeCallback``, or a plain callable taking the same two
         arguments) once for each merged set of more than one window. ``to_be_merged`` is a
-        list of distinct windows in sorted order.
+        list of distinct windows in the order PyFlink iterates its merge set (see
+        :func:`_pyflink_set_order`): the window operator keeps the contents of the first
+        one and appends the others', so this order is the order of a merged session's elements.
         """
         merge = _merge_function(callback)
         current: Optional[TimeWindow] = None
@@ -126,7 +128,7 @@ class TimeWindow(Window):
             merged.append((current, members))
         for result, to_be_merged in merged:
             if len(to_be_merged) > 1:
-                merge(to_be_merged, result)
+                merge(_pyflink_set_order(to_be_merged), result)
 
     def _key(self) -> Tuple[int, int]:
         return (self._start, self._end)
@@ -162,6 +164,42 @@ class TimeWindow(Window):
 
     def __repr__(self) -> str:
         return f"TimeWindow(start={self._start}, end={self._end})"
+
+
+def _pyflink_mod_inverse(x: int) -> int:
+    """PyFlink's ``mod_inverse`` (``pyflink.datastream.window``), part of ``TimeWindow.__hash__``."""
+    inverse = x * x * x
+    inverse *= 2 - x * inverse
+    inverse *= 2 - x * inverse
+    inverse *= 2 - x * inverse
+    return inverse
+
+
+class _PyFlinkHashed:
+    """A TimeWindow hashed as PyFlink hashes one (``start + mod_inverse(2 * end + 1)``)."""
+
+    __slots__ = ("window", "_hash")
+
+    def __init__(self, window: "TimeWindow") -> None:
+        self.window = window
+        self._hash = hash(window.start + _pyflink_mod_inverse((window.end << 1) + 1))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _PyFlinkHashed) and self.window == other.window
+
+
+def _pyflink_set_order(windows: List["TimeWindow"]) -> List["TimeWindow"]:
+    """``windows`` (sorted, distinct) in the order PyFlink's ``TimeWindow.merge_windows``
+    set of them iterates: PyFlink adds the sorted windows to a Python ``set`` and its window
+    operator keeps the state of the first window that set yields. The same hashes added in the
+    same order give CPython's same iteration order; computed only when windows merge."""
+    members = set()
+    for window in windows:
+        members.add(_PyFlinkHashed(window))
+    return [member.window for member in members]
 
 
 class CountWindow(Window):

@@ -32,7 +32,8 @@ per-record path below.
 **Count windows** (PyFlink's count assigners with a CountTrigger): once a window has
 received all its elements no element can ever join it again, so with a count trigger its
 contents and trigger state are cleared right then. PyFlink keeps them forever; the results
-are the same, the memory is not.
+are the same, the memory is not. The window function's ``clear`` is never called for a
+count window (its cleanup time is Long.MAX_VALUE), as in PyFlink.
 """
 
 from __future__ import annotations
@@ -394,7 +395,13 @@ class WindowOperator(StreamOperator):
         return self.backend.get_partitioned_state(ValueStateDescriptor(name), VOID_NAMESPACE)
 
     def _clear_completed_count_window(self) -> None:
-        """After a record of a count window: clear the window it completed, if any (see module doc)."""
+        """After a record of a count window: clear the window it completed, if any (see module doc).
+
+        Only what no user code can see again goes: the contents and the CountTrigger's count.
+        The window function's ``clear`` is not called (nor its per-window state dropped): a
+        count window's cleanup time is Long.MAX_VALUE, so PyFlink never calls it, and a
+        ``clear`` that touches ``global_state()`` would show the difference.
+        """
         position = (self._count_state.value() or 0) - 1  # the record's position within its key
         assigner = self.assigner
         size = assigner.get_window_size()
@@ -407,7 +414,3 @@ class WindowOperator(StreamOperator):
         self.window_state.clear()
         self.trigger_context.window = window
         self.trigger_context.clear()
-        if self.clears_function:
-            self.backend.current_namespace = VOID_NAMESPACE
-            self.process_context.window = window
-            self.internal_function.clear(window, self.process_context)
