@@ -14,7 +14,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from streamkernel.errors import InvalidProgramError
 
-__all__ = ["Row", "RowKind"]
+__all__ = ["Row", "RowKind", "RowFieldError"]
 
 
 class RowKind(Enum):
@@ -47,6 +47,10 @@ def _create_row(fields: Optional[Sequence[str]], values: Sequence[Any], row_kind
     if row_kind is not None:
         row._row_kind = row_kind
     return row
+
+
+class RowFieldError(KeyError, ValueError):
+    """``row[name]`` names no field of the row. A KeyError, and a ValueError as PyFlink raises."""
 
 
 class Row:
@@ -141,8 +145,11 @@ class Row:
     # -- row class ---------------------------------------------------------------------------
 
     def __call__(self, *args: Any) -> "Row":
-        """Creates a row named by this row's values: ``Row("a", "b")(1, 2)``."""
-        if len(args) != len(self):
+        """Creates a row named by this row's values: ``Row("a", "b")(1, 2)``.
+
+        As in PyFlink, fewer values than names make a row of the first fields:
+        ``Row("a", "b")(1)`` is ``Row(a=1)``."""
+        if len(args) > len(self):
             raise InvalidProgramError(
                 f"Can not create Row with fields {self!r}, expected {len(self)} values but got {args!r}"
             )
@@ -150,7 +157,8 @@ class Row:
 
     # -- access --------------------------------------------------------------------------------
 
-    def _index(self, name: str, error: type) -> int:
+    def _index(self, name: str, error: Optional[type] = None) -> int:
+        error = error or RowFieldError
         if self._fields is None:
             raise error(f"Row {self!r} has no field names; access its fields by position")
         try:
@@ -161,20 +169,23 @@ class Row:
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, (int, slice)):
             return self._values[item]
-        return self._values[self._index(item, KeyError)]
+        return self._values[self._index(item)]
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if isinstance(key, (int, slice)):
             self._values[key] = value
         else:
-            self._values[self._index(key, KeyError)] = value
+            self._values[self._index(key)] = value
 
     def __getattr__(self, item: str) -> Any:
         # Only called when normal lookup fails: field names, never private/dunder names
         # (copy and pickle probe those and must see AttributeError).
         if item.startswith("_"):
             raise AttributeError(item)
-        return self._values[self._index(item, AttributeError)]
+        index = self._index(item, AttributeError)
+        if index >= len(self._values):  # a row made by a row class from fewer values
+            raise AttributeError(f"Row {self!r} has no value for field {item!r}")
+        return self._values[index]
 
     def __setattr__(self, key: str, value: Any) -> None:
         if key not in Row.__slots__:

@@ -195,7 +195,7 @@ class DataStream(OperatorSettings):
                 "process() on a non-keyed DataStream expects a ProcessFunction, got a KeyedProcessFunction: "
                 "call key_by(...) first to use keyed state and timers")
         require_function(func, ProcessFunction, "process()")
-        return self._one_input("Process", one_input_spec("process", func),
+        return self._one_input("PROCESS", one_input_spec("process", func),
                                normalize_output_type(output_type, "process()"))
 
     def project(self, *field_indexes: int) -> "DataStream":

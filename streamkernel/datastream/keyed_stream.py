@@ -62,7 +62,7 @@ class KeyedStream(DataStream):
                          hint="A ProcessFunction is for non-keyed streams")
         from streamkernel.datastream.data_stream import normalize_output_type
 
-        return self._one_input("KeyedProcess", keyed_spec("keyed_process", func, self._key_selector()),
+        return self._one_input("KEYED PROCESS", keyed_spec("keyed_process", func, self._key_selector()),
                                normalize_output_type(output_type, "process()"))
 
     def reduce(self, func: Union[Callable[[Any, Any], Any], ReduceFunction]) -> DataStream:

@@ -212,8 +212,9 @@ class StreamExecutionEnvironment(EnvSettings):
                                      slot_sharing)
 
     def get_execution_plan(self) -> str:
-        """The JSON plan Flink's plan visualizer reads (nodes, pact, parallelism, predecessors)."""
-        return execution_plan_json(self.get_stream_graph())
+        """The JSON plan Flink's plan visualizer reads (nodes, pact, parallelism, predecessors),
+        with the nodes PyFlink shows (its own Python operators added, consecutive ones merged)."""
+        return execution_plan_json(self.get_stream_graph(), self.get_parallelism())
 
     def override_parallelism(self, parallelism: int) -> "StreamExecutionEnvironment":
         """Run the dataflow built so far at ``parallelism`` (a streamkernel extra).

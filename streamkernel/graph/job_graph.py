@@ -34,6 +34,8 @@ class JobVertex:
     parallelism: int
     max_parallelism: int
     slot_sharing_group: str
+    #: the name PyFlink's task of this chain has (merged Python operators, its own operators)
+    pyflink_name: str = ""
 
     @property
     def head_id(self) -> int:
@@ -111,6 +113,9 @@ def build_job_graph(stream_graph: StreamGraph) -> JobGraph:
             head_of[node_id] = head_of[in_edges[0].source_id]
         else:
             head_of[node_id] = node_id
+    from streamkernel.graph.pyflink_plan import pyflink_chain_names
+
+    pyflink_names = pyflink_chain_names(stream_graph, head_of)
     vertices = []
     for head_id in (n for n in order if head_of[n] == n):
         head = stream_graph.node(head_id)
@@ -121,6 +126,7 @@ def build_job_graph(stream_graph: StreamGraph) -> JobGraph:
             parallelism=head.parallelism,
             max_parallelism=head.max_parallelism,
             slot_sharing_group=head.slot_sharing_group,
+            pyflink_name=pyflink_names.get(head_id, ""),
         ))
     edges = tuple(JobEdge(head_of[e.source_id], head_of[e.target_id], e)
                   for e in stream_graph.edges if not chainable[id(e)])

@@ -101,12 +101,22 @@ def stable_hash(key: Any) -> int:
 _STABLE_LEAVES = (str, int, float, bytes, type(None))
 
 
-def _picklable_stably(key: Any) -> bool:
-    """Whether ``key`` (canonical) pickles to the same bytes in every process."""
-    if type(key) in _STABLE_LEAVES:
+def _picklable_stably(key: Any, seen: Optional[list] = None) -> bool:
+    """Whether ``key`` (canonical) pickles to the same bytes in every process and for every
+    object of its value: its leaves are plain, and no str, bytes, tuple or list value occurs
+    twice in it (pickle writes a second occurrence of the *same object* as a reference to the
+    first, two equal objects in full, so such a key's pickle depends on object identity, and
+    equal keys must hash equally wherever they are computed)."""
+    kind = type(key)
+    if kind is int or kind is float or key is None:
         return True
-    if type(key) is tuple or type(key) is list:
-        return all(_picklable_stably(item) for item in key)
+    if kind is str or kind is bytes or kind is tuple or kind is list:
+        if seen is None:
+            seen = []
+        elif key != () and any(type(other) is kind and other == key for other in seen):
+            return False
+        seen.append(key)
+        return kind in _STABLE_LEAVES or all(_picklable_stably(item, seen) for item in key)
     return False
 
 

@@ -1,8 +1,8 @@
 """The execution plan as JSON: what ``env.get_execution_plan()`` returns.
 
 The format is the one Flink's ``JSONGenerator`` writes and Flink's plan visualizer
-reads: ``{"nodes": [...]}`` with one entry per StreamGraph node (``id``, ``type``,
-``pact``, ``contents``, ``parallelism``) and, except for sources, its ``predecessors``
+reads: ``{"nodes": [...]}`` with one entry per node of the plan as PyFlink shows it (``id``,
+``type``, ``pact``, ``contents``, ``parallelism``; see :mod:`streamkernel.graph.pyflink_plan`) and, except for sources, its ``predecessors``
 with the ``ship_strategy`` (the partitioner: FORWARD, HASH, REBALANCE ...) of each input.
 Nodes are ordered as Flink orders them: by id, sinks last (a topological order). The
 text is pretty-printed the way Flink's Jackson ``toPrettyString()`` does (two-space
@@ -13,16 +13,20 @@ Like Flink's, every predecessor says ``"side" : "second"``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Optional
 
-from streamkernel.graph.job_graph import _topological_node_ids
-from streamkernel.graph.stream_graph import StreamGraph, StreamNode
+from streamkernel.graph.pyflink_plan import pyflink_plan_nodes
+from streamkernel.graph.stream_graph import StreamGraph
 
 __all__ = ["execution_plan_json"]
 
 
-def execution_plan_json(stream_graph: StreamGraph) -> str:
-    """The StreamGraph as Flink's execution-plan JSON (paste it into Flink's plan visualizer).
+def execution_plan_json(stream_graph: StreamGraph, default_parallelism: Optional[int] = None) -> str:
+    """The StreamGraph as PyFlink's execution-plan JSON (paste it into Flink's plan visualizer).
+
+    The nodes are those PyFlink shows (:func:`~streamkernel.graph.pyflink_plan.pyflink_plan_nodes`:
+    its own Python operators added, consecutive Python operators merged); ``default_parallelism``
+    is the environment's, which PyFlink gives the maps it adds for ``print()`` and side outputs.
 
     >>> print(execution_plan_json(graph))                      # doctest: +SKIP
     {
@@ -33,31 +37,22 @@ def execution_plan_json(stream_graph: StreamGraph) -> str:
         ...
     """
     nodes = []
-    for node_id in _topological_node_ids(stream_graph, key=lambda n: (n.is_sink, n.id)):
-        node = stream_graph.node(node_id)
+    for node in pyflink_plan_nodes(stream_graph, default_parallelism):
         entry: dict[str, Any] = {
             "id": node.id,
             "type": node.name,
-            "pact": _pact(node),
-            "contents": node.description if node.description else node.name,
+            "pact": node.pact,
+            "contents": node.contents,
             "parallelism": node.parallelism,
         }
-        if not node.is_source:
+        if node.pact != "Data Source":
             entry["predecessors"] = [
                 # Flink's JSONGenerator tests the size after adding, so it always says "second".
-                {"id": e.source_id, "ship_strategy": e.partitioner.name, "side": "second"}
-                for e in stream_graph.in_edges(node.id)
+                {"id": i.source_id, "ship_strategy": i.ship_strategy, "side": "second"}
+                for i in node.inputs
             ]
         nodes.append(entry)
     return _pretty({"nodes": nodes}, 0)
-
-
-def _pact(node: StreamNode) -> str:
-    if node.is_source:
-        return "Data Source"
-    if node.is_sink:
-        return "Data Sink"
-    return "Operator"
 
 
 def _pretty(value: Any, nesting: int) -> str:

@@ -238,7 +238,7 @@ class Task:
 
         tdd = self.tdd
         info = TaskInfo(tdd.job_id, tdd.job_name, tdd.job_vertex.name, tdd.subtask_index, tdd.parallelism,
-                        node.max_parallelism, tdd.attempt_number)
+                        node.max_parallelism, tdd.attempt_number, tdd.job_vertex.pyflink_name)
         keyed = None
         if node.is_keyed:
             key_groups = key_group_range_for_operator(node.max_parallelism, node.parallelism, tdd.subtask_index)

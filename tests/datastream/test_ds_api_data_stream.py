@@ -104,7 +104,7 @@ def test_process_requires_a_process_function() -> None:
     src = _source(_env())
     split = Split()
     t = src.process(split, Types.INT())._transformation
-    assert (t.name, t.operator.kind, t.operator.function) == ("Process", "process", split)
+    assert (t.name, t.operator.kind, t.operator.function) == ("PROCESS", "process", split)
     with pytest.raises(InvalidFunctionError, match=r"process\(\) expects a ProcessFunction, got function"):
         src.process(lambda v, ctx: v)
 

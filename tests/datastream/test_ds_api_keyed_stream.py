@@ -54,7 +54,7 @@ def test_keyed_operators_carry_the_key_selector_and_a_hash_edge() -> None:
 
 def test_process_names_and_function_checks() -> None:
     keyed = _keyed()
-    assert keyed.process(Counter())._transformation.name == "KeyedProcess"
+    assert keyed.process(Counter())._transformation.name == "KEYED PROCESS"
 
     class Plain(ProcessFunction):
         def process_element(self, value, ctx):

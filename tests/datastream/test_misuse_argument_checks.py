@@ -95,7 +95,7 @@ def test_side_outputs_of_one_id_need_one_type_per_operator() -> None:
     processed.get_side_output(OutputTag("side", Types.PICKLED_BYTE_ARRAY()))  # the same type as untyped
     processed.get_side_output(OutputTag("other", Types.INT()))
     env.from_collection([1]).process(_Forward()).get_side_output(OutputTag("side", Types.INT()))  # another operator
-    with pytest.raises(InvalidProgramError, match=r"already requested with a different type.*Operator 'Process': "
+    with pytest.raises(InvalidProgramError, match=r"already requested with a different type.*Operator 'PROCESS': "
                                                   r"OutputTag\('side'\) was requested as PickledByteArrayTypeInfo "
                                                   r"and now as Integer"):
         processed.get_side_output(OutputTag("side", Types.INT()))

@@ -96,6 +96,25 @@ def test_equal_python_keys_land_in_the_same_key_group():
         == assign_to_key_group(("a", 1.0), 128)
 
 
+def test_keys_on_the_subtasks_real_pyflink_chose():
+    # observed with PyFlink 2.3: key_by(lambda t: t[1]) at parallelism 3, get_index_of_this_subtask()
+    seen = {"a": 0, "b": 0, "apple": 1, "kiwi": 1, "s1": 1, "north": 0, "": 2, "ünï": 2, 0: 0, 1: 0, 3: 1,
+            100: 1, 12345: 2, -5: 2, 2**40: 0, (1, "x"): 2, ("a", "b"): 2, 1.5: 1, None: 2}
+    assert {k: assign_key_to_operator(k, 128, 3) for k in seen} == seen
+
+
+def test_keys_whose_pickle_depends_on_object_identity_hash_by_value():
+    # pickle writes the same object twice as a reference, two equal objects in full: a key
+    # repeating a str, bytes, tuple or list value hashes by value, so equal keys hash equally
+    text = "ab"
+    built = "".join(["a", "b"])
+    assert text is not built
+    for same, equal in [((text, text), (text, built)), ((b"xy", b"xy"), (b"xy", bytes(bytearray(b"xy")))),
+                        (((text,), (text,)), ((text,), (built,))), ([text, [text]], [text, [built]])]:
+        assert stable_hash(same) == stable_hash(equal)
+        assert assign_to_key_group(same, 128) == assign_to_key_group(equal, 128)
+
+
 def test_string_hash_is_stable_across_processes():
     keys = ["apple", "banana", "ζ", ""]
     script = (

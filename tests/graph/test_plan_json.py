@@ -40,15 +40,16 @@ def test_nodes_carry_flink_fields():
     source = _source()
     keyed = _op(source, "Reduce", 2, partitioner=KeyGroupStreamPartitioner(key_selector=lambda r: r))
     graph, nodes = _plan(_sink(keyed))
-    by_id = {n.id: n for n in graph.nodes}
-    assert [n["pact"] for n in nodes] == ["Data Source", "Operator", "Data Sink"]
-    for entry in nodes:
-        node = by_id[entry["id"]]
-        assert entry["type"] == entry["contents"] == node.name
-        assert entry["parallelism"] == node.parallelism
+    # PyFlink runs the key selector in an operator of its own before the HASH partitioning
+    assert [n["pact"] for n in nodes] == ["Data Source", "Operator", "Operator", "Data Sink"]
+    assert [(n["type"], n["parallelism"]) for n in nodes] == [
+        ("Source: Collection Source", 1), ("_stream_key_by_map_operator", 1), ("Reduce", 2),
+        ("Sink: Print to Std. Out", 2)]
+    assert all(n["type"] == n["contents"] for n in nodes)
     assert "predecessors" not in nodes[0]
-    assert nodes[1]["predecessors"] == [{"id": nodes[0]["id"], "ship_strategy": "HASH", "side": "second"}]
-    assert nodes[2]["predecessors"] == [{"id": nodes[1]["id"], "ship_strategy": "FORWARD", "side": "second"}]
+    assert nodes[1]["predecessors"] == [{"id": nodes[0]["id"], "ship_strategy": "FORWARD", "side": "second"}]
+    assert nodes[2]["predecessors"] == [{"id": nodes[1]["id"], "ship_strategy": "HASH", "side": "second"}]
+    assert nodes[3]["predecessors"] == [{"id": nodes[2]["id"], "ship_strategy": "FORWARD", "side": "second"}]
 
 
 def test_contents_is_the_description_when_set():
@@ -64,7 +65,7 @@ def test_every_input_is_a_predecessor_with_its_ship_strategy():
                                 OperatorSpec("co_map"), 1)
     graph, nodes = _plan(_sink(co))
     (entry,) = [n for n in nodes if n["type"] == "Co-Map"]
-    ids = {n.name: n.id for n in graph.nodes}
+    ids = {n["type"]: n["id"] for n in nodes}
     assert entry["predecessors"] == [
         {"id": ids["Source: A"], "ship_strategy": "FORWARD", "side": "second"},
         {"id": ids["B2"], "ship_strategy": "FORWARD", "side": "second"},

@@ -58,11 +58,19 @@ class TaskInfo:
     parallelism: int
     max_parallelism: int
     attempt_number: int = 0
+    #: the task's name as PyFlink names it (merged Python operators: ``"Map, Filter -> Sink: ..."``)
+    pyflink_task_name: str = ""
 
     @property
     def task_name_with_subtasks(self) -> str:
         """Flink's ``"Map -> Filter (2/4)#0"`` form (1-based index, attempt after #)."""
         return f"{self.task_name} ({self.subtask_index + 1}/{self.parallelism})#{self.attempt_number}"
+
+    @property
+    def pyflink_task_name_with_subtasks(self) -> str:
+        """``task_name_with_subtasks`` with PyFlink's task name, as a PyFlink RuntimeContext reports it."""
+        name = self.pyflink_task_name or self.task_name
+        return f"{name} ({self.subtask_index + 1}/{self.parallelism})#{self.attempt_number}"
 
 
 @dataclass

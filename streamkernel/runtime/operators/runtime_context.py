@@ -18,8 +18,10 @@ class StreamingRuntimeContext(RuntimeContext):
         self._context = context
 
     def get_task_name(self) -> str:
-        """The task (job vertex) name."""
-        return self._context.task_info.task_name
+        """The task (job vertex) name, as PyFlink names it: consecutive Python operators it merges
+        are one (``"Map, Filter"``) and its own operators (``_stream_key_by_map_operator``) appear."""
+        info = self._context.task_info
+        return info.pyflink_task_name or info.task_name
 
     def get_number_of_parallel_subtasks(self) -> int:
         """The operator's parallelism."""
@@ -38,8 +40,8 @@ class StreamingRuntimeContext(RuntimeContext):
         return self._context.task_info.attempt_number
 
     def get_task_name_with_subtasks(self) -> str:
-        """``"Map -> Filter (2/4)#0"``."""
-        return self._context.task_info.task_name_with_subtasks
+        """``"Map, Filter -> Sink: Print to Std. Out (2/4)#0"``, with the task name PyFlink gives."""
+        return self._context.task_info.pyflink_task_name_with_subtasks
 
     def get_job_parameter(self, key: str, default_value: str) -> str:
         """A global job parameter (``env.get_config().set_global_job_parameters``)."""
