@@ -98,13 +98,14 @@ def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[
             if extract:  # the TimestampAssigner runs in Python before Flink's watermark operator
                 source_id = _add_hidden(nodes, fresh, "Extract-Timestamp", node.parallelism, upstream,
                                         PlanInput(source_id, edge.partitioner.name), node.id, node.id - 0.5)
-                plan_node.inputs.append(PlanInput(source_id, "FORWARD"))
+                same = nodes[source_id].parallelism == node.parallelism  # print().set_parallelism(1): not
+                plan_node.inputs.append(PlanInput(source_id, "FORWARD" if same else "REBALANCE"))
                 continue
             if edge.output_tag is not None:  # get_side_output(tag): an identity Map typed with the tag
                 tag = getattr(edge.output_tag, "tag_id", str(edge.output_tag))
                 if (source_id, tag) not in side_maps:
                     side_maps[(source_id, tag)] = _add_hidden(
-                        nodes, fresh, "Map", default_parallelism or upstream.parallelism, upstream,
+                        nodes, fresh, "Map", _creation_parallelism(node, default_parallelism), upstream,
                         PlanInput(source_id, "FORWARD", side_output=True),
                         edge.source_id if edge.partitioner.name == "FORWARD" else node.id, node.id - 0.5)
                 source_id = side_maps[(source_id, tag)]
@@ -116,9 +117,14 @@ def pyflink_plan_nodes(stream_graph: StreamGraph, default_parallelism: Optional[
                         PlanInput(source_id, "FORWARD"), nodes[source_id].vertex_of, node.id - 0.5)
                 source_id = key_ops[(source_id, id(selector))]
             if node.is_sink and _prints_text_of_python_objects(node):
-                source_id = _add_hidden(nodes, fresh, "Map", default_parallelism or node.parallelism, upstream,
-                                        PlanInput(source_id, edge.partitioner.name), node.id, node.id - 0.5)
-                plan_node.inputs.append(PlanInput(source_id, "FORWARD"))
+                to_text = _creation_parallelism(node, default_parallelism)
+                strategy = edge.partitioner.name
+                if edge.implicit:  # chosen between upstream and the sink: now between upstream and the map
+                    strategy = "FORWARD" if nodes[source_id].parallelism == to_text else "REBALANCE"
+                source_id = _add_hidden(nodes, fresh, "Map", to_text, upstream,
+                                        PlanInput(source_id, strategy), node.id, node.id - 0.5)
+                same = nodes[source_id].parallelism == node.parallelism  # print().set_parallelism(1): not
+                plan_node.inputs.append(PlanInput(source_id, "FORWARD" if same else "REBALANCE"))
                 continue
             plan_node.inputs.append(PlanInput(source_id, edge.partitioner.name))
         if extract:  # and a Java map drops the extracted timestamp again
@@ -155,6 +161,15 @@ def _plan_node(node: StreamNode) -> PlanNode:
         chaining_strategy=node.chaining_strategy.name, python=kind in _PYTHON_KINDS,
         chainable_down=kind in _CHAINABLE_DOWN_KINDS and not any(node.state_key_selectors), is_sink=node.is_sink,
         members=(node.id,), vertex_of=node.id, order_key=float(node.id))
+
+
+def _creation_parallelism(node: StreamNode, default_parallelism: Optional[int]) -> int:
+    """The parallelism of a Map PyFlink inserts in front of ``node`` (``print()``'s map to text,
+    ``get_side_output``'s identity map): the environment's when the map was created, which is
+    ``node``'s own unless ``set_parallelism`` changed ``node`` afterwards."""
+    if not node.parallelism_configured or default_parallelism is None:
+        return node.parallelism
+    return default_parallelism
 
 
 def _add_hidden(nodes: dict[int, PlanNode], fresh: _Ids, name: str, parallelism: int, upstream: StreamNode,

@@ -54,6 +54,8 @@ class StreamNode:
     description: Optional[str] = None
     buffer_timeout: Optional[int] = None
     max_parallelism_configured: bool = False
+    #: set_parallelism was called on the operator (else it took the environment's at creation)
+    parallelism_configured: bool = False
     state_key_selectors: tuple[Any, ...] = ()
     output_type: Any = None
     #: key_by's ``key_type`` of a keyed one-input operator (None: pickled keys), for BATCH's key order
@@ -92,7 +94,8 @@ class StreamEdge:
     """A connection from ``source_id`` to ``target_id`` through ``partitioner``.
 
     ``type_number`` is 1 or 2 for the inputs of a two-input operator (connect) and 0
-    otherwise; ``output_tag`` is set when the edge carries a side output.
+    otherwise; ``output_tag`` is set when the edge carries a side output; ``implicit`` when
+    the program named no partitioning (FORWARD or REBALANCE chosen by the parallelisms).
     """
 
     source_id: int
@@ -100,6 +103,7 @@ class StreamEdge:
     partitioner: StreamPartitioner
     type_number: int = 0
     output_tag: Any = None
+    implicit: bool = False
 
     @property
     def label(self) -> str:
@@ -197,6 +201,7 @@ def build_stream_graph(
             max_parallelism=max_par, slot_sharing_group=groups[t.id],
             chaining_strategy=t.chaining_strategy, uid=t.uid, description=t.description,
             buffer_timeout=t.buffer_timeout, max_parallelism_configured=configured,
+            parallelism_configured=t.parallelism_configured,
             state_key_selectors=_state_keys(t), output_type=t.output_type, generated_id=generated[t.id],
             state_key_type=getattr(t, "state_key_type", None),
         ))
@@ -260,7 +265,8 @@ def _edge(up: Transformation, down: Transformation, via: _Upstream, down_max_par
         partitioner = replace(partitioner, max_parallelism=down_max_par)
     elif isinstance(partitioner, CustomPartitionerWrapper):
         pass
-    return StreamEdge(up.id, down.id, partitioner, type_number=type_number, output_tag=via.output_tag)
+    return StreamEdge(up.id, down.id, partitioner, type_number=type_number, output_tag=via.output_tag,
+                      implicit=via.partitioner is None)
 
 
 def _slot_sharing_group(t: Transformation, input_node_ids: Sequence[int], groups: Mapping[int, str]) -> str:

@@ -124,3 +124,41 @@ def test_names_with_quotes_and_unicode_stay_valid_json():
 
 def test_empty_graph():
     assert json.loads(execution_plan_json(StreamGraph("empty", (), ()))) == {"nodes": []}
+
+
+def _plan_of(build) -> list[tuple]:
+    """(type, parallelism, [(predecessor type, ship strategy)]) per node of the plan ``build(env)`` makes."""
+    from streamkernel.datastream import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    build(env)
+    nodes = json.loads(env.get_execution_plan())["nodes"]
+    types = {n["id"]: n["type"] for n in nodes}
+    return [(n["type"], n["parallelism"], [(types[p["id"]], p["ship_strategy"]) for p in n.get("predecessors", [])])
+            for n in nodes]
+
+
+def test_print_at_another_parallelism_keeps_pyflinks_map_to_text_at_the_environments():
+    # PyFlink 2.3 (env p=4, map(f).print().set_parallelism(1)): "Map, Map" at 4, REBALANCE to the sink at 1
+    def build(env):
+        env.set_parallelism(4)
+        env.from_collection([1, 2]).map(lambda x: x).print().set_parallelism(1)
+
+    assert _plan_of(build) == [
+        ("Source: Collection Source", 1, []),
+        ("Map, Map", 4, [("Source: Collection Source", "REBALANCE")]),
+        ("Sink: Print to Std. Out", 1, [("Map, Map", "REBALANCE")]),
+    ]
+
+
+def test_map_to_text_takes_the_parallelism_the_environment_had_when_print_was_called():
+    # as %%flink --parallelism 4 does: the operators get 4, the environment goes back to 2 afterwards
+    def build(env):
+        env.set_parallelism(4)
+        env.from_collection([1, 2]).map(lambda x: x).print()
+        env.set_parallelism(2)
+
+    assert _plan_of(build)[1:] == [
+        ("Map, Map", 4, [("Source: Collection Source", "REBALANCE")]),
+        ("Sink: Print to Std. Out", 4, [("Map, Map", "FORWARD")]),
+    ]
