@@ -16,8 +16,8 @@ from streamkernel.errors import InvalidProgramError, NotEnoughSlotsError
 from streamkernel.graph.job_graph import JobGraph
 from streamkernel.graph.partitioners import StreamPartitioner
 
-__all__ = ["SlotId", "ExecutionVertex", "ExecutionEdge", "ExecutionGraph", "build_execution_graph", "slots_needed",
-           "subtask_channels"]
+__all__ = ["SlotId", "ExecutionVertex", "ExecutionEdge", "ExecutionGraph", "build_execution_graph", "fit_slots",
+           "slots_needed", "subtask_channels"]
 
 
 @dataclass(frozen=True, order=True)
@@ -156,15 +156,8 @@ def build_execution_graph(job_graph: JobGraph, taskmanagers: int = 1, slots_per_
     slots; without it, subtasks take slots in vertex (topological) order, then by index.
     Raises NotEnoughSlotsError naming the shortfall when the cluster is too small.
     """
-    _check_count("taskmanagers", taskmanagers)
+    slots_per_taskmanager = fit_slots(job_graph, taskmanagers, slots_per_taskmanager, slot_sharing)
     needed = slots_needed(job_graph, slot_sharing)
-    if slots_per_taskmanager is None:
-        slots_per_taskmanager = max(1, -(-needed // taskmanagers))
-    _check_count("slots_per_taskmanager", slots_per_taskmanager)
-    available = taskmanagers * slots_per_taskmanager
-    if needed > available:
-        raise NotEnoughSlotsError(_shortfall_message(job_graph.job_name, needed, slot_sharing, taskmanagers,
-                                                     slots_per_taskmanager))
 
     def slot(index: int) -> SlotId:
         return SlotId(index // slots_per_taskmanager, index % slots_per_taskmanager)
@@ -191,6 +184,25 @@ def build_execution_graph(job_graph: JobGraph, taskmanagers: int = 1, slots_per_
     return ExecutionGraph(job_graph=job_graph, vertices=tuple(vertices), edges=edges, taskmanagers=taskmanagers,
                           slots_per_taskmanager=slots_per_taskmanager, slot_sharing=slot_sharing,
                           slots_needed=needed)
+
+
+def fit_slots(job_graph: JobGraph, taskmanagers: int = 1, slots_per_taskmanager: Optional[int] = None,
+              slot_sharing: bool = True) -> int:
+    """The slots per TaskManager of a cluster of ``taskmanagers`` that runs the job.
+
+    ``slots_per_taskmanager=None`` sizes the TaskManagers to fit the job (the needed slots
+    spread evenly, rounded up). Raises NotEnoughSlotsError naming the shortfall when the
+    cluster is too small: the check of :func:`build_execution_graph`, without placing subtasks.
+    """
+    _check_count("taskmanagers", taskmanagers)
+    needed = slots_needed(job_graph, slot_sharing)
+    if slots_per_taskmanager is None:
+        slots_per_taskmanager = max(1, -(-needed // taskmanagers))
+    _check_count("slots_per_taskmanager", slots_per_taskmanager)
+    if needed > taskmanagers * slots_per_taskmanager:
+        raise NotEnoughSlotsError(_shortfall_message(job_graph.job_name, needed, slot_sharing, taskmanagers,
+                                                     slots_per_taskmanager))
+    return slots_per_taskmanager
 
 
 def _group_width(job_graph: JobGraph, group: str) -> int:

@@ -23,8 +23,8 @@ from streamkernel.common.futures import result_within
 from streamkernel.common.job_execution_result import JobExecutionResult
 from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options import MiniClusterOptions, TaskManagerOptions, validate_configuration
-from streamkernel.graph.execution_graph import build_execution_graph
-from streamkernel.graph.job_graph import build_job_graph
+from streamkernel.graph.execution_graph import fit_slots
+from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.jobmanager.job_status import JobResult
 from streamkernel.runtime.minicluster import MiniCluster, current_cluster
@@ -52,6 +52,12 @@ def transient_cluster_for(stream_graph: StreamGraph) -> MiniCluster:
     would ever free slots on a cluster made for one job, and IllegalConfigurationError for
     the first declared key whose value does not fit its option.
     """
+    return _transient_cluster(stream_graph)[0]
+
+
+def _transient_cluster(stream_graph: StreamGraph) -> tuple[MiniCluster, JobGraph]:
+    """:func:`transient_cluster_for`, and the JobGraph it built to size the cluster: built once
+    per submission, it is handed on to the job's JobMaster."""
     conf = {k: str(v) for k, v in stream_graph.configuration.items()}
     validate_configuration(conf)
     job_graph = build_job_graph(stream_graph)
@@ -62,8 +68,8 @@ def transient_cluster_for(stream_graph: StreamGraph) -> MiniCluster:
     check_cluster_size(resolve_backend(None, conf), taskmanagers, slots or 1, conf,
                        taskmanagers_from=f"configuration key {tm_option.key()}",
                        slots_from=f"configuration key {slots_option.key()}")
-    graph = build_execution_graph(job_graph, taskmanagers, slots)  # raises NotEnoughSlotsError
-    return MiniCluster(taskmanagers, graph.slots_per_taskmanager, configuration=conf)
+    slots_per_taskmanager = fit_slots(job_graph, taskmanagers, slots)  # raises NotEnoughSlotsError
+    return MiniCluster(taskmanagers, slots_per_taskmanager, configuration=conf), job_graph
 
 
 def submit_stream_graph(env: Any, stream_graph: StreamGraph) -> MiniClusterJobClient:
@@ -81,9 +87,10 @@ def _submit(stream_graph: StreamGraph) -> tuple[MiniClusterJobClient, Optional[M
     cluster = current_cluster()
     if cluster is not None:
         return cluster.submit(stream_graph), None
-    cluster = transient_cluster_for(stream_graph).start(make_current=False)
+    cluster, job_graph = _transient_cluster(stream_graph)
+    cluster.start(make_current=False)
     try:
-        client = cluster.submit(stream_graph)
+        client = cluster.submit(stream_graph, job_graph=job_graph)
     except BaseException:
         cluster.stop()
         raise
@@ -130,10 +137,12 @@ def execute_stream_graph(env: Any, stream_graph: StreamGraph) -> JobExecutionRes
     validate_configuration(stream_graph.configuration)
     cluster = current_cluster()
     transient = cluster is None
+    job_graph: Optional[JobGraph] = None  # built by the JobMaster unless sizing a transient cluster did
     if cluster is None:
-        cluster = transient_cluster_for(stream_graph).start(make_current=False)
+        cluster, job_graph = _transient_cluster(stream_graph)
+        cluster.start(make_current=False)
     try:
-        client = cluster.submit(stream_graph)
+        client = cluster.submit(stream_graph, job_graph=job_graph)
         result = _wait_for_result(cluster, client)
     finally:
         if transient:

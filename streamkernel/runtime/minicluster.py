@@ -47,6 +47,7 @@ from typing import Any, Callable, Mapping, Optional, Union
 from streamkernel.common.job_status import JobID, JobStatus
 from streamkernel.common.options import CoreOptions, MiniClusterOptions, TaskManagerOptions
 from streamkernel.errors import InvalidProgramError
+from streamkernel.graph.job_graph import JobGraph
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.clock import Clock, SystemClock
 from streamkernel.runtime.jobmanager.dispatcher import Dispatcher
@@ -258,12 +259,16 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
         return self.number_of_taskmanagers * self.slots_per_taskmanager
 
     # ----------------------------------------------------------------------- jobs
-    def submit(self, stream_graph: StreamGraph) -> MiniClusterJobClient:
-        """Submit a job; returns its JobClient at once (the job runs in the background)."""
+    def submit(self, stream_graph: StreamGraph, *, job_graph: Optional[JobGraph] = None) -> MiniClusterJobClient:
+        """Submit a job; returns its JobClient at once (the job runs in the background).
+
+        ``job_graph``: the job's JobGraph if the caller already built it from ``stream_graph``
+        (it is then not built again).
+        """
         if not self._running:
             raise InvalidProgramError(
                 f"cannot submit job {stream_graph.job_name!r}: the MiniCluster is not running; call start() first")
-        job_id = self.dispatcher.submit_job(stream_graph)
+        job_id = self.dispatcher.submit_job(stream_graph, job_graph=job_graph)
         watch_collect_buffers(self.dispatcher, job_id, stream_graph)
         return MiniClusterJobClient(self.dispatcher, job_id)
 

@@ -16,6 +16,7 @@ from streamkernel.common.futures import result_within
 from streamkernel.common.job_status import JobID, JobStatus
 from streamkernel.common.options import validate_configuration
 from streamkernel.errors import InvalidProgramError
+from streamkernel.graph.job_graph import JobGraph
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult
 from streamkernel.runtime.jobmanager.jobmaster import JobMaster
@@ -45,17 +46,19 @@ class Dispatcher:
         self._jobs: dict[str, JobMaster] = {}
         self._running = True
 
-    def submit_job(self, stream_graph: StreamGraph) -> JobID:
+    def submit_job(self, stream_graph: StreamGraph, *, job_graph: Optional[JobGraph] = None) -> JobID:
         """Start a JobMaster for the job and return its id at once (the job runs in the background).
 
         Raises InvalidProgramError when the dispatcher is shut down, IllegalConfigurationError
         for the first declared key of the (cluster's and job's) configuration whose value does
         not fit its option, and whatever building the job's graphs raises (a cyclic graph ...).
+        ``job_graph``: the job's JobGraph if the caller already built it (not built again).
         """
         job_id = JobID()
         configuration = {**self.configuration, **{k: str(v) for k, v in stream_graph.configuration.items()}}
         validate_configuration(configuration)  # before a JobMaster exists: nothing is deployed
-        master = JobMaster(str(job_id), stream_graph, self._resource_manager, configuration=configuration)
+        master = JobMaster(str(job_id), stream_graph, self._resource_manager, configuration=configuration,
+                           job_graph=job_graph)
         with self._lock:
             if not self._running:
                 raise InvalidProgramError(

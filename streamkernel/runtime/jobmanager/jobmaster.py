@@ -43,7 +43,7 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options import WebOptions
 from streamkernel.errors import CheckpointFailedError
 from streamkernel.graph.execution_graph import build_execution_graph
-from streamkernel.graph.job_graph import build_job_graph
+from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.checkpoint.storage import resolve_checkpoint_dir, resolve_savepoint_dir
 from streamkernel.runtime.deployment import ExecutionAttemptId
@@ -86,20 +86,23 @@ class JobMaster:
     ``configuration`` is the cluster's configuration with the job's own keys on top.
     ``result_future`` completes with a :class:`~.job_status.JobResult` when the job is
     FINISHED, FAILED or CANCELED (it never completes exceptionally). Raises
-    IllegalConfigurationError for invalid checkpoint settings.
+    IllegalConfigurationError for invalid checkpoint settings. ``job_graph`` is the job's
+    JobGraph if the submitter already built it from ``stream_graph`` (it is not built again).
     """
 
     def __init__(self, job_id: str, stream_graph: StreamGraph, resource_manager: ResourceManagerGateway, *,
                  configuration: Optional[Mapping[str, Any]] = None,
                  restart_strategy: Optional[RestartStrategy] = None,
-                 on_terminated: Optional[Callable[["JobMaster", JobResult], None]] = None) -> None:
+                 on_terminated: Optional[Callable[["JobMaster", JobResult], None]] = None,
+                 job_graph: Optional[JobGraph] = None) -> None:
         self._job_id = job_id
         self.configuration = {k: str(v) for k, v in (configuration or stream_graph.configuration).items()}
         # Resolved once, here: every TaskManager writes where this JobMaster reads. Both
         # directories are checked at submission (scheme known and installed, not a file).
         self.configuration["execution.checkpointing.dir"] = resolve_checkpoint_dir(self.configuration)
         resolve_savepoint_dir(self.configuration)
-        self.job_graph = build_job_graph(stream_graph)
+        # Built once per submission: by the client when it sized a transient cluster, else here.
+        self.job_graph = build_job_graph(stream_graph) if job_graph is None else job_graph
         # The graph is placed on one logical TaskManager with exactly the slots it needs;
         # assign_slots maps those logical slots onto the real ones the ResourceManager gives.
         self.execution_graph = build_execution_graph(self.job_graph, 1, None, slot_sharing=True)
