@@ -118,7 +118,8 @@ def test_a_restore_failure_of_a_restart_goes_through_the_restart_strategy() -> N
     from types import SimpleNamespace
 
     from streamkernel.errors import CheckpointCorruptedError
-    from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine, JobTerminated, ScheduleRestart
+    from streamkernel.runtime.jobmanager.job_actions import JobTerminated, ScheduleRestart
+    from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine
     from streamkernel.runtime.jobmanager.restart import FixedDelayRestartStrategy
 
     vertices = [SimpleNamespace(id=1, name="Source", parallelism=1)]

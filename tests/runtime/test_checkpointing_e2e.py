@@ -323,7 +323,8 @@ def test_the_job_state_machine_fails_globally_and_on_unrestorable_state() -> Non
     from types import SimpleNamespace
 
     from streamkernel.errors import CheckpointCorruptedError, CheckpointFailedError
-    from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine, JobTerminated
+    from streamkernel.runtime.jobmanager.job_actions import JobTerminated
+    from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine
     from streamkernel.runtime.jobmanager.restart import FixedDelayRestartStrategy
 
     vertices = [SimpleNamespace(id=1, name="Source", parallelism=1)]

@@ -10,18 +10,17 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.errors import NotEnoughSlotsError
 from streamkernel.graph.execution_graph import SlotId
 from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState
-from streamkernel.runtime.jobmanager.job_state_machine import (
+from streamkernel.runtime.jobmanager.job_actions import (
     CancelTask,
     DeployTask,
-    JobStateMachine,
     JobTerminated,
     ReleaseChannels,
     ReleaseResources,
     ReleaseSlots,
     RequestSlots,
     ScheduleRestart,
-    TaskCanceledUnexpectedlyError,
 )
+from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine, TaskCanceledUnexpectedlyError
 from streamkernel.runtime.jobmanager.restart import NoRestartStrategy, RestartStrategy, create_restart_strategy
 from streamkernel.runtime.taskmanager.gateway import AllocatedSlot
 

@@ -28,7 +28,7 @@ from streamkernel.errors import CheckpointCorruptedError
 from streamkernel.graph.job_graph import JobGraph
 from streamkernel.runtime.deployment import ExecutionState, TaskDeploymentDescriptor
 from streamkernel.runtime.jobmanager.checkpointing import JobCheckpointing
-from streamkernel.runtime.jobmanager.job_state_machine import CancelTask, DeployTask
+from streamkernel.runtime.jobmanager.job_actions import CancelTask, DeployTask
 from streamkernel.runtime.jobmanager.scheduler import SubtaskKey, build_deployment_descriptors, shuffle_addresses
 from streamkernel.runtime.jobmanager.state_recovery import StateRecovery
 from streamkernel.runtime.taskmanager.gateway import (

@@ -53,11 +53,10 @@ from streamkernel.runtime.jobmanager.execution_deployer import (
     ExecutionDeployer,
     slot_request_timeout_ms,
 )
-from streamkernel.runtime.jobmanager.job_state_machine import (
+from streamkernel.runtime.jobmanager.job_actions import (
     Action,
     CancelTask,
     DeployTask,
-    JobStateMachine,
     JobTerminated,
     ReleaseChannels,
     ReleaseResources,
@@ -65,6 +64,7 @@ from streamkernel.runtime.jobmanager.job_state_machine import (
     RequestSlots,
     ScheduleRestart,
 )
+from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine
 from streamkernel.runtime.jobmanager.job_status import JobDetails, JobResult
 from streamkernel.runtime.jobmanager.resource_manager import SlotRequestCancelledError
 from streamkernel.runtime.jobmanager.restart import RestartStrategy, create_restart_strategy
