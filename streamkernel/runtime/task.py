@@ -34,6 +34,7 @@ from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, 
 from streamkernel.runtime.metrics import TaskMetrics
 from streamkernel.runtime.operators.base import OperatorContext, StreamOperator, TaskInfo, TwoInputStreamOperator
 from streamkernel.runtime.operators.factory import create_operator
+from streamkernel.runtime.operators.batch_execution import batch_input, batch_state_configuration
 from streamkernel.runtime.barriers import BarrierHandler
 from streamkernel.runtime.records import END_OF_PARTITION, CheckpointBarrier, LatencyMarker
 from streamkernel.runtime.task_checkpoint import TaskCheckpointer
@@ -243,7 +244,7 @@ class Task:
         if node.is_keyed:
             key_groups = key_group_range_for_operator(node.max_parallelism, node.parallelism, tdd.subtask_index)
             keyed = create_keyed_backend(
-                _batch_state_configuration(tdd.configuration), node.max_parallelism, key_groups,
+                batch_state_configuration(tdd.configuration), node.max_parallelism, key_groups,
                 clock=self.services.clock,
                 working_dir=os.path.join(self.services.working_dir, str(tdd.job_id),
                                          f"{tdd.job_vertex.id}-{tdd.subtask_index}-{node.id}"))
@@ -300,7 +301,8 @@ class Task:
         barriers = BarrierHandler(self._gate, self._gate.channels, exactly_once, self.checkpointer.perform,
                                   self._decline_aborted)
         two_input = isinstance(head, TwoInputStreamOperator)
-        processor = InputProcessor(self._gate, self._batch_sorting(head, two_input), two_input, self.metrics,
+        fed = batch_input(head, self.tdd.nodes[0], self.tdd.configuration, two_input)  # the head itself when streaming
+        processor = InputProcessor(self._gate, fed, two_input, self.metrics,
                                    self._on_latency_marker, barriers)
         poll = self._gate.poll
         perf = time.perf_counter_ns
@@ -323,28 +325,6 @@ class Task:
                 return
             self._between_batches()
         self._check_cancelled()
-
-    def _batch_sorting(self, head: StreamOperator, two_input: bool) -> Any:
-        """The head, or in BATCH mode Flink's batch input in front of it: sorted by key for a keyed
-        one-input head; for a two-input head, see ``operators/batch_two_input.py``."""
-        from streamkernel.runtime.operators.batch_sorting import (
-            BatchSortingInput,
-            is_batch_mode,
-            uses_batch_state_backend,
-        )
-
-        node = self.tdd.nodes[0]
-        configuration = self.tdd.configuration
-        if not is_batch_mode(configuration):
-            return head
-        per_key_state = uses_batch_state_backend(configuration)
-        if two_input:
-            from streamkernel.runtime.operators.batch_two_input import batch_two_input
-
-            return batch_two_input(head, node.state_key_selectors, node.state_key_type, per_key_state)
-        if not node.is_keyed:
-            return head
-        return BatchSortingInput(head, node.state_key_selectors[0], node.state_key_type, per_key_state)
 
     def _decline_aborted(self, checkpoint_id: int) -> None:
         responder = self.services.checkpoint_responder
@@ -435,18 +415,3 @@ class Task:
 
     def __repr__(self) -> str:
         return f"Task({self.tdd.name_with_subtask}, {self.state.value})"
-
-
-
-def _batch_state_configuration(configuration: Any) -> Any:
-    """The configuration the keyed backend is chosen from: in BATCH mode (unless
-    ``execution.batch-state-backend.enabled`` is false) the in-memory one, whatever
-    ``state.backend.type`` names (Flink's ``BatchExecutionStateBackend``: only the current key's
-    state exists; ``BatchSortingInput`` drops it after each key)."""
-    from streamkernel.datastream.state_backend import state_backend_from_configuration
-    from streamkernel.runtime.operators.batch_sorting import uses_batch_state_backend
-
-    if not uses_batch_state_backend(configuration):
-        return configuration
-    state_backend_from_configuration(configuration)  # a wrong backend name is still an error
-    return {k: v for k, v in configuration.items() if k not in ("state.backend.type", "state.backend")}
