@@ -36,7 +36,7 @@ OPERATOR_CLASSES = {
     "keyed_broadcast_process": "co:KeyedBroadcastProcessOperator",
     "timestamps_watermarks": "timestamps:TimestampsAndWatermarksOperator",
     "async_wait": "async_wait:AsyncWaitOperator",
-    "sink": "sink:SinkOperator",
+    "sink": "streamkernel.runtime.sinks.operator:SinkOperator",
 }
 
 
@@ -46,7 +46,7 @@ def create_operator(node: "StreamNode") -> "StreamOperator":
     if target is None:
         raise InvalidProgramError(f"operator {node.name!r}: unknown operator kind {node.operator.kind!r}")
     module_name, class_name = target.split(":")
-    module = importlib.import_module(f"streamkernel.runtime.operators.{module_name}")
+    module = importlib.import_module(module_name if "." in module_name else f"streamkernel.runtime.operators.{module_name}")
     spec = node.operator
     memo: dict[int, Any] = {}
     spec = OperatorSpec(spec.kind, subtask_copy(spec.function, memo),
