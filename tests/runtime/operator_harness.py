@@ -17,7 +17,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import OperatorSpec
 from streamkernel.runtime.clock import ManualClock
 from streamkernel.runtime.metrics import OperatorMetrics
 from streamkernel.runtime.operators.base import OperatorContext, TaskInfo, TwoInputStreamOperator
