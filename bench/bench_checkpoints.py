@@ -61,8 +61,8 @@ from streamkernel.datastream import KeyedProcessFunction, StreamExecutionEnviron
 from streamkernel.datastream.connectors.datagen import DataGeneratorSource, RateLimiterStrategy  # noqa: E402
 from streamkernel.datastream.functions import MapFunction, RuntimeContext  # noqa: E402
 from streamkernel.datastream.state import ValueStateDescriptor  # noqa: E402
-from streamkernel.runtime.minicluster import LOCAL_HEARTBEAT_DEFAULTS, MiniCluster  # noqa: E402
-from streamkernel.runtime.task_checkpoint import TaskCheckpointer  # noqa: E402
+from streamkernel.runtime.minicluster.minicluster import LOCAL_HEARTBEAT_DEFAULTS, MiniCluster  # noqa: E402
+from streamkernel.runtime.tasks.task_checkpoint import TaskCheckpointer  # noqa: E402
 from streamkernel.testing import Pause, ScriptedSource  # noqa: E402
 
 _WAIT_S = 120.0  # the longest any single wait of this script lasts before it gives up
@@ -430,7 +430,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     if quick:
         print("--quick: a smoke run; its figures mean nothing (short intervals, few records)")
     # The ResourceManager logs every lost TaskManager; part (c) prints the failure cause itself.
-    logging.getLogger("streamkernel.runtime.jobmanager.resource_manager").setLevel(logging.ERROR)
+    logging.getLogger("streamkernel.runtime.resourcemanager.resource_manager").setLevel(logging.ERROR)
     tmp = tempfile.mkdtemp(prefix="bench-checkpoints-")
     try:
         if "a" in args.parts:

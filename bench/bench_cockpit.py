@@ -33,7 +33,7 @@ from workloads import w2_key, w2_record, w2_reduce  # noqa: E402 - W2's definiti
 from streamkernel.datastream import StreamExecutionEnvironment  # noqa: E402
 from streamkernel.jupyter.widgets.cockpit import JOB_PARTS, ClusterView, JobDashboard  # noqa: E402
 from streamkernel.jupyter.widgets.refresher import refresher_for  # noqa: E402
-from streamkernel.runtime.minicluster import MiniCluster  # noqa: E402
+from streamkernel.runtime.minicluster.minicluster import MiniCluster  # noqa: E402
 
 
 def run_w2(cluster: MiniCluster, records: list, with_dashboard: bool) -> tuple[float, int]:

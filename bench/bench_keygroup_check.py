@@ -32,14 +32,14 @@ from streamkernel.datastream import KeyedProcessFunction, StreamExecutionEnviron
 from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.window import TumblingEventTimeWindows
 from streamkernel.graph.keygroups import assign_key_to_operator
-from streamkernel.runtime.clock import SystemClock
-from streamkernel.runtime.metrics import OperatorMetrics
+from streamkernel.runtime.core.clock import SystemClock
+from streamkernel.runtime.core.metrics import OperatorMetrics
 from streamkernel.runtime.operators import key_group_check
 from streamkernel.runtime.operators.base import OperatorContext, TaskInfo
 from streamkernel.runtime.operators.factory import create_operator
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 from streamkernel.runtime.state.operator_state import DefaultOperatorStateBackend
-from streamkernel.runtime.timers import InternalTimerService, ProcessingTimeService
+from streamkernel.runtime.operators.timers import InternalTimerService, ProcessingTimeService
 
 BATCH = 1024
 MAX_PARALLELISM = 128

@@ -33,9 +33,9 @@ from typing import Any, Callable
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from streamkernel.runtime.deployment import ChannelId  # noqa: E402
+from streamkernel.runtime.core.deployment import ChannelId  # noqa: E402
 from streamkernel.runtime.network import LocalShuffleEnvironment, NetworkShuffleEnvironment  # noqa: E402
-from streamkernel.runtime.records import END_OF_PARTITION, DataBuffer  # noqa: E402
+from streamkernel.runtime.core.records import END_OF_PARTITION, DataBuffer  # noqa: E402
 from streamkernel.runtime.rpc.transport import new_cluster_secret  # noqa: E402
 
 

@@ -56,7 +56,7 @@ from workloads import plain_w1, w1_even, w1_map1, w1_map2, w2_key, w2_record, w2
 from streamkernel.common import WatermarkStrategy  # noqa: E402
 from streamkernel.datastream import StreamExecutionEnvironment  # noqa: E402
 from streamkernel.datastream.connectors.number_seq import NumberSequenceSource  # noqa: E402
-from streamkernel.runtime.minicluster import MiniCluster  # noqa: E402
+from streamkernel.runtime.minicluster.minicluster import MiniCluster  # noqa: E402
 
 # TaskManagers in other processes cannot import bench/: ship the shared functions by value.
 cloudpickle.register_pickle_by_value(workloads)

@@ -19,13 +19,13 @@ from types import SimpleNamespace
 from streamkernel.common.watermark_strategy import MAX_WATERMARK
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.datastream.window import TumblingEventTimeWindows
-from streamkernel.runtime.clock import SystemClock
-from streamkernel.runtime.metrics import OperatorMetrics
+from streamkernel.runtime.core.clock import SystemClock
+from streamkernel.runtime.core.metrics import OperatorMetrics
 from streamkernel.runtime.operators.base import OperatorContext, TaskInfo
 from streamkernel.runtime.operators.window import WindowOperator
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 from streamkernel.runtime.state.operator_state import DefaultOperatorStateBackend
-from streamkernel.runtime.timers import InternalTimerService, ProcessingTimeService
+from streamkernel.runtime.operators.timers import InternalTimerService, ProcessingTimeService
 
 N = 1_000_000
 BATCH = 1024

@@ -36,7 +36,7 @@ def main() -> None:
     from streamkernel.common import WatermarkStrategy
     from streamkernel.datastream import StreamExecutionEnvironment
     from streamkernel.datastream.connectors.datagen import DataGeneratorSource
-    from streamkernel.runtime.minicluster import MiniCluster
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
     seen = [0]
 

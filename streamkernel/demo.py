@@ -85,8 +85,8 @@ def _run_on_cluster(parallelism: int) -> int:
     """Run the word count on a local cluster of 2 TaskManagers; print results and metrics."""
     import pandas as pd
 
-    from streamkernel.runtime.metrics import metric_rows
-    from streamkernel.runtime.minicluster import MiniCluster
+    from streamkernel.runtime.core.metrics import metric_rows
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
     _section("Run on a local cluster (2 TaskManagers x %d slots)" % parallelism)
     with MiniCluster(taskmanagers=2, slots_per_taskmanager=parallelism) as cluster:

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 2
     cluster = None
     if args.taskmanagers is not None:
-        from streamkernel.runtime.minicluster import MiniCluster
+        from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
         try:  # sizes are checked against the backend before anything starts (also before --detached)
             cluster = MiniCluster(args.taskmanagers, args.slots, backend=args.backend, configuration=conf)

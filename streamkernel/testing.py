@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from streamkernel.datastream.connectors.base import Boundedness, Source
-from streamkernel.runtime.clock import ManualClock
+from streamkernel.runtime.core.clock import ManualClock
 from streamkernel.runtime.sources.base import DEFAULT_POLL_DELAY_SECONDS, SourceReader
 
 __all__ = ["ScriptedSource", "Pause", "Fail", "Gate", "End", "ManualClock", "InjectedFailure", "wait_until",

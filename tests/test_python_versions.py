@@ -16,7 +16,7 @@ import pytest
 
 from streamkernel.common.futures import result_within
 from streamkernel.datastream import StreamExecutionEnvironment
-from streamkernel.runtime import client
+from streamkernel.runtime.minicluster import client
 
 pytestmark = pytest.mark.py_matrix
 

@@ -16,11 +16,11 @@ from streamkernel.datastream.state import (
 from streamkernel.errors import CheckpointCorruptedError
 from streamkernel.runtime.checkpoint.metadata import JobCheckpointInfo, OperatorMetadata, VertexMetadata
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage
-from streamkernel.runtime.clock import ManualClock
-from streamkernel.runtime.processing_time import ProcessingTimeService
+from streamkernel.runtime.core.clock import ManualClock
+from streamkernel.runtime.operators.processing_time import ProcessingTimeService
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 from streamkernel.runtime.state.operator_state import DefaultOperatorStateBackend
-from streamkernel.runtime.timers import InternalTimerService
+from streamkernel.runtime.operators.timers import InternalTimerService
 from streamkernel.state import KEYED_STATE_COLUMNS, read_checkpoint
 
 INFO = JobCheckpointInfo(

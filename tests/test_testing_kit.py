@@ -12,7 +12,7 @@ from streamkernel.common import WatermarkStrategy
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import JobExecutionError
 from streamkernel.common.job_status import JobStatus
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.datastream.connectors import DataGeneratorSource, NumberSequenceSource
 from streamkernel.testing import End, Fail, Gate, GatedSource, InjectedFailure, Pause, ScriptedSource, wait_until
 

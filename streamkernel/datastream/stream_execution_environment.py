@@ -235,20 +235,20 @@ class StreamExecutionEnvironment(EnvSettings):
     # --------------------------------------------------------------- execution
     def execute(self, job_name: Optional[str] = None) -> Any:
         """Run the job to completion and return its JobExecutionResult."""
-        from streamkernel.runtime.client import execute_stream_graph
+        from streamkernel.runtime.minicluster.client import execute_stream_graph
 
         return execute_stream_graph(self, self.get_stream_graph(job_name, clear_transformations=True))
 
     def execute_async(self, job_name: Optional[str] = None) -> Any:
         """Submit the job and return a JobClient at once; the job runs in the background."""
-        from streamkernel.runtime.client import submit_stream_graph
+        from streamkernel.runtime.minicluster.client import submit_stream_graph
 
         return submit_stream_graph(self, self.get_stream_graph(job_name, clear_transformations=True))
 
     def _execute_and_collect(self, data_stream: "DataStream", job_execution_name: Optional[str],
                              limit: Optional[int]) -> Any:
         """Run the job with a collect sink on ``data_stream``; an iterator (or list with limit)."""
-        from streamkernel.runtime.client import execute_and_collect
+        from streamkernel.runtime.minicluster.client import execute_and_collect
 
         return execute_and_collect(self, data_stream, job_execution_name, limit)
 

@@ -100,7 +100,7 @@ class CheckpointCommands:
     def _check_assignment(env: Any, completed: Any, args: argparse.Namespace) -> None:
         from streamkernel.errors import InvalidProgramError
         from streamkernel.runtime.checkpoint.restore import assign_restored_state
-        from streamkernel.runtime.task_checkpoint import operator_key
+        from streamkernel.runtime.checkpoint.metadata import operator_key
 
         graph = env.get_stream_graph()
         for node in graph.nodes:

@@ -47,7 +47,7 @@ class ClusterCommands:
     # ------------------------------------------------------------- cluster
     def start(self, args: argparse.Namespace) -> Any:
         """``%flink start``: a MiniCluster that every environment in this kernel submits to."""
-        from streamkernel.runtime.minicluster import MiniCluster, current_cluster
+        from streamkernel.runtime.minicluster.minicluster import MiniCluster, current_cluster
 
         running = current_cluster()
         if running is not None and running.is_running:
@@ -102,7 +102,7 @@ class ClusterCommands:
 
     def cluster_or_usage(self, command: str) -> Any:
         """The running cluster, or a UsageError telling to ``%flink start`` one."""
-        from streamkernel.runtime.minicluster import current_cluster
+        from streamkernel.runtime.minicluster.minicluster import current_cluster
 
         cluster = current_cluster()
         if cluster is None or not cluster.is_running:
@@ -127,7 +127,7 @@ class ClusterCommands:
               f"job.get_job_status().result(), job.get_job_execution_result().result()).")
         if self.cockpit is not None and self.cockpit.live:
             from streamkernel.jupyter.widgets.cockpit import JOB_PARTS
-            from streamkernel.runtime.minicluster import current_cluster
+            from streamkernel.runtime.minicluster.minicluster import current_cluster
 
             cluster = current_cluster()
             if cluster is not None:
@@ -161,7 +161,7 @@ class ClusterCommands:
 
     def fail(self, args: argparse.Namespace) -> None:
         """``%flink fail OPERATOR``: inject an exception into an operator's running subtasks."""
-        from streamkernel.runtime.jobmanager.failure_injection import FailureInjectionError, NoSuchSubtaskError
+        from streamkernel.runtime.jobmaster.failure_injection import FailureInjectionError, NoSuchSubtaskError
 
         cluster = self.cluster_or_usage("fail")
         job = self.running_job(cluster, args.job, "fail")
@@ -196,7 +196,7 @@ class ClusterCommands:
 
     def metrics(self, args: argparse.Namespace) -> None:
         """``%flink metrics [JOB]``: records, rates, busy/backpressure ratios, watermarks per subtask."""
-        from streamkernel.runtime.metrics import metric_rows
+        from streamkernel.runtime.core.metrics import metric_rows
 
         cluster = self.cluster_or_usage("metrics")
         if args.job is not None and not matching_jobs(cluster.jobs(), args.job, "metrics"):
@@ -211,7 +211,7 @@ def _listing(jobs: list[Any]) -> str:
 
 def _options(error: BaseException) -> str:
     """A MiniCluster error in the terms of ``%flink start``'s options."""
-    from streamkernel.runtime.minicluster_limits import ClusterSizeError
+    from streamkernel.runtime.minicluster.limits import ClusterSizeError
 
     text = str(error)
     for argument, option in (("taskmanagers =", "--taskmanagers"), ("slots_per_taskmanager =", "--slots")):

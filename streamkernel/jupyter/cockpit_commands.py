@@ -140,10 +140,10 @@ class CockpitCommands:
     # ---------------------------------------------- dashboards for submissions
     def before_cell(self, *_: Any) -> None:
         """IPython ``pre_run_cell``: remember the jobs that exist before the cell."""
-        if "streamkernel.runtime.minicluster" not in sys.modules:  # no job ran yet: nothing to import
+        if "streamkernel.runtime.minicluster.minicluster" not in sys.modules:  # no job ran yet: nothing to import
             self._jobs_before = set()
             return
-        from streamkernel.runtime.minicluster import current_cluster
+        from streamkernel.runtime.minicluster.minicluster import current_cluster
 
         cluster = current_cluster()
         self._jobs_before = {str(j.job_id) for j in cluster.jobs()} if cluster is not None else set()
@@ -153,11 +153,11 @@ class CockpitCommands:
         when the notebook holds its JobClient (``client = env.execute_async()``, or the cell's
         value), unless one is shown already. Jobs a cell submits for itself (a collect loop on
         a thread, a helper function's own client) do not."""
-        if "streamkernel.runtime.minicluster" not in sys.modules:
+        if "streamkernel.runtime.minicluster.minicluster" not in sys.modules:
             return
         from streamkernel.jupyter.widgets.cockpit import JOB_PARTS
-        from streamkernel.runtime.minicluster import current_cluster
-        from streamkernel.runtime.minicluster_job_client import MiniClusterJobClient
+        from streamkernel.runtime.minicluster.minicluster import current_cluster
+        from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient
 
         cluster = current_cluster()
         if cluster is None or not self.live:

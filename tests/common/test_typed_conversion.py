@@ -10,8 +10,8 @@ from streamkernel.common import Row, Types
 from streamkernel.common.typeinfo.conversion import TypeMismatch, batch_converter, first_mismatch
 from streamkernel.datastream import OutputTag
 from streamkernel.graph.operator_specs import MapSpec, SourceSpec
-from streamkernel.runtime.chain import NO_OUTPUT
-from streamkernel.runtime.typed_output import TypedOutput, typed_output
+from streamkernel.runtime.tasks.chain import NO_OUTPUT
+from streamkernel.runtime.tasks.typed_output import TypedOutput, typed_output
 
 
 def f32(x: float) -> float:

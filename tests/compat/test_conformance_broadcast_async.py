@@ -33,7 +33,7 @@ from streamkernel.datastream.async_data_stream import AsyncDataStream
 from streamkernel.datastream.async_retry_strategies import NO_RETRY_STRATEGY, FixedDelayRetryStrategy
 from streamkernel.datastream.connectors.number_seq import NumberSequenceSource
 from streamkernel.errors import InvalidProgramError
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import wait_until
 
 _spec = importlib.util.spec_from_file_location(

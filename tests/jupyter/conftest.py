@@ -31,7 +31,7 @@ def shell(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
     ip.run_cell(getattr(request.module, "SETUP", ""))
     ip.run_line_magic("flink", "reset")
     yield ip, shown
-    from streamkernel.runtime.minicluster import current_cluster
+    from streamkernel.runtime.minicluster.minicluster import current_cluster
 
     for gate in ip.user_ns.get("gates", ()):
         gate.open()

@@ -86,7 +86,7 @@ def test_spark_options_are_refused_with_another_backend_and_a_missing_session_is
     ip.user_ns["not_spark"] = 42
     with pytest.raises(UsageError, match="'not_spark' is a int, not a SparkSession"):
         ip.run_line_magic("flink", "start --spark-session not_spark")
-    from streamkernel.runtime.minicluster import current_cluster
+    from streamkernel.runtime.minicluster.minicluster import current_cluster
 
     assert current_cluster() is None or not current_cluster().is_running
 

@@ -41,7 +41,7 @@ def shell(request, monkeypatch: pytest.MonkeyPatch, tmp_path) -> Iterator[tuple[
     ip.run_line_magic("flink", "reset")
     ip.run_line_magic("flink", f"start --backend {request.param} --taskmanagers 2 --slots 1")
     yield ip, shown
-    from streamkernel.runtime.minicluster import current_cluster
+    from streamkernel.runtime.minicluster.minicluster import current_cluster
 
     cluster = current_cluster()
     if cluster is not None and cluster.is_running:

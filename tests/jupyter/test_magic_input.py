@@ -15,8 +15,8 @@ from streamkernel.common.job_status import select_jobs
 from streamkernel.errors import InvalidProgramError
 from streamkernel.jupyter import commands
 from streamkernel.jupyter.widgets.models import find_job
-from streamkernel.runtime.metrics import metric_rows
-from streamkernel.runtime.minicluster import MiniCluster, current_cluster
+from streamkernel.runtime.core.metrics import metric_rows
+from streamkernel.runtime.minicluster.minicluster import MiniCluster, current_cluster
 from streamkernel.testing import wait_until
 
 SETUP = ("from streamkernel.common import WatermarkStrategy, Configuration\n"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
 _session: Any = None
 _selected = 0

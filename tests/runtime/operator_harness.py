@@ -18,11 +18,11 @@ from types import SimpleNamespace
 from typing import Any, Optional
 
 from streamkernel.graph.operator_specs import OperatorSpec
-from streamkernel.runtime.clock import ManualClock
-from streamkernel.runtime.metrics import OperatorMetrics
+from streamkernel.runtime.core.clock import ManualClock
+from streamkernel.runtime.core.metrics import OperatorMetrics
 from streamkernel.runtime.operators.base import OperatorContext, TaskInfo, TwoInputStreamOperator
 from streamkernel.runtime.operators.factory import OPERATOR_CLASSES
-from streamkernel.runtime.registry import resolve
+from streamkernel.runtime.core.registry import resolve
 
 
 class CollectingOutput:
@@ -97,7 +97,7 @@ class OperatorHarness:
                  configuration: Optional[dict] = None, restored_state: Optional[dict] = None,
                  operator_state: Any = None, keyed_backend: Any = None, open_now: bool = True,
                  subtask_index: int = 0, parallelism: int = 1) -> None:
-        from streamkernel.runtime.timers import InternalTimerService, ProcessingTimeService
+        from streamkernel.runtime.operators.timers import InternalTimerService, ProcessingTimeService
 
         self.clock = ManualClock(start_ms)
         self.processing_time = ProcessingTimeService(self.clock)

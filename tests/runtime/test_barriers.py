@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamkernel.runtime.barriers import BarrierHandler
-from streamkernel.runtime.records import CheckpointBarrier
+from streamkernel.runtime.tasks.barriers import BarrierHandler
+from streamkernel.runtime.core.records import CheckpointBarrier
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.checkpoint import filesystem as fs
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage, load_checkpoint
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import Gate, ScriptedSource, wait_until
 
 WORDS = [f"w{(i * 7) % 13}" for i in range(400)]

@@ -23,7 +23,7 @@ from streamkernel.common.serialization import Encoder
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors import FileSink, RollingPolicy
 from streamkernel.errors import JobExecutionError
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import Gate, ScriptedSource, wait_until
 
 RECORDS = [f"r{i:04d}" for i in range(600)]
@@ -118,9 +118,9 @@ def test_a_restore_failure_of_a_restart_goes_through_the_restart_strategy() -> N
     from types import SimpleNamespace
 
     from streamkernel.errors import CheckpointCorruptedError
-    from streamkernel.runtime.jobmanager.job_actions import JobTerminated, ScheduleRestart
-    from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine
-    from streamkernel.runtime.jobmanager.restart import FixedDelayRestartStrategy
+    from streamkernel.runtime.jobmaster.job_actions import JobTerminated, ScheduleRestart
+    from streamkernel.runtime.jobmaster.job_state_machine import JobStateMachine
+    from streamkernel.runtime.jobmaster.restart import FixedDelayRestartStrategy
 
     vertices = [SimpleNamespace(id=1, name="Source", parallelism=1)]
     machine = JobStateMachine("ab" * 16, "job", vertices, 1, FixedDelayRestartStrategy(1, 5), now_ms=0)
@@ -138,7 +138,7 @@ def test_recovery_names_retained_checkpoints_whose_directory_is_gone(tmp_path) -
     from streamkernel.errors import CheckpointCorruptedError
     from streamkernel.graph.job_graph import build_job_graph
     from streamkernel.runtime.checkpoint.storage import CheckpointStorage
-    from streamkernel.runtime.jobmanager.state_recovery import StateRecovery
+    from streamkernel.runtime.jobmaster.state_recovery import StateRecovery
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.from_collection([1]).print()

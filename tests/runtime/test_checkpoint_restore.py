@@ -21,11 +21,11 @@ from streamkernel.runtime.checkpoint.restore import (
     recovery_path,
 )
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage
-from streamkernel.runtime.clock import ManualClock
-from streamkernel.runtime.processing_time import ProcessingTimeService
+from streamkernel.runtime.core.clock import ManualClock
+from streamkernel.runtime.operators.processing_time import ProcessingTimeService
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 from streamkernel.runtime.state.operator_state import DefaultOperatorStateBackend
-from streamkernel.runtime.timers import InternalTimerService
+from streamkernel.runtime.operators.timers import InternalTimerService
 
 KEYS = [f"user-{n}" for n in range(500)]
 COUNT = ValueStateDescriptor("count")

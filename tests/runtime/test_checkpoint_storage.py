@@ -243,13 +243,13 @@ def test_running_tasks_write_through_the_storage_factory_and_the_checkpoint_rest
     import dataclasses
 
     from streamkernel.common import Configuration, WatermarkStrategy
-    from streamkernel.runtime.deployment import ExecutionState
+    from streamkernel.runtime.core.deployment import ExecutionState
     from streamkernel.datastream import StreamExecutionEnvironment
     from streamkernel.datastream.connectors.datagen import DataGeneratorSource
     from streamkernel.graph.job_graph import build_job_graph
     from streamkernel.runtime.checkpoint.restore import assign_restored_state
-    from streamkernel.runtime.minicluster import MiniCluster
-    from streamkernel.runtime.task import Task
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
+    from streamkernel.runtime.tasks.task import Task
 
     acks: dict = {}
     lock = threading.Lock()

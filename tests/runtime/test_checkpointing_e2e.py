@@ -23,7 +23,7 @@ from streamkernel.common import Configuration, WatermarkStrategy
 from streamkernel.common.job_status import JobStatus
 from streamkernel.datastream import CheckpointingMode, StreamExecutionEnvironment
 from streamkernel.errors import JobExecutionError
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import Fail, Gate, Pause, ScriptedSource, wait_until
 
 WORDS = [f"w{(i * 7) % 13}" for i in range(1500)]
@@ -248,8 +248,8 @@ def test_a_job_restores_a_retained_checkpoint_by_path(tmp_path) -> None:
 # ------------------------------------------------ the driver's decisions, without threads
 def _graph_and_checkpointing(tmp_path: Any, calls: list, failures: list) -> tuple[Any, Any]:
     from streamkernel.graph.job_graph import build_job_graph
-    from streamkernel.runtime.deployment import ExecutionAttemptId
-    from streamkernel.runtime.jobmanager.checkpointing import JobCheckpointing
+    from streamkernel.runtime.core.deployment import ExecutionAttemptId
+    from streamkernel.runtime.jobmaster.checkpointing import JobCheckpointing
 
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(1)
@@ -269,7 +269,7 @@ def _graph_and_checkpointing(tmp_path: Any, calls: list, failures: list) -> tupl
 
 
 def test_checkpoints_run_only_while_every_subtask_of_the_attempt_runs(tmp_path) -> None:
-    from streamkernel.runtime.deployment import ExecutionState as S
+    from streamkernel.runtime.core.deployment import ExecutionState as S
 
     calls: list = []
     graph, checkpointing = _graph_and_checkpointing(tmp_path, calls, [])
@@ -289,8 +289,8 @@ def test_checkpoints_run_only_while_every_subtask_of_the_attempt_runs(tmp_path) 
 
 
 def test_a_manual_checkpoint_completes_with_its_path_and_is_confirmed_to_every_subtask(tmp_path) -> None:
-    from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState as S
-    from streamkernel.runtime.jobmanager.checkpointing import CheckpointRequest
+    from streamkernel.runtime.core.deployment import ExecutionAttemptId, ExecutionState as S
+    from streamkernel.runtime.jobmaster.checkpointing import CheckpointRequest
 
     calls: list = []
     graph, checkpointing = _graph_and_checkpointing(tmp_path, calls, [])
@@ -323,9 +323,9 @@ def test_the_job_state_machine_fails_globally_and_on_unrestorable_state() -> Non
     from types import SimpleNamespace
 
     from streamkernel.errors import CheckpointCorruptedError, CheckpointFailedError
-    from streamkernel.runtime.jobmanager.job_actions import JobTerminated
-    from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine
-    from streamkernel.runtime.jobmanager.restart import FixedDelayRestartStrategy
+    from streamkernel.runtime.jobmaster.job_actions import JobTerminated
+    from streamkernel.runtime.jobmaster.job_state_machine import JobStateMachine
+    from streamkernel.runtime.jobmaster.restart import FixedDelayRestartStrategy
 
     vertices = [SimpleNamespace(id=1, name="Source", parallelism=1)]
     machine = JobStateMachine("ab" * 16, "job", vertices, 1, FixedDelayRestartStrategy(3, 0), now_ms=0)

@@ -14,8 +14,8 @@ from streamkernel.common.watermark_strategy import WatermarkStrategy
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors import DataGeneratorSource
 from streamkernel.errors import CheckpointFailedError, JobExecutionError, NotEnoughSlotsError, UserFunctionError
-from streamkernel.runtime.client import transient_cluster_for
-from streamkernel.runtime.minicluster import MiniCluster, current_cluster, set_current_cluster
+from streamkernel.runtime.minicluster.client import transient_cluster_for
+from streamkernel.runtime.minicluster.minicluster import MiniCluster, current_cluster, set_current_cluster
 from streamkernel.testing import wait_until
 
 

@@ -18,23 +18,23 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import JobExecutionError, NotEnoughSlotsError
 from streamkernel.graph.execution_graph import SlotId
 from streamkernel.graph.stream_graph import StreamGraph
-from streamkernel.runtime.deployment import ExecutionState, TaskDeploymentDescriptor
-from streamkernel.runtime.jobmanager.resource_manager import (
+from streamkernel.runtime.core.deployment import ExecutionState, TaskDeploymentDescriptor
+from streamkernel.runtime.resourcemanager.resource_manager import (
     ResourceManager,
     ResourceManagerStoppedError,
     SlotRequestCancelledError,
     TaskManagerLostError,
 )
-from streamkernel.runtime.metrics import TaskMetrics
-from streamkernel.runtime.minicluster import MiniCluster, current_cluster, set_current_cluster
+from streamkernel.runtime.core.metrics import TaskMetrics
+from streamkernel.runtime.minicluster.minicluster import MiniCluster, current_cluster, set_current_cluster
 from streamkernel.runtime.taskmanager.gateway import (
     AllocatedSlot,
-    JobMasterGateway,
-    ResourceManagerGateway,
     TaskExecutionState,
     TaskExecutorGateway,
     TaskExecutorStoppedError,
 )
+from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway
+from streamkernel.runtime.jobmaster.gateway import JobMasterGateway
 from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
 from streamkernel.testing import wait_until
 
@@ -449,7 +449,7 @@ def test_task_executor_runs_tasks_reports_states_and_heartbeats() -> None:
 
 def graph_tdd() -> TaskDeploymentDescriptor:
     from streamkernel.graph.job_graph import build_job_graph
-    from streamkernel.runtime.jobmanager.scheduler import build_deployment_descriptors
+    from streamkernel.runtime.jobmaster.scheduler import build_deployment_descriptors
 
     tdds = build_deployment_descriptors("ab" * 16, build_job_graph(graph("unit", 1)))
     return next(iter(tdds.values()))
@@ -494,7 +494,7 @@ def test_stopping_the_cluster_cancels_a_real_unbounded_job_and_leaves_no_thread(
 
 
 def test_a_snapshot_counts_the_batch_and_the_wait_for_credit_in_progress() -> None:
-    from streamkernel.runtime.metrics import TaskMetrics
+    from streamkernel.runtime.core.metrics import TaskMetrics
 
     metrics = TaskMetrics("Enrich", 0)
     metrics.busy_ns, metrics.backpressured_ns = 1_000, 500

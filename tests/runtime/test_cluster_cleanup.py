@@ -27,7 +27,7 @@ import pytest
 
 from streamkernel.common import Configuration, WatermarkStrategy
 from streamkernel.datastream import StreamExecutionEnvironment
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import Gate, ScriptedSource, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process backend on Linux")
@@ -138,7 +138,7 @@ SCRIPTS = {
     "raises after execute_and_collect": JOB + "it = stream.execute_and_collect()\nprint(next(it))\n"
                                               "raise SystemExit('script failed after collecting')",
     "partly read iterator": JOB + "print(next(iter(stream.execute_and_collect())))",
-    "started cluster never stopped": "from streamkernel.runtime.minicluster import MiniCluster\n"
+    "started cluster never stopped": "from streamkernel.runtime.minicluster.minicluster import MiniCluster\n"
                                      "MiniCluster(1, 2, backend='process').start()\n" + JOB
                                      + "print(len(list(stream.execute_and_collect())))",
 }
@@ -161,8 +161,8 @@ def test_a_script_that_exits_leaves_nothing_in_its_temp_directory(script: str, t
 # ------------------------------------------------------- transient clusters in this process
 @pytest.mark.parametrize("how", ["read to the end", "limit", "closed early"])
 def test_the_transient_cluster_is_gone_when_collecting_returns(how: str, tmp_path) -> None:
-    from streamkernel.runtime.minicluster import current_cluster
-    from streamkernel.runtime.minicluster_exit import running_clusters
+    from streamkernel.runtime.minicluster.minicluster import current_cluster
+    from streamkernel.runtime.minicluster.exit import running_clusters
 
     assert current_cluster() is None, "this test needs a transient cluster"
     before = running_clusters()

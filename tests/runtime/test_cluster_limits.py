@@ -22,8 +22,8 @@ from streamkernel.common.configuration import Configuration
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV
 from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
-from streamkernel.runtime.minicluster import MiniCluster
-from streamkernel.runtime.minicluster_limits import (
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.limits import (
     MAX_SLOTS_PER_TASKMANAGER,
     MAX_TASKMANAGER_PROCESSES,
     MAX_TASKMANAGERS,

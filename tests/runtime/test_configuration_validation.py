@@ -11,7 +11,7 @@ import pytest
 from streamkernel.common import Configuration
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import IllegalConfigurationError
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
 # one wrong value per kind of option: duration, int, int range, bool, enum, double range
 BAD = [

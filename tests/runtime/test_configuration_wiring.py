@@ -19,8 +19,8 @@ from streamkernel.common.options import (
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage
-from streamkernel.runtime.client import transient_cluster_for
-from streamkernel.runtime.minicluster_limits import LIMIT_KEYS, ClusterSizeError
+from streamkernel.runtime.minicluster.client import transient_cluster_for
+from streamkernel.runtime.minicluster.limits import LIMIT_KEYS, ClusterSizeError
 from streamkernel.runtime.taskmanager.worker import FORWARD_OUTPUT_KEY, WORKING_DIR_KEY, rpc_timeout_seconds
 
 

@@ -22,7 +22,7 @@ from streamkernel.datastream.connectors.number_seq import NumberSequenceSource
 from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.window import TumblingEventTimeWindows
 from streamkernel.errors import JobExecutionError
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import wait_until
 
 WORDS = ["to be or not to be", "that is the question", "to sleep perchance to dream", "be still"]

@@ -9,8 +9,8 @@ from typing import Optional
 from streamkernel.common.job_status import JobStatus
 from streamkernel.errors import NotEnoughSlotsError
 from streamkernel.graph.execution_graph import SlotId
-from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState
-from streamkernel.runtime.jobmanager.job_actions import (
+from streamkernel.runtime.core.deployment import ExecutionAttemptId, ExecutionState
+from streamkernel.runtime.jobmaster.job_actions import (
     CancelTask,
     DeployTask,
     JobTerminated,
@@ -20,8 +20,8 @@ from streamkernel.runtime.jobmanager.job_actions import (
     RequestSlots,
     ScheduleRestart,
 )
-from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine, TaskCanceledUnexpectedlyError
-from streamkernel.runtime.jobmanager.restart import NoRestartStrategy, RestartStrategy, create_restart_strategy
+from streamkernel.runtime.jobmaster.job_state_machine import JobStateMachine, TaskCanceledUnexpectedlyError
+from streamkernel.runtime.jobmaster.restart import NoRestartStrategy, RestartStrategy, create_restart_strategy
 from streamkernel.runtime.taskmanager.gateway import AllocatedSlot
 
 JOB = "ab" * 16

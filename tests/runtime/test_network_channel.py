@@ -8,7 +8,7 @@ import pytest
 
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.network import ChannelCancelledError, InputGate, LocalChannel
-from streamkernel.runtime.records import END_OF_PARTITION, CheckpointBarrier, DataBuffer, Watermark
+from streamkernel.runtime.core.records import END_OF_PARTITION, CheckpointBarrier, DataBuffer, Watermark
 from streamkernel.testing import wait_until
 
 WAIT = 5.0  # generous upper bound for joins; never a timing assertion

@@ -19,9 +19,9 @@ from streamkernel.graph.partitioners import (
     RescalePartitioner,
     ShufflePartitioner,
 )
-from streamkernel.runtime.metrics import TaskMetrics
+from streamkernel.runtime.core.metrics import TaskMetrics
 from streamkernel.runtime.network import InputGate, PartitioningError, RecordWriter
-from streamkernel.runtime.records import END_OF_PARTITION, DataBuffer, Watermark
+from streamkernel.runtime.core.records import END_OF_PARTITION, DataBuffer, Watermark
 
 
 def _setup(partitioner, n: int = 4, buffer_size: int = 1024, credits: int = 1000, **kwargs):

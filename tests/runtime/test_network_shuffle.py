@@ -8,9 +8,9 @@ import pytest
 
 from streamkernel.errors import StreamKernelError
 from streamkernel.graph.partitioners import RebalancePartitioner
-from streamkernel.runtime.deployment import ChannelId
+from streamkernel.runtime.core.deployment import ChannelId
 from streamkernel.runtime.network import ChannelCancelledError, LocalShuffleEnvironment, RecordWriter
-from streamkernel.runtime.records import END_OF_PARTITION, DataBuffer
+from streamkernel.runtime.core.records import END_OF_PARTITION, DataBuffer
 
 WAIT = 5.0
 

@@ -15,7 +15,7 @@ import pytest
 from streamkernel.common.watermark_strategy import TimestampAssigner
 from streamkernel.errors import StreamKernelError
 from streamkernel.graph.partitioners import RebalancePartitioner
-from streamkernel.runtime.deployment import ChannelId
+from streamkernel.runtime.core.deployment import ChannelId
 from streamkernel.runtime.network import (
     ChannelCancelledError,
     LocalChannel,
@@ -25,7 +25,7 @@ from streamkernel.runtime.network import (
     RemoteChannelError,
 )
 from streamkernel.runtime.network.remote_channel import RemoteOutputChannel, shutdown_connection
-from streamkernel.runtime.records import (
+from streamkernel.runtime.core.records import (
     END_OF_PARTITION,
     CheckpointBarrier,
     DataBuffer,
@@ -459,7 +459,7 @@ def test_keyed_and_event_time_jobs_give_the_same_results_across_tcp_channels():
     from streamkernel.common import Duration, Types, WatermarkStrategy
     from streamkernel.datastream import StreamExecutionEnvironment
     from streamkernel.datastream.window import TumblingEventTimeWindows
-    from streamkernel.runtime.minicluster import MiniCluster
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
     before = set(_data_threads())
     shuffle = _EvenOddTaskManagers()

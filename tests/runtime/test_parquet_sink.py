@@ -343,7 +343,7 @@ def _child_pids() -> set[int]:
 @pytest.mark.skipif(not pathlib.Path("/proc").is_dir(), reason="lists child processes through /proc")
 def test_parquet_source_and_sink_run_in_taskmanager_processes(tmp_path: pathlib.Path) -> None:
     """The formats are plan data: shipped to TaskManager child processes, which read and write with pyarrow."""
-    from streamkernel.runtime.minicluster import MiniCluster
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
     (tmp_path / "in").mkdir()
     for f in range(3):

@@ -277,7 +277,7 @@ def test_savepoints_restored_at_parallelism_3_then_1_read_every_parquet_row_once
 
     from streamkernel.common import Configuration
     from streamkernel.datastream.connectors import PandasSink
-    from streamkernel.runtime.minicluster import MiniCluster
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
     from streamkernel.testing import Gate, GatedSource, wait_until
 
     expected = write_parquet(tmp_path / "in", files=3, rows=400, group=100)

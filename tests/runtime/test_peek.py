@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from streamkernel.runtime.peek import TapOutput, tap_operator
+from streamkernel.runtime.tasks.peek import TapOutput, tap_operator
 
 
 class _Collect:

@@ -25,9 +25,9 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors.collect import CollectSink
 from streamkernel.datastream.connectors.pandas import PandasSink
 from streamkernel.datastream.window import TumblingEventTimeWindows
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.runtime.taskmanager.process import ProcessTaskManagerLauncher
-from streamkernel.runtime.taskmanager.remote import RemoteTaskManagers, TaskManagerStartError
+from streamkernel.runtime.resourcemanager.remote_taskmanagers import RemoteTaskManagers, TaskManagerStartError
 from streamkernel.testing import Gate, Pause, ScriptedSource, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks processes through /proc")
@@ -163,7 +163,7 @@ def test_taskmanagers_are_child_processes_and_stop_leaves_nothing_behind(threads
 
 
 def test_a_taskmanager_that_dies_at_start_up_fails_start_with_its_stderr() -> None:
-    from streamkernel.runtime.jobmanager.resource_manager import ResourceManager
+    from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
 
     resource_manager = ResourceManager()
     remote = RemoteTaskManagers(ProcessTaskManagerLauncher(), {}, lambda i: f"broken-{i + 1}")

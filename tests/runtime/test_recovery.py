@@ -22,8 +22,8 @@ from streamkernel.common import RestartStrategies, WatermarkStrategy
 from streamkernel.common.job_status import JobStatus
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import IllegalConfigurationError, JobExecutionError
-from streamkernel.runtime.jobmanager.failure_injection import FailureInjectionError
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.jobmaster.failure_injection import FailureInjectionError
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import Fail, Gate, InjectedFailure, Pause, ScriptedSource, wait_until
 
 WORDS = [f"w{i % 7}" for i in range(700)]

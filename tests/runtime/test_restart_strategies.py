@@ -13,10 +13,10 @@ import pytest
 
 from streamkernel.common.job_status import JobStatus
 from streamkernel.graph.execution_graph import SlotId
-from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState
-from streamkernel.runtime.jobmanager.job_actions import CancelTask, JobTerminated, ReleaseChannels, ScheduleRestart
-from streamkernel.runtime.jobmanager.job_state_machine import JobStateMachine
-from streamkernel.runtime.jobmanager.restart import (
+from streamkernel.runtime.core.deployment import ExecutionAttemptId, ExecutionState
+from streamkernel.runtime.jobmaster.job_actions import CancelTask, JobTerminated, ReleaseChannels, ScheduleRestart
+from streamkernel.runtime.jobmaster.job_state_machine import JobStateMachine
+from streamkernel.runtime.jobmaster.restart import (
     ExponentialDelayRestartStrategy,
     FailureRateRestartStrategy,
     FixedDelayRestartStrategy,

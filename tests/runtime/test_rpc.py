@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState
+from streamkernel.runtime.core.deployment import ExecutionAttemptId, ExecutionState
 from streamkernel.runtime.rpc.connection import (
     GatewayRef,
     RpcConnection,
@@ -23,7 +23,8 @@ from streamkernel.runtime.rpc.connection import (
     RpcError,
     RpcTimeoutError,
 )
-from streamkernel.runtime.rpc.proxies import TaskExecutorProxy, gateway_kind
+from streamkernel.runtime.rpc.proxies import gateway_kind
+from streamkernel.runtime.taskmanager.proxy import TaskExecutorProxy
 from streamkernel.runtime.rpc.serialization import RemoteError, dumps, importable_by_peer, portable_exception
 from streamkernel.runtime.taskmanager.gateway import TaskExecutionState
 from streamkernel.testing import wait_until

@@ -21,7 +21,7 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.errors import CheckpointFailedError, JobExecutionError
 from streamkernel.runtime.checkpoint import load_checkpoint
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.state import read_checkpoint
 from streamkernel.testing import Gate, ScriptedSource, wait_until
 

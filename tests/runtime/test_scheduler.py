@@ -9,8 +9,8 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.functions import CoMapFunction
 from streamkernel.graph.execution_graph import SlotId, build_execution_graph
 from streamkernel.graph.job_graph import JobGraph, build_job_graph
-from streamkernel.runtime.deployment import ChannelId
-from streamkernel.runtime.jobmanager.scheduler import assign_slots, build_deployment_descriptors, deployment_order
+from streamkernel.runtime.core.deployment import ChannelId
+from streamkernel.runtime.jobmaster.scheduler import assign_slots, build_deployment_descriptors, deployment_order
 from streamkernel.runtime.taskmanager.gateway import AllocatedSlot
 
 JOB = "0" * 32

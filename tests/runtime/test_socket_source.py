@@ -12,7 +12,7 @@ import pytest
 from streamkernel.datastream.connectors import PandasSink, SocketTextStreamSource
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.errors import InvalidProgramError, StreamKernelError
-from streamkernel.runtime.clock import ManualClock
+from streamkernel.runtime.core.clock import ManualClock
 from streamkernel.runtime.sources import create_reader
 
 TIMEOUT_S = 30.0

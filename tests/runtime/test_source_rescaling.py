@@ -31,7 +31,7 @@ from streamkernel.datastream.connectors import (
 )
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.operator_specs import SourceSpec
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.runtime.sources.base import owned_splits
 from streamkernel.testing import Gate, GatedSource, ScriptedSource, wait_until
 

@@ -20,7 +20,7 @@ from streamkernel.datastream.connectors import (
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.errors import InvalidProgramError, UserFunctionError
 from streamkernel.graph.operator_specs import SourceSpec
-from streamkernel.runtime.clock import ManualClock
+from streamkernel.runtime.core.clock import ManualClock
 from streamkernel.runtime.sources import SourceReader, create_reader
 from streamkernel.runtime.sources.base import split_range
 

@@ -30,7 +30,7 @@ from streamkernel.graph.keygroups import (
     assign_to_key_group,
     key_group_range_for_operator,
 )
-from streamkernel.runtime.clock import ManualClock, SystemClock
+from streamkernel.runtime.core.clock import ManualClock, SystemClock
 from streamkernel.runtime.state.api import KeyedStateBackend
 from streamkernel.runtime.state.factory import create_keyed_backend
 from streamkernel.runtime.state.key_groups_snapshot import select_key_groups, split_by_key_group_ranges

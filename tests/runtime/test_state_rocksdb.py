@@ -30,7 +30,7 @@ from streamkernel.datastream.state_backend import EmbeddedRocksDBStateBackend, H
 from streamkernel.datastream.window import EventTimeSessionWindows, TumblingEventTimeWindows
 from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
 from streamkernel.graph.keygroups import assign_key_to_operator, key_group_range_for_operator
-from streamkernel.runtime.clock import ManualClock, SystemClock
+from streamkernel.runtime.core.clock import ManualClock, SystemClock
 from streamkernel.runtime.state.factory import create_keyed_backend
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 from streamkernel.runtime.state.rocksdb import RocksDBKeyedStateBackend

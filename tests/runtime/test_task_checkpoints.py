@@ -12,9 +12,9 @@ from streamkernel.common import Configuration, WatermarkStrategy
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors.datagen import DataGeneratorSource
 from streamkernel.graph.job_graph import build_job_graph
-from streamkernel.runtime.deployment import ExecutionState
-from streamkernel.runtime.minicluster import MiniCluster
-from streamkernel.runtime.task import Task
+from streamkernel.runtime.core.deployment import ExecutionState
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
+from streamkernel.runtime.tasks.task import Task
 from streamkernel.testing import wait_until
 
 

@@ -8,9 +8,9 @@ from streamkernel.common.watermark_strategy import MIN_WATERMARK
 from streamkernel.datastream.timerservice import TimerService
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.keygroups import assign_key_to_operator, key_group_range_for_operator
-from streamkernel.runtime.clock import ManualClock
+from streamkernel.runtime.core.clock import ManualClock
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
-from streamkernel.runtime.timers import (
+from streamkernel.runtime.operators.timers import (
     InternalTimer,
     InternalTimerService,
     KeyedTimerService,

@@ -26,7 +26,7 @@ from streamkernel.common.watermark_strategy import TimestampAssigner  # noqa: E4
 from streamkernel.common.job_status import JobStatus  # noqa: E402
 from streamkernel.datastream import StreamExecutionEnvironment  # noqa: E402
 from streamkernel.datastream.window import TumblingEventTimeWindows  # noqa: E402
-from streamkernel.runtime.minicluster import MiniCluster  # noqa: E402
+from streamkernel.runtime.minicluster.minicluster import MiniCluster  # noqa: E402
 from streamkernel.runtime.taskmanager.spark_stop import pid_alive  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("spark_test_kit", pathlib.Path(__file__).with_name("spark_test_kit.py"))

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from streamkernel.runtime.minicluster import MiniCluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
 _spec = importlib.util.spec_from_file_location("spark_test_kit", pathlib.Path(__file__).with_name("spark_test_kit.py"))
 kit = importlib.util.module_from_spec(_spec)

@@ -220,7 +220,7 @@ def test_dataframe_to_parquet_sink_round_trip(spark: Any, tmp_path: pathlib.Path
 
 def test_a_dataframe_source_read_by_taskmanagers_hosted_on_spark(spark: Any) -> None:
     """The staged splits are read inside Spark tasks (the spark backend), which have no SparkSession."""
-    from streamkernel.runtime.minicluster import MiniCluster
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
     source = SparkDataFrameSource(spark.range(0, 3000).selectExpr("id", "cast(id AS string) AS s").repartition(3))
     try:

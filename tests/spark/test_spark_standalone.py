@@ -22,7 +22,7 @@ pytest.importorskip("pyspark")
 
 from streamkernel.common import RestartStrategies  # noqa: E402
 from streamkernel.datastream import StreamExecutionEnvironment  # noqa: E402
-from streamkernel.runtime.minicluster import MiniCluster  # noqa: E402
+from streamkernel.runtime.minicluster.minicluster import MiniCluster  # noqa: E402
 from streamkernel.runtime.taskmanager.spark_resources import SparkTaskSlotsError  # noqa: E402
 from streamkernel.runtime.taskmanager.spark_stop import pid_alive  # noqa: E402
 

@@ -10,7 +10,7 @@
 * :mod:`.history`: checkpoint statistics for ``%flink checkpoints`` and widgets.
 
 The task's side (snapshotting an operator chain, barriers) lives in
-:mod:`streamkernel.runtime.task_checkpoint` and :mod:`streamkernel.runtime.barriers`; the
+:mod:`streamkernel.runtime.tasks.task_checkpoint` and :mod:`streamkernel.runtime.tasks.barriers`; the
 public reader of checkpoint contents in :mod:`streamkernel.state`.
 """
 

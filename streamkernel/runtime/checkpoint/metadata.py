@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from streamkernel.errors import CheckpointCorruptedError
+from streamkernel.graph.stream_graph import StreamNode
 from streamkernel.runtime.checkpoint import filesystem as fs
-from streamkernel.runtime.task_checkpoint import operator_key
 
 __all__ = [
+    "operator_key",
     "METADATA_FILE",
     "FORMAT_NAME",
     "FORMAT_VERSION",
@@ -52,6 +53,11 @@ FORMAT_VERSION = 1
 """The metadata format version this code writes and reads."""
 
 SubtaskKey = tuple[int, int]
+
+
+def operator_key(node: StreamNode) -> str:
+    """The name an operator's state goes by in checkpoints (:attr:`StreamNode.operator_id`)."""
+    return node.operator_id
 
 
 def state_file_name(vertex_id: int, subtask_index: int) -> str:

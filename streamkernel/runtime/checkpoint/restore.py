@@ -24,7 +24,7 @@ without one), and each operator's state is redistributed to its new parallelism:
 
 The result maps ``(vertex id, subtask index)`` to ``{operator key: {"keyed": [snapshot],
 "timers": [snapshots], "operator": snapshot, "raw": ..., "raw_all": [...]}}``, the shape of
-``TaskDeploymentDescriptor.restored_state`` (see :mod:`streamkernel.runtime.task_checkpoint`);
+``TaskDeploymentDescriptor.restored_state`` (see :mod:`streamkernel.runtime.tasks.task_checkpoint`);
 subtasks that get nothing are absent.
 
 State of an operator that no longer exists fails the restore unless unclaimed state is
@@ -45,7 +45,7 @@ from streamkernel.graph.stream_graph import StreamGraph, StreamNode
 from streamkernel.runtime.checkpoint.metadata import CompletedCheckpoint
 from streamkernel.runtime.state.key_groups_snapshot import TIMER_DOMAINS, select_key_groups
 from streamkernel.runtime.state.operator_state import redistribute_operator_state
-from streamkernel.runtime.task_checkpoint import operator_key
+from streamkernel.runtime.checkpoint.metadata import operator_key
 
 __all__ = [
     "STATE_RECOVERY_PATH",

@@ -36,7 +36,7 @@ import threading
 from typing import Any, Iterable, Optional
 
 from streamkernel.errors import StreamKernelError
-from streamkernel.runtime.deployment import ChannelId
+from streamkernel.runtime.core.deployment import ChannelId
 from streamkernel.runtime.network.data_listener import DataListener, InboundConnection, RemoteFeed
 from streamkernel.runtime.network.input_gate import InputGate
 from streamkernel.runtime.network.remote_channel import OutboundConnection, RemoteOutputChannel
@@ -57,7 +57,7 @@ class NetworkShuffleEnvironment:
     every peer must prove. ``connect_timeout`` bounds opening a connection to a consumer.
     Thread-safe.
 
-    >>> from streamkernel.runtime.deployment import ChannelId
+    >>> from streamkernel.runtime.core.deployment import ChannelId
     >>> producer = NetworkShuffleEnvironment("tm-1", b"secret")
     >>> consumer = NetworkShuffleEnvironment("tm-2", b"secret")
     >>> cid = ChannelId("job", edge_index=0, source_subtask=0, target_subtask=0)

@@ -3,7 +3,7 @@
 Flink's ``RecordWriter`` + ``ChannelSelector``: the tail of an operator chain hands every
 batch of one non-chained out edge to a :class:`RecordWriter`, which splits it by the edge's
 partitioner, appends each channel's share to that channel's pending buffer, and sends a
-buffer (:class:`~streamkernel.runtime.records.DataBuffer`) once it holds ``buffer_size``
+buffer (:class:`~streamkernel.runtime.core.records.DataBuffer`) once it holds ``buffer_size``
 records. ``flush`` sends whatever is pending (the task calls it when its buffer timeout
 expires, and before it blocks or ends); events (watermarks, barriers, END_OF_PARTITION)
 are broadcast after a flush, so they stay exactly in order with the records.
@@ -43,7 +43,7 @@ from streamkernel.graph.partitioners import (
     ShufflePartitioner,
     StreamPartitioner,
 )
-from streamkernel.runtime.records import DataBuffer
+from streamkernel.runtime.core.records import DataBuffer
 
 __all__ = ["RecordWriter", "PartitioningError"]
 

@@ -2,7 +2,7 @@
 
 Flink's ``ShuffleEnvironment`` (``NettyShuffleEnvironment`` creates result partitions and
 input gates from the deployment descriptors). Here every channel of a job edge is named by
-a :class:`~streamkernel.runtime.deployment.ChannelId`; a sending task asks for its output
+a :class:`~streamkernel.runtime.core.deployment.ChannelId`; a sending task asks for its output
 channels by id (:meth:`LocalShuffleEnvironment.output_channel`), a receiving task for an
 input gate over its input channel ids (:meth:`LocalShuffleEnvironment.create_input_gate`).
 
@@ -23,7 +23,7 @@ import threading
 from typing import Iterable, Optional
 
 from streamkernel.errors import StreamKernelError
-from streamkernel.runtime.deployment import ChannelId
+from streamkernel.runtime.core.deployment import ChannelId
 from streamkernel.runtime.network.channel import LocalChannel
 from streamkernel.runtime.network.input_gate import InputGate
 
@@ -39,7 +39,7 @@ def channel_name(channel_id: ChannelId) -> str:
 class LocalShuffleEnvironment:
     """The registry connecting senders and receivers of one process by ChannelId.
 
-    >>> from streamkernel.runtime.deployment import ChannelId
+    >>> from streamkernel.runtime.core.deployment import ChannelId
     >>> env = LocalShuffleEnvironment()
     >>> cid = ChannelId("job", edge_index=0, source_subtask=0, target_subtask=0)
     >>> out = env.output_channel(cid)              # the sender may come first

@@ -8,7 +8,7 @@ bounded input ``end_input``) -> ``finish()`` -> ``close()``. Checkpoints call
 needs a lock (Flink's mailbox model); timers fire in the same thread.
 
 The hot path is :meth:`StreamOperator.process_batch`: it receives a batch (``values`` and
-``timestamps``, see :mod:`streamkernel.runtime.records`) and emits results with one call
+``timestamps``, see :mod:`streamkernel.runtime.core.records`) and emits results with one call
 to ``self.output.emit(values, timestamps)`` per batch, not per record.
 """
 
@@ -24,9 +24,9 @@ from streamkernel.runtime.operators.key_group_check import KeyGroupCheck
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.graph.stream_graph import StreamNode
-    from streamkernel.runtime.metrics import OperatorMetrics
+    from streamkernel.runtime.core.metrics import OperatorMetrics
     from streamkernel.runtime.state.api import KeyedStateBackend, OperatorStateBackend
-    from streamkernel.runtime.timers import InternalTimerService, ProcessingTimeService, Triggerable
+    from streamkernel.runtime.operators.timers import InternalTimerService, ProcessingTimeService, Triggerable
 
 __all__ = ["Output", "TaskInfo", "OperatorContext", "StreamOperator", "TwoInputStreamOperator"]
 

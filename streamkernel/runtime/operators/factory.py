@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from streamkernel.datastream.function_base import Function
 from streamkernel.errors import InvalidProgramError
-from streamkernel.runtime.registry import lookup, resolve
+from streamkernel.runtime.core.registry import lookup, resolve
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.graph.stream_graph import StreamNode
@@ -37,7 +37,7 @@ OPERATOR_CLASSES = {
     "KeyedBroadcastProcessSpec": f"{_OPS}.co:KeyedBroadcastProcessOperator",
     "TimestampsWatermarksSpec": f"{_OPS}.timestamps:TimestampsAndWatermarksOperator",
     "AsyncWaitSpec": f"{_OPS}.async_wait:AsyncWaitOperator",
-    "SinkSpec": f"{_OPS}.sink:SinkOperator",
+    "SinkSpec": "streamkernel.runtime.sinks.operator:SinkOperator",
 }
 
 

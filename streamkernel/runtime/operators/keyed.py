@@ -29,7 +29,7 @@ from streamkernel.runtime.operators.key_group_check import KeyGroupOwnershipErro
 from streamkernel.runtime.operators.simple import batch_keys, failed_index, run_process_function
 
 if TYPE_CHECKING:
-    from streamkernel.runtime.timers import Triggerable
+    from streamkernel.runtime.operators.timers import Triggerable
 
 __all__ = [
     "KeyedProcessOperator",
@@ -68,7 +68,7 @@ class UserTimers:
 
     def __init__(self, operator: StreamOperator, on_timer: Optional[Callable[[int, Any], Any]], ctx: Any,
                  side: SideOutputCollector) -> None:
-        from streamkernel.runtime.timers import KeyedTimerService
+        from streamkernel.runtime.operators.timers import KeyedTimerService
 
         self.operator = operator
         # the task lists it for watermarks; keyed operators implement Triggerable (on_event_time/on_processing_time)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from streamkernel.errors import InvalidProgramError
-from streamkernel.runtime.registry import lookup, resolve
+from streamkernel.runtime.core.registry import lookup, resolve
 from streamkernel.runtime.sources.base import SourceReader
 
 __all__ = ["SourceReader", "create_reader", "READERS"]

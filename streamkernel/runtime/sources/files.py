@@ -37,7 +37,7 @@ from typing import Any, Callable, Hashable, Optional
 
 from streamkernel.datastream.connectors.file_system import FileSource
 from streamkernel.errors import InvalidProgramError
-from streamkernel.runtime.registry import lookup, resolve
+from streamkernel.runtime.core.registry import lookup, resolve
 from streamkernel.runtime.sources.base import DEFAULT_POLL_DELAY_SECONDS, Batch, SourceReader
 
 __all__ = ["FileReader", "FormatReader", "SplitCursor", "TextLineFormatReader", "list_files", "format_reader",

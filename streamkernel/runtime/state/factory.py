@@ -25,7 +25,7 @@ from typing import Mapping
 
 from streamkernel.datastream.state_backend import EmbeddedRocksDBStateBackend, state_backend_from_configuration
 from streamkernel.errors import IllegalConfigurationError
-from streamkernel.runtime.clock import Clock
+from streamkernel.runtime.core.clock import Clock
 from streamkernel.runtime.state.api import KeyedStateBackend
 
 __all__ = ["create_keyed_backend"]
@@ -40,7 +40,7 @@ def create_keyed_backend(configuration: Mapping[str, str], max_parallelism: int,
     :class:`~streamkernel.errors.IllegalConfigurationError` for an unknown backend name,
     naming ``hashmap`` and ``rocksdb``.
 
-    >>> from streamkernel.runtime.clock import SystemClock
+    >>> from streamkernel.runtime.core.clock import SystemClock
     >>> create_keyed_backend({}, 128, range(128), working_dir="/tmp/unused", clock=SystemClock())
     HeapKeyedStateBackend(max_parallelism=128, key_groups=0..127, states=[])
     """

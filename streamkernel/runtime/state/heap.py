@@ -33,7 +33,7 @@ from streamkernel.datastream.state import (
 )
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.keygroups import assign_to_key_group
-from streamkernel.runtime.clock import Clock, SystemClock
+from streamkernel.runtime.core.clock import Clock, SystemClock
 from streamkernel.runtime.state.api import VOID_NAMESPACE
 from streamkernel.runtime.state.heap_states import (
     HeapAggregatingState,

@@ -28,7 +28,7 @@ import rocksdict
 
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.keygroups import assign_to_key_group
-from streamkernel.runtime.clock import Clock, SystemClock
+from streamkernel.runtime.core.clock import Clock, SystemClock
 from streamkernel.runtime.state.api import VOID_NAMESPACE
 from streamkernel.runtime.state.heap import state_type_of
 from streamkernel.runtime.state.rocksdb_format import (

@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from streamkernel.common.options import CheckpointingOptions
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage
-from streamkernel.runtime.deployment import ExecutionAttemptId
+from streamkernel.runtime.core.deployment import ExecutionAttemptId
 
 __all__ = ["TaskCheckpointResponder", "InMemoryTaskStateHandover", "task_checkpoint_storage",
            "CHECKPOINT_STORAGE_KEYS"]

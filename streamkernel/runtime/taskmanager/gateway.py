@@ -1,4 +1,8 @@
-"""The gateways: the only way the JobManager's parts and the TaskManagers talk to each other.
+"""The TaskExecutorGateway and the messages a TaskManager sends and receives.
+
+The three gateways are the only way the JobManager's parts and the TaskManagers talk to each
+other: this one, :mod:`streamkernel.runtime.jobmaster.gateway` and
+:mod:`streamkernel.runtime.resourcemanager.gateway`.
 
 Flink's components talk through narrow RPC gateways (``TaskExecutorGateway``,
 ``JobMasterGateway``, ``ResourceManagerGateway``). Here each is a :class:`typing.Protocol`
@@ -30,11 +34,11 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional, Protocol, runtime_chec
 
 from streamkernel.errors import StreamKernelError
 from streamkernel.graph.execution_graph import SlotId
-from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState
+from streamkernel.runtime.core.deployment import ExecutionAttemptId, ExecutionState
 
 if TYPE_CHECKING:  # pragma: no cover
-    from streamkernel.runtime.deployment import TaskDeploymentDescriptor
-    from streamkernel.runtime.jobmanager.job_status import JobDetails
+    from streamkernel.runtime.core.deployment import TaskDeploymentDescriptor
+    from streamkernel.runtime.jobmaster.gateway import JobMasterGateway
 
 __all__ = [
     "SlotStatus",
@@ -46,8 +50,6 @@ __all__ = [
     "TaskExecutorHeartbeat",
     "TaskExecutorGateway",
     "TaskExecutorStoppedError",
-    "JobMasterGateway",
-    "ResourceManagerGateway",
 ]
 
 
@@ -108,7 +110,7 @@ class TaskExecutionState:
     """Flink's TaskExecutionState: a subtask attempt changed state (sent by its TaskManager).
 
     ``error`` is set for FAILED. ``metrics`` carries the task's final
-    :meth:`~streamkernel.runtime.metrics.TaskMetrics.snapshot` with a terminal state (as
+    :meth:`~streamkernel.runtime.core.metrics.TaskMetrics.snapshot` with a terminal state (as
     Flink ships final IO metrics with the last update), so finished jobs keep their figures.
     An RPC backend replaces an unpicklable ``error`` by a description of it.
     """
@@ -185,60 +187,3 @@ class TaskExecutorGateway(Protocol):
 
     def shutdown(self) -> None:
         """Cancel every task, wait for their threads, stop answering."""
-
-
-@runtime_checkable
-class JobMasterGateway(Protocol):
-    """What TaskManagers, the ResourceManager and the Dispatcher may ask of one job's JobMaster."""
-
-    @property
-    def job_id(self) -> str:
-        """The job this JobMaster runs (32 hex digits)."""
-
-    def update_task_execution_state(self, update: TaskExecutionState) -> None:
-        """A subtask changed state (called from the subtask's thread: must not block)."""
-
-    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any) -> None:
-        """A subtask stored its state for ``checkpoint_id`` (a StateHandle, or the snapshot
-        itself when handed over in memory). Called from the task's thread: must not block."""
-
-    def decline_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
-        """A subtask could not take ``checkpoint_id`` (its snapshot failed, or a newer barrier
-        overtook it). Called from the task's thread: must not block."""
-
-    def disconnect_taskmanager(self, taskmanager_id: str, cause: BaseException) -> None:
-        """A TaskManager is gone (stopped, or missed its heartbeats): its subtasks are lost."""
-
-    def cancel(self) -> None:
-        """Cancel the job (asynchronously; the job's result tells when it is CANCELED)."""
-
-    def request_job_details(self) -> "JobDetails":
-        """The latest published status snapshot of the job."""
-
-
-@runtime_checkable
-class ResourceManagerGateway(Protocol):
-    """What TaskManagers and JobMasters may ask of the ResourceManager."""
-
-    def register_task_executor(self, gateway: TaskExecutorGateway,
-                               slot_report: SlotReport) -> TaskExecutorRegistration:
-        """A TaskManager joins the cluster and offers its slots."""
-
-    def unregister_task_executor(self, taskmanager_id: str, cause: Optional[BaseException] = None) -> None:
-        """A TaskManager leaves; jobs with slots on it are told (``disconnect_taskmanager``)."""
-
-    def request_slots(self, job_id: str, count: int, timeout_ms: int, *, job_name: str = "",
-                      job_master: Optional[JobMasterGateway] = None) -> tuple[AllocatedSlot, ...]:
-        """Allocate ``count`` free slots to a job, waiting up to ``timeout_ms`` for them.
-
-        Raises NotEnoughSlotsError naming need, free and total slots after the timeout.
-        """
-
-    def cancel_slot_request(self, job_id: str) -> None:
-        """Abort the job's pending (or next) slot request: it raises SlotRequestCancelledError."""
-
-    def release_slots(self, job_id: str) -> None:
-        """Return every slot of the job to the free pool (idempotent)."""
-
-    def task_executor_gateway(self, taskmanager_id: str) -> TaskExecutorGateway:
-        """The gateway of a registered TaskManager."""

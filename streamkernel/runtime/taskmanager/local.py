@@ -9,11 +9,13 @@ process, a cluster starts instantly.
 from __future__ import annotations
 
 import os
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from streamkernel.runtime.clock import Clock
-from streamkernel.runtime.taskmanager.gateway import ResourceManagerGateway
+from streamkernel.runtime.core.clock import Clock
 from streamkernel.runtime.taskmanager.task_executor import TaskExecutor, TaskFactory
+
+if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway
 
 __all__ = ["start_local_taskmanagers", "local_taskmanager_id"]
 
@@ -31,7 +33,7 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
     Every TaskManager gets its own working directory under ``working_dir`` and shares
     ``shuffle`` and ``clock`` with the others.
     """
-    from streamkernel.runtime.task import TaskServices  # lazy: the Task pulls in the operators
+    from streamkernel.runtime.tasks.task import TaskServices  # lazy: the Task pulls in the operators
 
     started: list[TaskExecutor] = []
     for index in range(first_index, first_index + count):

@@ -2,7 +2,7 @@
 
 A TaskExecutor offers a fixed number of task slots. After it registered them with the
 ResourceManager, JobMasters deploy subtasks into the slots allocated to their job
-(``submit_task``); each subtask runs as a :class:`~streamkernel.runtime.task.Task`, one
+(``submit_task``); each subtask runs as a :class:`~streamkernel.runtime.tasks.task.Task`, one
 thread. The TaskExecutor forwards every state change of its tasks to the task's JobMaster
 and answers heartbeats with its slot report and the live metrics of its tasks.
 
@@ -25,15 +25,13 @@ import dataclasses
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from streamkernel.errors import StreamKernelError
-from streamkernel.runtime.deployment import ExecutionAttemptId, ExecutionState, TaskDeploymentDescriptor
+from streamkernel.runtime.core.deployment import ExecutionAttemptId, ExecutionState, TaskDeploymentDescriptor
 from streamkernel.runtime.taskmanager.checkpoint_responder import TaskCheckpointResponder, task_checkpoint_storage
 from streamkernel.runtime.taskmanager.gateway import (
     AllocatedSlot,
-    JobMasterGateway,
-    ResourceManagerGateway,
     SlotReport,
     SlotStatus,
     TaskExecutionState,
@@ -42,12 +40,16 @@ from streamkernel.runtime.taskmanager.gateway import (
     TaskStatus,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.runtime.jobmaster.gateway import JobMasterGateway
+    from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway
+
 __all__ = ["TaskExecutor", "TaskFactory", "TaskExecutorUnreachableError"]
 
 _LOG = logging.getLogger(__name__)
 
 #: Builds a runnable task: ``factory(tdd, services, on_state_change)``; the default is
-#: :class:`streamkernel.runtime.task.Task`.
+#: :class:`streamkernel.runtime.tasks.task.Task`.
 TaskFactory = Callable[[TaskDeploymentDescriptor, Any, Callable[..., None]], Any]
 
 
@@ -69,7 +71,7 @@ class _Deployed:
 class TaskExecutor:
     """A TaskManager with ``number_of_slots`` task slots (Flink's TaskExecutor).
 
-    ``services`` is what its tasks share (a :class:`~streamkernel.runtime.task.TaskServices`:
+    ``services`` is what its tasks share (a :class:`~streamkernel.runtime.tasks.task.TaskServices`:
     shuffle environment, clock, id, working directory); a checkpoint responder (forwarding
     to each task's JobMaster) and the checkpoint storage factory are filled in when the
     services leave them unset. ``task_factory`` builds a task from a deployment descriptor
@@ -160,7 +162,7 @@ class TaskExecutor:
     def _create_task(self, tdd: TaskDeploymentDescriptor) -> Any:
         factory = self._task_factory
         if factory is None:
-            from streamkernel.runtime.task import Task  # lazy: keeps the gateway layer light
+            from streamkernel.runtime.tasks.task import Task  # lazy: keeps the gateway layer light
 
             factory = Task
         return factory(tdd, self.services, self._on_task_state)

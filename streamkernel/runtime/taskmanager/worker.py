@@ -80,8 +80,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     false`` keeps stdout here). Setting ``stop_event`` stops it too (as a lost connection does). Raises
     ConnectionRefusedByPeerError when the JobManager cannot be reached or refuses the secret.
     """
-    from streamkernel.runtime.clock import SystemClock
-    from streamkernel.runtime.task import TaskServices
+    from streamkernel.runtime.core.clock import SystemClock
+    from streamkernel.runtime.tasks.task import TaskServices
     from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
 
     conf = {str(k): str(v) for k, v in configuration.items()}

@@ -1,0 +1,410 @@
+"""The JobMaster: runs one job, from its JobGraph to a terminal state (Flink's JobMaster).
+
+Each submitted job gets its own JobMaster. It builds the JobGraph and ExecutionGraph,
+asks the ResourceManager for the slots the job needs, deploys a
+:class:`~streamkernel.runtime.core.deployment.TaskDeploymentDescriptor` per subtask to the
+TaskManager owning its slot, follows the subtasks' state changes, and ends the job:
+FINISHED, FAILED (a subtask failed: the others are cancelled) or CANCELED. When the job's
+restart strategy allows it, a failure (a subtask fails, its TaskManager is lost) restarts
+the job instead: every subtask is cancelled, and after the strategy's backoff every subtask
+is deployed again as attempt + 1, on fresh channels. The state each attempt starts from
+comes from one place, :meth:`JobMaster.restored_state_for`: the configured savepoint for the
+first attempt, the latest completed checkpoint for a restart (:mod:`.state_recovery`).
+Deploying an attempt's subtasks, cancelling them and releasing what they used on the
+TaskManagers is the :class:`~.execution_deployer.ExecutionDeployer`'s job.
+
+Checkpoints: the JobMaster drives the job's CheckpointCoordinator (:mod:`.checkpointing`):
+periodic checkpoints when ``execution.checkpointing.interval`` is set, and checkpoints and
+savepoints on request (:meth:`JobMaster.trigger_checkpoint`, :meth:`~JobMaster.trigger_savepoint`,
+:meth:`~JobMaster.stop_with_savepoint`); their statistics are part of the published JobDetails.
+
+Every decision is made by :class:`~.job_state_machine.JobStateMachine` (pure). This class
+is the thin driver around it, Flink's "main thread" of a JobMaster: one thread takes
+events from a queue (task state updates from TaskManagers, checkpoint acknowledgements,
+cancel, lost TaskManagers, checkpoint requests), wakes up for its timers (the restart
+backoff, the next periodic checkpoint), feeds the state machines and carries out the
+actions they return. Gateway calls that arrive from other threads only enqueue, so they
+never block a task.
+After every event the driver publishes an immutable :class:`~.job_status.JobDetails`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Mapping, Optional
+
+from streamkernel.common.completable_future import CompletableFuture
+from streamkernel.common.job_status import JobStatus
+from streamkernel.common.options import WebOptions
+from streamkernel.errors import CheckpointFailedError
+from streamkernel.graph.execution_graph import build_execution_graph
+from streamkernel.graph.job_graph import JobGraph, build_job_graph
+from streamkernel.graph.stream_graph import StreamGraph
+from streamkernel.runtime.checkpoint.storage import resolve_checkpoint_dir, resolve_savepoint_dir
+from streamkernel.runtime.core.deployment import ExecutionAttemptId
+from streamkernel.runtime.jobmaster.checkpointing import CheckpointRequest, JobCheckpointing
+from streamkernel.runtime.jobmaster.execution_deployer import (
+    DEFAULT_SLOT_REQUEST_TIMEOUT_MS,
+    ExecutionDeployer,
+    slot_request_timeout_ms,
+)
+from streamkernel.runtime.jobmaster.job_actions import (
+    Action,
+    CancelTask,
+    DeployTask,
+    JobTerminated,
+    ReleaseChannels,
+    ReleaseResources,
+    ReleaseSlots,
+    RequestSlots,
+    ScheduleRestart,
+)
+from streamkernel.runtime.jobmaster.job_state_machine import JobStateMachine
+from streamkernel.runtime.jobmaster.job_status import JobDetails, JobResult
+from streamkernel.runtime.resourcemanager.resource_manager import SlotRequestCancelledError
+from streamkernel.runtime.jobmaster.restart import RestartStrategy, create_restart_strategy
+from streamkernel.runtime.jobmaster.scheduler import SubtaskKey, assign_slots
+from streamkernel.runtime.jobmaster.state_recovery import StateRecovery
+from streamkernel.runtime.taskmanager.gateway import TaskExecutionState
+from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway
+
+__all__ = ["JobMaster", "slot_request_timeout_ms", "DEFAULT_SLOT_REQUEST_TIMEOUT_MS"]
+
+_LOG = logging.getLogger(__name__)
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class JobMaster:
+    """Runs one job (a JobMasterGateway): deploys it into slots and drives it to a terminal state.
+
+    ``configuration`` is the cluster's configuration with the job's own keys on top.
+    ``result_future`` completes with a :class:`~.job_status.JobResult` when the job is
+    FINISHED, FAILED or CANCELED (it never completes exceptionally). Raises
+    IllegalConfigurationError for invalid checkpoint settings. ``job_graph`` is the job's
+    JobGraph if the submitter already built it from ``stream_graph`` (it is not built again).
+    """
+
+    def __init__(self, job_id: str, stream_graph: StreamGraph, resource_manager: ResourceManagerGateway, *,
+                 configuration: Optional[Mapping[str, Any]] = None,
+                 restart_strategy: Optional[RestartStrategy] = None,
+                 on_terminated: Optional[Callable[["JobMaster", JobResult], None]] = None,
+                 job_graph: Optional[JobGraph] = None) -> None:
+        self._job_id = job_id
+        self.configuration = {k: str(v) for k, v in (configuration or stream_graph.configuration).items()}
+        # Resolved once, here: every TaskManager writes where this JobMaster reads. Both
+        # directories are checked at submission (scheme known and installed, not a file).
+        self.configuration["execution.checkpointing.dir"] = resolve_checkpoint_dir(self.configuration)
+        resolve_savepoint_dir(self.configuration)
+        # Built once per submission: by the client when it sized a transient cluster, else here.
+        self.job_graph = build_job_graph(stream_graph) if job_graph is None else job_graph
+        # The graph is placed on one logical TaskManager with exactly the slots it needs;
+        # assign_slots maps those logical slots onto the real ones the ResourceManager gives.
+        self.execution_graph = build_execution_graph(self.job_graph, 1, None, slot_sharing=True)
+        self.job_name = stream_graph.job_name
+        self._resource_manager = resource_manager
+        self._machine = JobStateMachine(job_id, self.job_name, self.job_graph.vertices,
+                                        self.execution_graph.slots_needed,
+                                        restart_strategy or create_restart_strategy(self.configuration), _now_ms(),
+                                        WebOptions.EXCEPTION_HISTORY_SIZE.get(self.configuration))
+        self._checkpointing = JobCheckpointing(job_id, self.job_graph, self.configuration, locate=self._locate,
+                                               fail_job=lambda error: self._events.put(("fail", error)),
+                                               stop_job=self._stop_after_savepoint)
+        self._deployer = ExecutionDeployer(
+            job_id, self.job_name, self.job_graph, self.configuration, resource_manager,
+            recovery=StateRecovery(self._checkpointing.storage, self.configuration, self.job_graph),
+            checkpointing=self._checkpointing, report=lambda update: self._events.put(("task", update)),
+            report_warning=self._machine.report_warning, now_ms=_now_ms)
+        self._details = self._with_checkpoints(self._machine.details(_now_ms()))
+        self._events: "queue.SimpleQueue[tuple]" = queue.SimpleQueue()
+        # Guards _closed: checkpoint requests are queued only while the event loop still runs.
+        self._requests_lock = threading.Lock()
+        self._closed = False
+        self._restart_at: Optional[float] = None
+        self._on_terminated = on_terminated
+        self._listeners: list[Callable[[JobDetails], None]] = []
+        self._listeners_lock = threading.Lock()  # guards _listeners (added from any thread)
+        self.result_future: CompletableFuture[JobResult] = CompletableFuture()
+        self._thread = threading.Thread(target=self._run, name=f"JobMaster {self.job_name!r} {job_id[:8]}",
+                                        daemon=True)
+
+    # ------------------------------------------------------------- JobMasterGateway
+    @property
+    def job_id(self) -> str:
+        """The job's id (32 hex digits)."""
+        return self._job_id
+
+    def update_task_execution_state(self, update: TaskExecutionState) -> None:
+        """A subtask changed state (from its thread): queued for the JobMaster's thread."""
+        self._events.put(("task", update))
+
+    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any) -> None:
+        """A subtask stored its checkpoint state (from its thread): queued for the JobMaster's thread."""
+        self._events.put(("ack", attempt_id, checkpoint_id, state_handle))
+
+    def decline_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
+        """A subtask could not take a checkpoint (from its thread): queued."""
+        self._events.put(("decline", attempt_id, checkpoint_id, reason))
+
+    def disconnect_taskmanager(self, taskmanager_id: str, cause: BaseException) -> None:
+        """A TaskManager is gone: its subtasks are lost (the job fails, or restarts)."""
+        self._events.put(("taskmanager_lost", taskmanager_id, cause))
+
+    def cancel(self) -> None:
+        """Cancel the job (returns at once; ``result_future`` tells when it is CANCELED)."""
+        if self.result_future.done():
+            return
+        self._events.put(("cancel",))
+        self._resource_manager.cancel_slot_request(self._job_id)  # wakes a pending slot wait
+
+    def request_job_details(self) -> JobDetails:
+        """The latest published status snapshot (safe from any thread)."""
+        return self._details
+
+    # ------------------------------------------------------- checkpoints on request
+    def trigger_checkpoint(self) -> CompletableFuture[str]:
+        """Take a checkpoint now (whatever the interval); the future gets its directory, or
+        fails with CheckpointFailedError saying why (e.g. the job is not running)."""
+        return self._request(CheckpointRequest(is_savepoint=False))
+
+    def trigger_savepoint(self, target_dir: Optional[str] = None) -> CompletableFuture[str]:
+        """Take a savepoint into ``target_dir`` (default: ``execution.checkpointing.savepoint-dir``,
+        else ``./savepoints``); the future gets the savepoint's directory."""
+        return self._request(CheckpointRequest(is_savepoint=True, target_dir=target_dir))
+
+    def stop_with_savepoint(self, target_dir: Optional[str] = None) -> CompletableFuture[str]:
+        """Take a savepoint, then stop the job; the future gets the savepoint's directory once
+        the job has ended. If the savepoint fails, the job keeps running (as in Flink).
+
+        Deviation from Flink: the job is cancelled after the savepoint (it ends CANCELED, not
+        FINISHED, and its sources are not stopped at the savepoint's barrier, so records read
+        after it may still reach sinks before the tasks stop; restoring the savepoint reads
+        them again).
+        """
+        return self._request(CheckpointRequest(is_savepoint=True, target_dir=target_dir, stop=True))
+
+    def _request(self, request: CheckpointRequest) -> CompletableFuture[str]:
+        with self._requests_lock:
+            if not self._closed:
+                self._events.put(("request", request))
+                return request.future
+        status = self._details.status.name
+        request.future.complete_exceptionally(CheckpointFailedError(
+            f"cannot take a {request.kind} of job {self.job_name!r}: the job is {status}"))
+        return request.future
+
+    def _stop_after_savepoint(self, request: CheckpointRequest, path: str) -> None:
+        """The savepoint of a stop-with-savepoint completed: end the job, then answer."""
+        self.result_future.add_done_callback(lambda _: request.future.complete(path))
+        self._events.put(("cancel",))
+
+    def add_status_listener(self, listener: Callable[[JobDetails], None]) -> None:
+        """Call ``listener(details)`` now and after every change of the job's status.
+
+        Later calls come from the JobMaster's thread: a listener must be quick and must not
+        block (e.g. unblock a collect buffer). It may see the same status twice.
+        """
+        with self._listeners_lock:
+            self._listeners.append(listener)
+        self._notify(listener, self._details)
+
+    def _notify(self, listener: Callable[[JobDetails], None], details: JobDetails) -> None:
+        try:
+            listener(details)
+        except Exception:  # noqa: BLE001 - a listener must not break the job
+            _LOG.exception("status listener of job %r failed", self.job_name)
+
+    def _with_checkpoints(self, details: JobDetails) -> JobDetails:
+        return dataclasses.replace(details, checkpoints=self._checkpointing.stats())
+
+    def _publish(self) -> None:
+        previous = self._details.status
+        self._details = self._with_checkpoints(self._machine.details(_now_ms()))
+        if self._details.status is not previous:
+            with self._listeners_lock:
+                listeners = list(self._listeners)
+            for listener in listeners:
+                self._notify(listener, self._details)
+
+    # --------------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        """Start the JobMaster's thread: request slots, deploy, run."""
+        self._thread.start()
+
+    def join(self, timeout: Optional[float] = None) -> None:
+        """Wait for the JobMaster's thread to end (it ends with the job)."""
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+    @property
+    def is_alive(self) -> bool:
+        """True while the job is not terminal (the thread runs)."""
+        return self._thread.is_alive()
+
+    # ------------------------------------------------------------------------ driver
+    def _run(self) -> None:
+        try:
+            self._handle(self._machine.start(_now_ms()))
+            while not self._machine.is_terminal:
+                try:
+                    event = self._events.get(timeout=self._timeout())
+                except queue.Empty:
+                    event = None
+                if event is not None:
+                    self._dispatch(event)
+                self._fire_timers()
+        except BaseException as exc:  # noqa: BLE001 - a driver bug must still end the job
+            _LOG.exception("JobMaster of %r crashed", self.job_name)
+            self.result_future.complete(JobResult(self._job_id, self.job_name, JobStatus.FAILED,
+                                                  0, {}, exc, None))
+            self._deployer.release_resources()
+        finally:
+            self._close_requests()
+
+    def _timeout(self) -> Optional[float]:
+        """How long the event loop may wait: until the restart backoff or the next checkpoint timer."""
+        deadlines = []
+        if self._restart_at is not None:
+            deadlines.append(self._restart_at - time.monotonic())
+        wakeup = self._checkpointing.next_wakeup_ms()
+        if wakeup is not None:
+            deadlines.append((wakeup - _now_ms()) / 1000)
+        return max(0.001, min(deadlines)) if deadlines else None
+
+    def _fire_timers(self) -> None:
+        if self._machine.is_terminal:
+            return
+        if self._restart_at is not None and time.monotonic() >= self._restart_at:
+            self._restart_at = None
+            self._handle(self._machine.restart_due(_now_ms()))
+        wakeup = self._checkpointing.next_wakeup_ms()
+        if wakeup is not None and _now_ms() >= wakeup:
+            self._checkpointing.tick(_now_ms())
+            self._publish()
+
+    def _close_requests(self) -> None:
+        """The event loop ended: checkpoint requests still queued fail (the job is over)."""
+        with self._requests_lock:
+            self._closed = True
+        status = self._details.status.name
+        while True:
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                return
+            if event[0] == "request":
+                event[1].future.complete_exceptionally(CheckpointFailedError(
+                    f"cannot take a {event[1].kind} of job {self.job_name!r}: the job is {status}"))
+            elif event[0] == "ack":
+                self._checkpointing.storage.discard_state(event[3])
+
+    def _dispatch(self, event: tuple) -> None:
+        kind, now = event[0], _now_ms()
+        machine = self._machine
+        if kind == "task":
+            update: TaskExecutionState = event[1]
+            self._handle(machine.task_state_changed(update.attempt_id, update.state, update.error, now,
+                                                    update.metrics))
+        elif kind in ("ack", "decline"):
+            attempt_id = event[1]
+            execution = machine.executions.get((attempt_id.vertex_id, attempt_id.subtask_index))
+            current = execution is not None and execution.attempt_number == attempt_id.attempt_number
+            if kind == "ack":
+                self._checkpointing.acknowledge(attempt_id, event[2], event[3], current, now)
+            else:
+                self._checkpointing.decline(attempt_id, event[2], event[3], current, now)
+            self._publish()
+        elif kind == "request":
+            self._checkpointing.request(event[1], now)
+            self._publish()
+        elif kind == "fail":
+            self._handle(machine.fail_globally(event[1], now))
+        elif kind == "cancel":
+            self._handle(machine.cancel(now))
+        elif kind == "taskmanager_lost":
+            self._handle(machine.taskmanager_lost(event[1], event[2], now))
+
+    def _locate(self, key: SubtaskKey) -> Optional[tuple[Any, ExecutionAttemptId]]:
+        """The TaskExecutor and attempt id of a deployed subtask (for checkpoint messages)."""
+        execution = self._machine.executions.get(key)
+        if execution is None or execution.slot is None or execution.state.is_terminal:
+            return None
+        try:
+            gateway = self._resource_manager.task_executor_gateway(execution.slot.taskmanager_id)
+        except Exception:  # noqa: BLE001 - the TaskManager is gone: its loss is being handled
+            return None
+        return gateway, self._machine.attempt_id(key)
+
+    def _handle(self, actions: list[Action]) -> None:
+        """Carry out actions (they may produce more), then publish the new status."""
+        pending = deque(actions)
+        while pending:
+            action = pending.popleft()
+            if isinstance(action, RequestSlots):
+                pending.extend(self._request_slots(action.count))
+            elif isinstance(action, DeployTask):
+                if action.attempt_number != self._deployer.prepared_attempt:
+                    try:
+                        self._deployer.prepare_attempt(action.attempt_number)
+                    except Exception as error:  # noqa: BLE001 - a corrupt savepoint, state without uid ...
+                        _LOG.error("job %r cannot restore its state: %s", self.job_name, error)
+                        pending = deque(a for a in pending if not isinstance(a, DeployTask))
+                        pending.extend(self._machine.restore_failed(error, _now_ms(),
+                                                                    restartable=action.attempt_number > 0))
+                        continue
+                self._deployer.deploy(action, self)
+            elif isinstance(action, CancelTask):
+                self._deployer.cancel(action)
+            elif isinstance(action, ReleaseChannels):
+                self._deployer.release_channels()
+            elif isinstance(action, ReleaseSlots):
+                self._resource_manager.release_slots(self._job_id)
+            elif isinstance(action, ReleaseResources):
+                self._deployer.release_resources()
+            elif isinstance(action, ScheduleRestart):
+                # No sleeping: the event loop waits for this deadline or the next event.
+                self._restart_at = time.monotonic() + action.delay_ms / 1000
+                _LOG.info("job %r restarts in %d ms (%s)", self.job_name, action.delay_ms,
+                          self._machine.restart_strategy.describe())
+            elif isinstance(action, JobTerminated):
+                self._checkpointing.job_terminated(action.result.status, _now_ms())
+                self._publish()
+                if self._on_terminated is not None:
+                    try:
+                        self._on_terminated(self, action.result)
+                    except Exception:  # noqa: BLE001
+                        _LOG.exception("on_terminated callback of job %r failed", self.job_name)
+                self.result_future.complete(action.result)
+        machine = self._machine
+        self._checkpointing.on_job_progress(machine.status, machine.attempt,
+                                            {k: e.state for k, e in machine.executions.items()}, _now_ms())
+        self._publish()
+
+    def _request_slots(self, count: int) -> list[Action]:
+        """Blocks this thread until the slots come (``cancel`` interrupts the wait)."""
+        try:
+            slots = self._deployer.request_slots(count, self)
+        except SlotRequestCancelledError:
+            return []  # the queued cancel event follows and ends the job
+        except Exception as error:  # noqa: BLE001 - NotEnoughSlotsError, or the cluster stops
+            return self._machine.slot_request_failed(error, _now_ms())
+        placement = assign_slots(self.execution_graph, slots)
+        self._deployer.set_placement(placement)
+        return self._machine.slots_allocated(placement, _now_ms())
+
+    def restored_state_for(self, attempt: int) -> Optional[Mapping[SubtaskKey, Mapping[str, Any]]]:
+        """The state attempt ``attempt`` of the job starts from: subtask -> its restored state
+        (None: from scratch). Called once per attempt, before its subtasks are deployed, in
+        the JobMaster's thread; raises when the state cannot be restored (the job fails).
+        The rules: :meth:`.ExecutionDeployer.restored_state_for`.
+        """
+        return self._deployer.restored_state_for(attempt)
+
+    def __repr__(self) -> str:
+        return f"JobMaster({self.job_name!r}, {self._job_id}, {self._details.status.name})"

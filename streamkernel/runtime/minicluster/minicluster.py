@@ -1,0 +1,300 @@
+"""MiniCluster: a whole Flink cluster in this process: a JobManager and its TaskManagers.
+
+``MiniCluster(taskmanagers=2, slots_per_taskmanager=2).start()`` creates the JobManager's
+parts (a ResourceManager and a Dispatcher, which starts one JobMaster per job) and the
+TaskManagers, which register their slots with the ResourceManager. ``stop()`` cancels the
+running jobs, stops everything and leaves no thread behind.
+
+A started cluster becomes the process's *current* cluster (unless ``start(make_current=
+False)``): every StreamExecutionEnvironment of the process then submits to it, several
+jobs at once while slots last (session mode). Without one, ``env.execute()`` starts a
+transient cluster sized for the job and stops it afterwards, as PyFlink's local mode does.
+
+Everything a notebook shows comes from :meth:`MiniCluster.snapshot`, a plain dict built
+from published snapshots, safe to call from any thread while jobs run; with
+``taskmanagers``, ``describe_taskmanager`` and ``peek`` it lives in :mod:`.minicluster_inspection`.
+
+Where TaskManagers run is the cluster's *backend* (:mod:`.minicluster_taskmanagers`):
+``local`` (threads in this process, the default), ``process`` (one child process per
+TaskManager) or ``spark`` (TaskManagers in long-running Spark tasks). Without an explicit
+``backend`` the configuration's ``streamkernel.backend`` (default: ``$STREAMKERNEL_BACKEND``,
+else ``local``) decides, also for the transient cluster of ``env.execute()``.
+
+Failure injection, to watch recovery: :meth:`MiniCluster.kill_taskmanager` (a TaskManager
+dies; the ResourceManager notices), :meth:`MiniCluster.add_taskmanager`
+(a replacement registers its slots, as YARN or Spark would relaunch one) and
+:meth:`MiniCluster.fail_operator` (an operator's running subtasks raise), in
+:mod:`.minicluster_failures`.
+
+Checkpoints and savepoints on request, and each job's checkpoint history:
+:meth:`MiniCluster.trigger_checkpoint`, :meth:`~MiniCluster.trigger_savepoint`,
+:meth:`~MiniCluster.stop_with_savepoint`, :meth:`~MiniCluster.checkpoint_history`
+(:mod:`.minicluster_checkpoints`). A job restores a savepoint when it is submitted with
+``execution.state-recovery.path`` set.
+
+>>> with MiniCluster(taskmanagers=1, slots_per_taskmanager=2) as cluster:   # doctest: +SKIP
+...     env.execute("word count")        # runs on `cluster`
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Union
+
+from streamkernel.common.job_status import JobID, JobStatus
+from streamkernel.common.options import CoreOptions, MiniClusterOptions, TaskManagerOptions
+from streamkernel.errors import InvalidProgramError
+from streamkernel.graph.job_graph import JobGraph
+from streamkernel.graph.stream_graph import StreamGraph
+from streamkernel.runtime.core.clock import Clock, SystemClock
+from streamkernel.runtime.dispatcher.dispatcher import Dispatcher
+from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
+from streamkernel.runtime.minicluster.checkpoints import MiniClusterCheckpoints
+from streamkernel.runtime.minicluster.exit import cluster_started, cluster_stopped
+from streamkernel.runtime.minicluster.failures import MiniClusterFailureInjection
+from streamkernel.runtime.minicluster.inspection import MiniClusterInspection, SlotOccupancy, TaskManagerInfo
+from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient, watch_collect_buffers
+from streamkernel.runtime.minicluster.taskmanagers import (
+    BACKENDS,
+    LOCAL_HEARTBEAT_DEFAULTS,
+    create_taskmanagers,
+    heartbeat_defaults,
+    resolve_backend,
+)
+from streamkernel.runtime.minicluster.limits import check_cluster_size, configured_count
+
+__all__ = ["MiniCluster", "JobInfo", "SlotOccupancy", "TaskManagerInfo", "current_cluster", "set_current_cluster",
+           "BACKENDS", "LOCAL_HEARTBEAT_DEFAULTS"]
+
+_current_lock = threading.Lock()
+_current: Optional["MiniCluster"] = None
+
+
+def current_cluster() -> Optional["MiniCluster"]:
+    """The running cluster this process's environments submit to, or None."""
+    cluster = _current
+    return cluster if cluster is not None and cluster.is_running else None
+
+
+def set_current_cluster(cluster: Optional["MiniCluster"]) -> None:
+    """Make ``cluster`` the process's current cluster (None: no current cluster)."""
+    global _current
+    with _current_lock:
+        _current = cluster
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """One line of ``MiniCluster.jobs()``: id, name, status, start time (ms since epoch), duration."""
+
+    job_id: JobID
+    name: str
+    status: JobStatus
+    start_time: int
+    duration_ms: int
+    end_time: Optional[int] = None
+
+
+class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClusterInspection):
+    """A JobManager (Dispatcher + ResourceManager + a JobMaster per job) and its TaskManagers.
+
+    ``taskmanagers`` and ``slots_per_taskmanager`` default to the configuration's
+    ``minicluster.number-of-taskmanagers`` and ``taskmanager.numberOfTaskSlots``, else 1;
+    counts above what the backend can host raise ClusterSizeError at once, before anything
+    starts (:mod:`.minicluster_limits`: the limits and the keys that raise them).
+    ``backend`` is where TaskManagers run (:data:`BACKENDS`; None: the configuration's
+    ``streamkernel.backend``, else ``$STREAMKERNEL_BACKEND``, else ``local``).
+    ``configuration`` holds Flink keys for the cluster (``slot.request.timeout``,
+    ``heartbeat.interval`` ...); a job's own keys override them for that job. ``clock`` is
+    the processing-time clock of every task (a ManualClock makes processing time
+    deterministic in tests; local backend only). ``task_factory`` and ``shuffle`` replace
+    what runs a deployed subtask and the channel registry (for tests; local backend only).
+    ``spark_session`` / ``spark_master`` choose the Spark application of the ``spark`` backend.
+    """
+
+    def __init__(self, taskmanagers: Optional[int] = None, slots_per_taskmanager: Optional[int] = None,
+                 backend: Optional[str] = None, configuration: Optional[Mapping[str, Any]] = None,
+                 clock: Optional[Clock] = None, *, task_factory: Optional[Callable[..., Any]] = None,
+                 shuffle: Any = None, spark_session: Any = None, spark_master: Optional[str] = None) -> None:
+        conf = {k: str(v) for k, v in dict(configuration or {}).items()}
+        explicit_local = task_factory is not None or shuffle is not None or clock is not None
+        self.backend = resolve_backend(backend or ("local" if explicit_local else None), conf)
+        # Sizes are checked against what the backend can host before anything starts (minicluster_limits).
+        tm_option, slots_option = MiniClusterOptions.NUM_TASK_MANAGERS, TaskManagerOptions.NUM_TASK_SLOTS
+        tm_from = "taskmanagers" if taskmanagers is not None else f"configuration key {tm_option.key()}"
+        slots_from = ("slots_per_taskmanager" if slots_per_taskmanager is not None
+                      else f"configuration key {slots_option.key()}")
+        self.number_of_taskmanagers, self.slots_per_taskmanager = check_cluster_size(
+            self.backend,
+            taskmanagers if taskmanagers is not None else configured_count(tm_option, conf),
+            slots_per_taskmanager if slots_per_taskmanager is not None else configured_count(slots_option, conf),
+            conf, taskmanagers_from=tm_from, slots_from=slots_from,
+            spark_master=spark_master, spark_session=spark_session)
+        conf[slots_option.key()] = str(self.slots_per_taskmanager)
+        self.configuration = conf
+        self.clock = clock or SystemClock()
+        self._task_factory = task_factory
+        self._shuffle_given = shuffle
+        self._spark = {"spark_session": spark_session, "spark_master": spark_master}
+        # Guards start/stop; the components guard themselves.
+        self._lifecycle = threading.Lock()
+        self._running = False
+        self._resource_manager: Optional[ResourceManager] = None
+        self._dispatcher: Optional[Dispatcher] = None
+        self._backend: Any = None  # the TaskManagers (minicluster_taskmanagers)
+        self._working_dir: Optional[str] = None
+        self.shuffle: Any = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self, make_current: bool = True) -> "MiniCluster":
+        """Start the ResourceManager, the Dispatcher and the TaskManagers; returns self.
+
+        With ``make_current`` (the default) the cluster becomes the process's current
+        cluster: every environment's ``execute()`` submits to it. Starting a running
+        cluster does nothing. With the ``process`` and ``spark`` backends it returns once
+        every TaskManager registered, and raises TaskManagerStartError (with the reason:
+        exit code, stderr) when one could not start.
+        """
+        with self._lifecycle:
+            if not self._running:
+                self._start_locked()
+        if make_current:
+            set_current_cluster(self)
+        return self
+
+    def _start_locked(self) -> None:
+        resource_manager = ResourceManager({**heartbeat_defaults(self.backend), **self.configuration})
+        self._working_dir = tempfile.mkdtemp(prefix="streamkernel-", dir=CoreOptions.TMP_DIRS.get(self.configuration))
+        self.shuffle = None
+        if self.backend == "local":
+            self.shuffle = self._shuffle_given if self._shuffle_given is not None else _local_shuffle()
+        self._resource_manager = resource_manager
+        self._dispatcher = Dispatcher(self._resource_manager, self.configuration)
+        try:
+            self._backend = create_taskmanagers(
+                self.backend, self.configuration, shuffle=self.shuffle, clock=self.clock,
+                working_dir=self._working_dir, task_factory=self._task_factory, **self._spark)
+            self._backend.start(self._resource_manager, self.number_of_taskmanagers, self.slots_per_taskmanager)
+        except BaseException:
+            self._dispatcher.shutdown(1.0)
+            self._resource_manager.stop()
+            shutil.rmtree(self._working_dir, ignore_errors=True)
+            raise
+        self._resource_manager.start_heartbeats()
+        self._running = True
+        cluster_started(self)  # stopped at interpreter exit unless stopped before
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Cancel running jobs, stop the TaskManagers and the JobManager; no thread or process is left.
+
+        Waits up to ``timeout`` seconds for jobs and tasks to end (TaskManagers in other
+        processes are asked to shut down, then killed), then removes the cluster's working
+        directory (its TaskManagers' too). Stopping a stopped cluster does nothing; a stopped
+        cluster may be started again. A cluster still running when the interpreter exits is
+        stopped then (:mod:`.minicluster_exit`).
+        """
+        global _current
+        with self._lifecycle:
+            if not self._running:
+                return
+            self._running = False
+            assert self._dispatcher is not None and self._resource_manager is not None
+            self._dispatcher.shutdown(timeout)
+            self._resource_manager.stop()  # no heartbeats: TaskManagers leaving now are not "lost"
+            try:
+                self._backend.shutdown(timeout)
+            finally:
+                if self._working_dir is not None:
+                    shutil.rmtree(self._working_dir, ignore_errors=True)
+                cluster_stopped(self)  # only now: an exit-time stop() waits for this one (the lock)
+        with _current_lock:
+            if _current is self:
+                _current = None
+
+    @property
+    def is_running(self) -> bool:
+        """True between start() and stop()."""
+        return self._running
+
+    def __enter__(self) -> "MiniCluster":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # ----------------------------------------------------------------- components
+    @property
+    def dispatcher(self) -> Dispatcher:
+        """The Dispatcher (raises if the cluster is not running)."""
+        self._check_running("dispatcher")
+        assert self._dispatcher is not None
+        return self._dispatcher
+
+    @property
+    def resource_manager(self) -> ResourceManager:
+        """The ResourceManager (raises if the cluster is not running)."""
+        self._check_running("resource_manager")
+        assert self._resource_manager is not None
+        return self._resource_manager
+
+    @property
+    def taskmanager_backend(self) -> Any:
+        """The object managing this cluster's TaskManagers (LocalTaskManagers or RemoteTaskManagers)."""
+        self._check_running("taskmanager_backend")
+        return self._backend
+
+    def _check_running(self, what: str) -> None:
+        if not self._running and self._dispatcher is None:
+            raise InvalidProgramError(f"MiniCluster.{what}: the cluster was never started; call start() first")
+
+    @property
+    def total_slots(self) -> int:
+        """Slots of all TaskManagers (the registered ones while running: killed and added
+        TaskManagers count; the configured ones otherwise)."""
+        if self._running and self._resource_manager is not None:
+            return len(self._resource_manager.slots())
+        return self.number_of_taskmanagers * self.slots_per_taskmanager
+
+    # ----------------------------------------------------------------------- jobs
+    def submit(self, stream_graph: StreamGraph, *, job_graph: Optional[JobGraph] = None) -> MiniClusterJobClient:
+        """Submit a job; returns its JobClient at once (the job runs in the background).
+
+        ``job_graph``: the job's JobGraph if the caller already built it from ``stream_graph``
+        (it is then not built again).
+        """
+        if not self._running:
+            raise InvalidProgramError(
+                f"cannot submit job {stream_graph.job_name!r}: the MiniCluster is not running; call start() first")
+        job_id = self.dispatcher.submit_job(stream_graph, job_graph=job_graph)
+        watch_collect_buffers(self.dispatcher, job_id, stream_graph)
+        return MiniClusterJobClient(self.dispatcher, job_id)
+
+    def jobs(self) -> list[JobInfo]:
+        """Every job of this cluster (running and ended), in submission order."""
+        if self._dispatcher is None:
+            return []
+        return [JobInfo(JobID.from_hex_string(d.job_id), d.job_name, d.status, d.start_time, d.duration_ms,
+                        d.end_time) for d in self._dispatcher.list_jobs()]
+
+    def get_job(self, job_id: Union[JobID, str]) -> MiniClusterJobClient:
+        """The JobClient of a job of this cluster (KeyError naming it when unknown)."""
+        if self._dispatcher is None:
+            raise KeyError(f"no job {job_id}: the cluster was never started")
+        job = job_id if isinstance(job_id, JobID) else JobID.from_hex_string(str(job_id))
+        self._dispatcher.job_master(job)  # raises UnknownJobError (a KeyError)
+        return MiniClusterJobClient(self._dispatcher, job)
+
+    def __repr__(self) -> str:
+        state = "running" if self._running else "stopped"
+        running_jobs = sum(1 for j in self.jobs() if not j.status.is_globally_terminal_state())
+        return (f"MiniCluster({state}, backend={self.backend!r}, {self.number_of_taskmanagers} TaskManagers x "
+                f"{self.slots_per_taskmanager} slots, {running_jobs} running jobs)")
+
+
+def _local_shuffle() -> Any:
+    from streamkernel.runtime.network.shuffle import LocalShuffleEnvironment  # lazy: the network stack
+
+    return LocalShuffleEnvironment()

@@ -1,0 +1,100 @@
+"""The input side of a task: buffers and events from the input gate, handed to the chain head.
+
+Records go straight to the head operator; watermarks pass a watermark valve per input
+(the minimum over active channels, as Flink's StatusWatermarkValve); the end of every
+channel of an input ends that input; a two-input head receives each input separately.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from streamkernel.runtime.core.metrics import TaskMetrics
+from streamkernel.runtime.core.records import (
+    END_OF_PARTITION,
+    CheckpointBarrier,
+    DataBuffer,
+    LatencyMarker,
+    Watermark,
+    WatermarkStatus,
+)
+
+__all__ = ["InputProcessor"]
+
+
+class InputProcessor:
+    """Dispatches what the gate delivers to the head operator; tracks when all input ended."""
+
+    def __init__(self, gate: Any, head: Any, two_input: bool, metrics: TaskMetrics,
+                 on_latency_marker: Callable[[LatencyMarker], None], barriers: Any = None) -> None:
+        from streamkernel.runtime.network.watermark_valve import StatusWatermarkValve
+
+        self.head = head
+        self.two_input = two_input
+        self.metrics = metrics
+        self._on_latency_marker = on_latency_marker
+        self._barriers = barriers
+        inputs = 2 if two_input else 1
+        # channel index in the gate -> (input index, index among that input's channels)
+        self._local: dict[int, tuple[int, int]] = {}
+        counts = [0] * inputs
+        for channel in gate.channels:
+            i = channel.input_index if two_input else 0
+            self._local[channel.index] = (i, counts[i])
+            counts[i] += 1
+        self._valves = [StatusWatermarkValve(max(1, n)) for n in counts]
+        self._open_channels = list(counts)
+        self._ended = [n == 0 for n in counts]
+        self._batch: tuple[Callable[..., None], ...]
+        self._watermark: tuple[Callable[..., None], ...]
+        if two_input:
+            self._batch = (head.process_batch1, head.process_batch2)
+            self._watermark = (head.process_watermark1, head.process_watermark2)
+        else:
+            self._batch = (head.process_batch,)
+            self._watermark = (head.process_watermark,)
+        for i, ended in enumerate(self._ended):
+            if ended:  # an input without channels has ended before it started
+                self._end_input(i)
+
+    def process(self, channel: Any, item: Any) -> bool:
+        """Handle one item from ``channel``; True when every input has ended."""
+        if type(item) is DataBuffer:
+            values = item.values
+            self.metrics.records_in += len(values)
+            self._batch[channel.input_index if self.two_input else 0](values, item.timestamps)
+            return False
+        i, local = self._local[channel.index]
+        if type(item) is Watermark:
+            self._advance(i, self._valves[i].input_watermark(local, item.timestamp))
+        elif item is END_OF_PARTITION:
+            if self._barriers is not None:
+                self._barriers.on_channel_finished(channel)
+            self._advance(i, self._valves[i].channel_finished(local))
+            self._open_channels[i] -= 1
+            if self._open_channels[i] == 0:
+                self._end_input(i)
+                return all(self._ended)
+        elif type(item) is WatermarkStatus:
+            watermark, status = self._valves[i].input_watermark_status(local, item.idle)
+            self._advance(i, watermark)
+            if status is not None and not self.two_input:
+                self.head.process_watermark_status(status)
+        elif type(item) is LatencyMarker:
+            self._on_latency_marker(item)
+        elif type(item) is CheckpointBarrier:
+            if self._barriers is not None:
+                self._barriers.on_barrier(channel, item)
+        return False
+
+    def _advance(self, input_index: int, watermark: Any) -> None:
+        if watermark is not None:
+            self.metrics.input_watermark = watermark
+            self._watermark[input_index](watermark)
+
+    def _end_input(self, input_index: int) -> None:
+        self._ended[input_index] = True
+        if self.two_input:
+            self.head.end_input(input_index)
+        else:
+            self.head.end_input()
