@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from streamkernel.datastream.time_domain import TimeDomain
-from streamkernel.graph.operator_specs import BroadcastProcessSpec, KeyedBroadcastProcessSpec, OperatorSpec, TwoInputSpec
+from streamkernel.graph.operator_specs import (
+    BroadcastProcessSpec,
+    KeyedBroadcastProcessSpec,
+    OperatorSpec,
+    TwoInputSpec,
+)
 from streamkernel.runtime.operators.base import TwoInputStreamOperator
 from streamkernel.runtime.operators.contexts import (
     BroadcastContext,
@@ -213,8 +218,7 @@ class BroadcastProcessOperator(_CoOperator):
 
     def _make_contexts(self, timer_service: Any = None, backend: Any = None) -> ReadOnlyBroadcastContext:
         # the task restored the operator state backend before open: take the states now
-        self._states = BroadcastStates(self.context.operator_state,
-                                       self._descriptors)
+        self._states = BroadcastStates(self.context.operator_state, self._descriptors)
         self._broadcast_ctx = BroadcastContext(self, self._side, self._states)
         self._element_ctx = ReadOnlyBroadcastContext(self, self._side, self._states,
                                                      timer_service, backend)
