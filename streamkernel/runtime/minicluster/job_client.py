@@ -30,8 +30,8 @@ def watch_collect_buffers(dispatcher: Dispatcher, job_id: JobID, stream_graph: A
     """
     from streamkernel.datastream.connectors.collect import CollectSink
 
-    buffers = [node.operator.params.get("sink") for node in stream_graph.sinks]
-    buffers = [sink.buffer for sink in buffers if isinstance(sink, CollectSink)]
+    sinks = [getattr(node.operator, "sink", None) for node in stream_graph.sinks]
+    buffers = [sink.buffer for sink in sinks if isinstance(sink, CollectSink)]
     if not buffers:
         return
 
