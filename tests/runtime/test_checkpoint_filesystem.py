@@ -53,10 +53,10 @@ def checkpoint_restore_and_finish(conf: dict) -> tuple[str, list, Any]:
         client = env.execute_async("storage")
         job_id = client.get_job_id()
         wait_until(lambda: latest == collections.Counter(WORDS[:200]) and running(client), message="part one")
-        path = cluster.trigger_checkpoint(job_id)
+        path = cluster.checkpoints.trigger_checkpoint(job_id)
         assert load_checkpoint(path).checkpoint_id == 1  # readable where it was written
         contents = sorted(fs.listdir(path))
-        assert cluster.fail_operator(job_id, "counts")
+        assert cluster.failures.fail_operator(job_id, "counts")
         wait_until(lambda: client.get_job_details().num_restarts == 1 and running(client), message="the restart")
         gate.open()
         client.get_job_execution_result().result(60)

@@ -65,11 +65,11 @@ def test_a_restart_whose_checkpoints_are_all_corrupt_fails_the_job_instead_of_du
         client = env.execute_async("all checkpoints corrupt")
         job_id = client.get_job_id()
         wait_until(lambda: gate.reached and running(client), message="the source at the gate")
-        checkpoint = cluster.trigger_checkpoint(job_id)
+        checkpoint = cluster.checkpoints.trigger_checkpoint(job_id)
         wait_until(lambda: len(committed_lines(tmp_path / "out")) == 300, message="checkpoint 1's output committed")
         with open(os.path.join(checkpoint, "_metadata"), "w") as file:
             file.write("{not json")
-        assert cluster.fail_operator(job_id, "out")
+        assert cluster.failures.fail_operator(job_id, "out")
         gate.open()  # a job restarted from scratch would read and commit everything again
         with pytest.raises(JobExecutionError) as caught:
             client.get_job_execution_result().result(60)
@@ -94,13 +94,13 @@ def test_a_restart_falls_back_to_an_older_valid_checkpoint(tmp_path) -> None:
         client = env.execute_async("fallback")
         job_id = client.get_job_id()
         wait_until(lambda: gate.reached and running(client), message="the source at the gate")
-        first = cluster.trigger_checkpoint(job_id)
-        second = cluster.trigger_checkpoint(job_id)
+        first = cluster.checkpoints.trigger_checkpoint(job_id)
+        second = cluster.checkpoints.trigger_checkpoint(job_id)
         for name in os.listdir(second):
             if name.endswith(".state"):
                 with open(os.path.join(second, name), "r+b") as file:
                     file.truncate(1)
-        assert cluster.fail_operator(job_id, "out")
+        assert cluster.failures.fail_operator(job_id, "out")
         wait_until(lambda: client.get_job_details().num_restarts == 1 and running(client), message="the restart")
         gate.open()
         client.get_job_execution_result().result(60)

@@ -103,9 +103,9 @@ def test_counts_are_exact_after_task_failures_injected_failures_and_a_killed_tas
         restored = client.get_job_details().checkpoints.latest_restored
         assert restored is not None and not restored.is_savepoint
 
-        # 2. an operator fails while the sources are idle (MiniCluster.fail_operator)
+        # 2. an operator fails while the sources are idle (MiniCluster.failures.fail_operator)
         wait_for_new_checkpoint(client, "before fail_operator")
-        assert cluster.fail_operator(job_id, "counts", subtask=0) == ["Counts -> Sink: Unnamed (1/2)"]
+        assert cluster.failures.fail_operator(job_id, "counts", subtask=0) == ["Counts -> Sink: Unnamed (1/2)"]
         wait_until(lambda: client.get_job_details().num_restarts == 3 and all_running(client), message="restart 3")
         wait_for_new_checkpoint(client, "after fail_operator")
         assert latest == part_a  # nothing was counted twice, nothing lost
@@ -114,9 +114,9 @@ def test_counts_are_exact_after_task_failures_injected_failures_and_a_killed_tas
         # wait at the last gate: the job cannot have finished); a replacement comes
         gate.open()
         wait_until(lambda: latest != part_a, message="the second part flowing")
-        cluster.kill_taskmanager("TM2")
+        cluster.failures.kill_taskmanager("TM2")
         wait_until(lambda: str(job_id) in cluster.resource_manager.pending_requests(), message="the slot request")
-        cluster.add_taskmanager()
+        cluster.failures.add_taskmanager()
         last_gate.open()
         result = client.get_job_execution_result().result(60)
         details = client.get_job_details()
@@ -142,7 +142,7 @@ def test_periodic_checkpoints_are_recorded_with_per_subtask_acknowledgements(tmp
         counting_job(env, ScriptedSource(paced(WORDS[:100]) + [gate] + WORDS[100:200]), {})
         client = env.execute_async("statistics")
         wait_until(lambda: completed(client) >= 3, message="three checkpoints")
-        rows = cluster.checkpoint_history(client.get_job_id())
+        rows = cluster.checkpoints.checkpoint_history(client.get_job_id())
         gate.open()
         client.get_job_execution_result().result(30)
         as_dict = client.get_job_details().to_dict()["checkpoints"]
@@ -168,14 +168,14 @@ def test_a_corrupt_latest_checkpoint_is_skipped_with_the_reason_and_the_previous
         client = env.execute_async("corrupt checkpoint")
         job_id = client.get_job_id()
         wait_until(lambda: latest == collections.Counter(WORDS[:300]) and all_running(client), message="part one")
-        first = cluster.trigger_checkpoint(job_id)
-        second = cluster.trigger_checkpoint(job_id)
+        first = cluster.checkpoints.trigger_checkpoint(job_id)
+        second = cluster.checkpoints.trigger_checkpoint(job_id)
         assert os.path.basename(first) == "chk-1" and os.path.basename(second) == "chk-2"
         victim = max((os.path.join(second, f) for f in os.listdir(second) if f.endswith(".state")),
                      key=os.path.getsize)
         with open(victim, "r+b") as file:
             file.truncate(os.path.getsize(victim) // 2)
-        cluster.fail_operator(job_id, "counts")
+        cluster.failures.fail_operator(job_id, "counts")
         wait_until(lambda: client.get_job_details().num_restarts == 1 and all_running(client), message="the restart")
         details = client.get_job_details()
         gate.open()
@@ -231,7 +231,7 @@ def test_a_job_restores_a_retained_checkpoint_by_path(tmp_path) -> None:
         counting_job(env, ScriptedSource(paced(WORDS[:400]) + [gate] + WORDS[400:800]), latest)
         client = env.execute_async("retained")
         wait_until(lambda: latest == collections.Counter(WORDS[:400]) and all_running(client), message="part one")
-        checkpoint = cluster.trigger_checkpoint(client.get_job_id())
+        checkpoint = cluster.checkpoints.trigger_checkpoint(client.get_job_id())
         client.cancel().result(10)
         assert os.path.isdir(checkpoint)  # retained on cancellation
         gate.open()

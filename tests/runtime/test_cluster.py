@@ -157,7 +157,7 @@ def test_start_registers_every_slot_and_stop_leaves_no_thread() -> None:
     assert [str(s.slot_id) for s in slots] == ["TM1/slot1", "TM1/slot2", "TM1/slot3",
                                                 "TM2/slot1", "TM2/slot2", "TM2/slot3"]
     assert all(s.is_free for s in slots)
-    assert [(t.taskmanager_id, t.number_of_slots) for t in c.taskmanagers] == [("taskmanager-1", 3),
+    assert [(t.taskmanager_id, t.number_of_slots) for t in c.inspection.taskmanagers] == [("taskmanager-1", 3),
                                                                               ("taskmanager-2", 3)]
     client = c.submit(graph("runs forever", 3))
     wait_until(lambda: client.get_job_status().result() is JobStatus.RUNNING)
@@ -188,11 +188,11 @@ def test_session_mode_runs_two_jobs_at_once_while_slots_last() -> None:
             wait_until(lambda client=client: client.get_job_status().result() is JobStatus.RUNNING)
         holders = [s.job_name for s in c.resource_manager.slots()]
         assert sorted(holders) == ["first", "first", "second", "second"]
-        occupied = [s for tm in c.taskmanagers for s in tm.slots]
+        occupied = [s for tm in c.inspection.taskmanagers for s in tm.slots]
         # slot sharing: each slot holds a Map subtask, the first also the source
         assert sum(len(s.tasks) for s in occupied) == 2 * 3
         assert [j.status for j in c.jobs()] == [JobStatus.RUNNING, JobStatus.RUNNING]
-        snapshot = c.snapshot()
+        snapshot = c.inspection.snapshot()
         assert snapshot["slots"] == {"total": 4, "free": 0}
         assert {j["name"] for j in snapshot["jobs"]} == {"first", "second"}
         first.cancel().result(30)
@@ -304,7 +304,7 @@ def test_snapshot_is_plain_data_with_placement_and_metrics() -> None:
     with cluster(1, 2) as c:
         client = c.submit(graph("watched", 2))
         wait_until(lambda: client.get_job_status().result() is JobStatus.RUNNING)
-        snap = c.snapshot()
+        snap = c.inspection.snapshot()
         assert snap["running"] and snap["backend"] == "local"
         [tm] = snap["taskmanagers"]
         assert [s["slot"] for s in tm["slots"]] == ["TM1/slot1", "TM1/slot2"]
@@ -468,7 +468,7 @@ def test_real_job_runs_across_two_taskmanagers_with_metrics() -> None:
         for word, n in results:
             final[word] = max(final.get(word, 0), n)
         assert final == {"a": 150, "b": 100, "c": 50}
-        [job] = c.snapshot()["jobs"]
+        [job] = c.inspection.snapshot()["jobs"]
         assert job["status"] == "FINISHED"
         taskmanagers = {s["taskmanager"] for v in job["vertices"] for s in v["subtasks"]}
         assert taskmanagers == {"taskmanager-1", "taskmanager-2"}

@@ -110,7 +110,7 @@ def test_a_killed_process_taskmanager_leaves_no_directory_after_stop(tmp_path, m
         wait_until(lambda: gate.reached, message="the source to hold at the gate")
         wait_until(lambda: len(rocksdb_files(temp)) == 2, message="a RocksDB database per keyed subtask")
         pids = dict(cluster.taskmanager_backend.launcher.pids())
-        assert cluster.kill_taskmanager("taskmanager-2") == "taskmanager-2"
+        assert cluster.failures.kill_taskmanager("taskmanager-2") == "taskmanager-2"
         wait_until(lambda: "taskmanager-3" in cluster.taskmanager_backend.live_ids(),
                    message="the replacement TaskManager to register")
         assert pids  # the killed one ran, with its database

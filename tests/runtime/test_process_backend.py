@@ -150,9 +150,9 @@ def test_taskmanagers_are_child_processes_and_stop_leaves_nothing_behind(threads
         assert sorted(pids) == ["taskmanager-1", "taskmanager-2"]
         assert all(_ppid(pid) == os.getpid() for pid in pids.values())
         assert cluster.total_slots == 4
-        info = cluster.describe_taskmanager("taskmanager-1")
+        info = cluster.inspection.describe_taskmanager("taskmanager-1")
         assert info["backend"] == "process" and info["pid"] == pids["taskmanager-1"] and info["alive"]
-        snapshot = cluster.snapshot()
+        snapshot = cluster.inspection.snapshot()
         assert snapshot["backend"] == "process" and len(snapshot["taskmanagers"]) == 2
         address = backend.address
     finally:
@@ -184,7 +184,7 @@ def test_a_keyed_job_shuffles_across_two_taskmanager_processes(threads_before) -
         counts = (env.from_collection(WORDS).map(to_pair).key_by(first).reduce(add_counts)
                   .filter(lambda t: t[1] % 2 == 0))  # a lambda defined here travels by value
         records = list(counts.execute_and_collect("across processes"))
-        [job] = cluster.snapshot()["jobs"]
+        [job] = cluster.inspection.snapshot()["jobs"]
     expected = collections.Counter(p for p in running_counts(WORDS).elements() if p[1] % 2 == 0)
     assert collections.Counter(records) == expected
     slots = {s["slot"].split("/")[0] for v in job["vertices"] for s in v["subtasks"]}
@@ -244,7 +244,7 @@ def test_a_killed_taskmanager_process_is_replaced_and_the_job_ends_exactly_once(
         before = completed(client)
         wait_until(lambda: completed(client) > before, message="a checkpoint while the sources hold")
         pids = dict(cluster.taskmanager_backend.launcher.pids())
-        assert cluster.kill_taskmanager("taskmanager-2") == "taskmanager-2"
+        assert cluster.failures.kill_taskmanager("taskmanager-2") == "taskmanager-2"
         # the closed connection unregisters it; a new process replaces it; the job restarts
         wait_until(lambda: client.get_job_details().num_restarts >= 1 and all_running(client),
                    message="the job running again on the replacement")
@@ -271,7 +271,7 @@ def test_fail_operator_reaches_the_subtask_in_its_process(tmp_path, threads_befo
         client = env.execute_async("failed operator")
         assert gate.wait_reached(60)
         wait_until(lambda: all_running(client) and completed(client) > 0, message="a checkpoint")
-        failed = cluster.fail_operator(client.get_job_id(), "counts", subtask=1)
+        failed = cluster.failures.fail_operator(client.get_job_id(), "counts", subtask=1)
         assert failed == ["Counts -> Sink: Collect Sink (2/2)"]
         wait_until(lambda: client.get_job_details().num_restarts == 1 and all_running(client), message="the restart")
         gate.open()
@@ -297,9 +297,9 @@ def test_savepoint_and_restore_on_process_taskmanagers(tmp_path, threads_before)
         client = env.execute_async("before the savepoint")
         assert gate.wait_reached(60)
         wait_until(lambda: all_running(client), message="every subtask running")
-        checkpoint = cluster.trigger_checkpoint(client.get_job_id())
+        checkpoint = cluster.checkpoints.trigger_checkpoint(client.get_job_id())
         assert os.path.isdir(checkpoint)
-        savepoint = cluster.stop_with_savepoint(client.get_job_id(), str(tmp_path / "savepoints"))
+        savepoint = cluster.checkpoints.stop_with_savepoint(client.get_job_id(), str(tmp_path / "savepoints"))
         assert os.path.isdir(savepoint)
         gate.open()
         restored_env = StreamExecutionEnvironment.get_execution_environment(

@@ -106,7 +106,7 @@ def test_fail_operator_fails_the_running_subtasks_and_the_job_recovers() -> None
         client = env.execute_async("fail an operator")
         cluster.dispatcher.add_job_status_listener(client.get_job_id(), lambda d: statuses.append(d.status))
         wait_until(lambda: latest and _all_running(client), message="the first counts")
-        failed = cluster.fail_operator(client.get_job_id(), "counts", subtask=1)
+        failed = cluster.failures.fail_operator(client.get_job_id(), "counts", subtask=1)
         assert failed == ["Counts -> Sink: Unnamed (2/2)"]
         wait_until(lambda: client.get_job_status().result() is JobStatus.RESTARTING, message="RESTARTING")
         assert client.get_job_details().num_restarts == 0  # still waiting out the 1 s backoff
@@ -127,13 +127,13 @@ def test_fail_operator_says_what_it_cannot_do() -> None:
         _counting_job(env, _paced(WORDS[:70]) + [gate], {})
         client = env.execute_async("short")
         with pytest.raises(FailureInjectionError, match=r"no operator named 'Nope'.*'counts'"):
-            cluster.fail_operator(client.get_job_id(), "Nope")
+            cluster.failures.fail_operator(client.get_job_id(), "Nope")
         with pytest.raises(FailureInjectionError, match="there is no subtask index 5"):
-            cluster.fail_operator(client.get_job_id(), "Counts", subtask=5)
+            cluster.failures.fail_operator(client.get_job_id(), "Counts", subtask=5)
         gate.open()
         client.get_job_execution_result().result(30)
         with pytest.raises(FailureInjectionError, match="FINISHED"):
-            cluster.fail_operator(client.get_job_id(), "Counts")
+            cluster.failures.fail_operator(client.get_job_id(), "Counts")
 
 
 # ----------------------------------------------------------------- dead TaskManagers
@@ -155,14 +155,14 @@ def test_a_killed_taskmanager_is_detected_and_the_job_restarts_on_a_replacement(
         # would fail at once and restart onto it again until heartbeat.timeout notices it
         wait_until(lambda: latest and _all_running(client), message="the first counts")
         killed_at = time.monotonic()
-        assert cluster.kill_taskmanager("TM2") == "taskmanager-2"
+        assert cluster.failures.kill_taskmanager("TM2") == "taskmanager-2"
         gate.open()  # only now may the job end: the restarted attempt reads everything
         # the ResourceManager notices the missed heartbeats, the job restarts and asks for
         # 2 slots; only taskmanager-1's is left, so it waits for slots
         wait_until(lambda: job_id in cluster.resource_manager.pending_requests(), message="the slot request")
         detected = time.monotonic() - killed_at
         assert cluster.resource_manager.taskmanager_ids == ("taskmanager-1",)
-        assert cluster.add_taskmanager() == "taskmanager-3"
+        assert cluster.failures.add_taskmanager() == "taskmanager-3"
         wait_until(lambda: client.get_job_details().num_restarts == 1 and (
             _all_running(client) or client.get_job_status().result() is JobStatus.FINISHED), message="the restarted job")
         recovered = time.monotonic() - killed_at
@@ -188,12 +188,12 @@ def test_a_killed_taskmanager_with_spare_slots_restarts_on_the_remaining_ones() 
         _counting_job(env, _gated(WORDS, gate), latest)
         client = env.execute_async("spare slots")
         wait_until(lambda: latest and _all_running(client), message="the first counts")  # every subtask deployed
-        cluster.kill_taskmanager(0)
+        cluster.failures.kill_taskmanager(0)
         gate.open()
         result = client.get_job_execution_result().result(30)
         details = client.get_job_details()
         with pytest.raises(KeyError, match="no live TaskManager 'taskmanager-1'"):
-            cluster.kill_taskmanager("taskmanager-1")  # already dead
+            cluster.failures.kill_taskmanager("taskmanager-1")  # already dead
     assert latest == EXPECTED and result.get_num_restarts() == 1
     assert {s.taskmanager_id for s in details.subtasks} == {"taskmanager-2", "taskmanager-3"}
 

@@ -64,7 +64,7 @@ def test_savepoints_restored_at_parallelism_1_then_3_then_2_keep_every_key(tmp_p
         counting_job(env, ScriptedSource(script), latest, parallelism=1)
         client = env.execute_async("p1")
         wait_until(lambda: latest == collections.Counter(WORDS[:300]) and running(client), message="part one")
-        savepoint_1 = cluster.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
+        savepoint_1 = cluster.checkpoints.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
         assert client.get_job_status().result() is JobStatus.CANCELED
         first.open()
 
@@ -73,7 +73,7 @@ def test_savepoints_restored_at_parallelism_1_then_3_then_2_keep_every_key(tmp_p
         client = env.execute_async("p3")
         wait_until(lambda: latest == collections.Counter(WORDS[:600]) and running(client), message="part two")
         assert [v.parallelism for v in client.get_job_details().vertices] == [1, 3, 3]
-        savepoint_2 = cluster.stop_with_savepoint(client.get_job_id(), str(tmp_path / "savepoints"))
+        savepoint_2 = cluster.checkpoints.stop_with_savepoint(client.get_job_id(), str(tmp_path / "savepoints"))
         second.open()
 
         env = environment({"execution.savepoint.path": savepoint_2})  # the 1.x key works too
@@ -122,9 +122,9 @@ def test_a_savepoint_needs_a_running_job(tmp_path) -> None:
         client = env.execute_async("short")
         client.get_job_execution_result().result(10)
         with pytest.raises(CheckpointFailedError, match="the job is FINISHED"):
-            cluster.trigger_savepoint(client.get_job_id(), tmp_path)
+            cluster.checkpoints.trigger_savepoint(client.get_job_id(), tmp_path)
         with pytest.raises(CheckpointFailedError, match="the job is FINISHED"):
-            cluster.trigger_checkpoint(str(client.get_job_id()))
+            cluster.checkpoints.trigger_checkpoint(str(client.get_job_id()))
 
 
 # ------------------------------------------------------------------ refusals
@@ -137,7 +137,7 @@ def _savepoint_of_part_one(cluster: MiniCluster, tmp_path: Any) -> tuple[str, li
     counting_job(env, ScriptedSource(script), latest, parallelism=2)
     client = env.execute_async("to be saved")
     wait_until(lambda: latest == collections.Counter(WORDS[:100]) and running(client), message="part one")
-    savepoint = cluster.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
+    savepoint = cluster.checkpoints.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
     gate.open()
     return savepoint, script
 
@@ -196,7 +196,7 @@ def test_a_program_built_again_without_uids_restores_its_state(tmp_path) -> None
         job(env, ScriptedSource(script), latest)
         client = env.execute_async("no uids")
         wait_until(lambda: latest == collections.Counter(WORDS[:100]) and running(client), message="part one")
-        savepoint = cluster.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
+        savepoint = cluster.checkpoints.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
         gate.open()
         env = environment({"execution.state-recovery.path": savepoint})
         job(env, ScriptedSource(script), latest)
