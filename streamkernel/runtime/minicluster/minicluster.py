@@ -267,16 +267,16 @@ class MiniCluster:
     def checkpoints(self) -> ClusterCheckpoints:
         """Checkpoints and savepoints on request and the jobs' checkpoint history
         (:mod:`.checkpoints`; raises if the cluster was never started)."""
-        self._check_running("checkpoints")
-        assert self._checkpoints is not None
+        if self._checkpoints is None:  # never started, or its first start failed
+            raise InvalidProgramError("MiniCluster.checkpoints: the cluster was never started; call start() first")
         return self._checkpoints
 
     @property
     def failures(self) -> FailureInjection:
         """Failure injection: ``kill_taskmanager``, ``add_taskmanager``, ``fail_operator``
         (:mod:`.failures`; raises if the cluster was never started)."""
-        self._check_running("failures")
-        assert self._failures is not None
+        if self._failures is None:  # never started, or its first start failed
+            raise InvalidProgramError("MiniCluster.failures: the cluster was never started; call start() first")
         return self._failures
 
     def _check_running(self, what: str) -> None:
