@@ -1,7 +1,7 @@
 """``AsyncDataStream``: apply an AsyncFunction to a stream, as PyFlink's ``AsyncDataStream``.
 
 ``unordered_wait`` emits results as their calls complete; ``ordered_wait`` in input order.
-Each adds an ``async_wait`` operator whose params are ``timeout`` (ms; 0 means none, allowed
+Each adds an ``async_wait`` operator (an AsyncWaitSpec) with ``timeout`` (ms; 0 means none, allowed
 without retries as in PyFlink), ``capacity`` (calls in flight per subtask), ``output_mode``
 ("ORDERED" | "UNORDERED") and ``retry_strategy`` (None: no retries).
 """
@@ -14,7 +14,7 @@ from streamkernel.datastream._durations import _to_millis
 from streamkernel.datastream.async_retry_strategies import NO_RETRY_STRATEGY
 from streamkernel.datastream.function_async import AsyncFunction, AsyncRetryStrategy
 from streamkernel.errors import InvalidFunctionError, InvalidProgramError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import AsyncWaitSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.datastream.data_stream import DataStream
@@ -51,9 +51,8 @@ def _async_wait(data_stream: "DataStream", async_function: AsyncFunction, timeou
         if retry_strategy.get_retry_predicate() is None:
             raise InvalidProgramError(f"{call}: get_retry_predicate() of the async retry strategy "
                                       f"{type(retry_strategy).__name__} returned None")
-    spec = OperatorSpec("async_wait", async_function, {
-        "timeout": timeout_ms, "capacity": capacity, "output_mode": mode, "retry_strategy": retry_strategy,
-        "key_selector": data_stream._key_selector()})
+    spec = AsyncWaitSpec(function=async_function, timeout=timeout_ms, capacity=capacity, output_mode=mode,
+                         retry_strategy=retry_strategy, key_selector=data_stream._key_selector())
     return data_stream._one_input("Async Wait", spec, output_type)
 
 

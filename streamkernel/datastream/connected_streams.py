@@ -26,7 +26,8 @@ from streamkernel.datastream.function_wrappers import require_function
 from streamkernel.datastream.keyed_stream import KeyedStream
 from streamkernel.datastream.operator_specs import broadcast_spec, two_input_spec
 from streamkernel.errors import InvalidFunctionError, InvalidProgramError
-from streamkernel.graph.transformations import OperatorSpec, TwoInputTransformation
+from streamkernel.graph.operator_specs import OperatorSpec
+from streamkernel.graph.transformations import TwoInputTransformation
 
 __all__ = ["ConnectedStreams", "BroadcastStream", "BroadcastConnectedStream"]
 

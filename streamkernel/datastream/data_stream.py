@@ -54,9 +54,9 @@ from streamkernel.graph.partitioners import (
     ShufflePartitioner,
     StreamPartitioner,
 )
+from streamkernel.graph.operator_specs import OperatorSpec
 from streamkernel.graph.transformations import (
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SideOutputTransformation,
     SinkTransformation,

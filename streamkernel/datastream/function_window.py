@@ -6,7 +6,7 @@ Part of ``streamkernel.datastream.functions``. Four user interfaces, as in PyFli
 for non-keyed ones (``window_all(...)``). Each returns (or yields) the results.
 
 The runtime does not call them directly: every window operator carries an
-:class:`InternalWindowFunction` in ``params["internal_window_function"]`` that adapts the
+:class:`InternalWindowFunction` in ``WindowSpec.internal_window_function`` that adapts the
 user's function to one call shape, ``process(key, window, context, input)``, where
 ``input`` is the window's single pre-aggregated value (after ``reduce``/``aggregate``) or
 the iterable of its elements (``apply``/``process``). ``context`` is the runtime's

@@ -3,7 +3,7 @@
 PyFlink accepts a plain callable (a lambda, a function) instead of a Function object for
 ``map``, ``flat_map``, ``filter``, ``key_by``, ``reduce`` (keyed and windowed) and
 ``partition_custom``; everywhere else it requires the Function class. The DataStream API
-normalises both forms here, so an :class:`~streamkernel.graph.transformations.OperatorSpec`
+normalises both forms here, so an :class:`~streamkernel.graph.operator_specs.OperatorSpec`
 always holds a Function object and the runtime has one shape to call.
 
 A wrapper binds the callable as the instance's method attribute (``wrapper.map is func``),

@@ -26,7 +26,8 @@ from streamkernel.graph.execution_graph import ExecutionGraph, build_execution_g
 from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.plan_json import execution_plan_json
 from streamkernel.graph.stream_graph import StreamGraph, build_stream_graph
-from streamkernel.graph.transformations import OperatorSpec, SourceTransformation, Transformation
+from streamkernel.graph.operator_specs import SourceSpec
+from streamkernel.graph.transformations import SourceTransformation, Transformation
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.datastream.data_stream import DataStream
@@ -124,7 +125,7 @@ class StreamExecutionEnvironment(EnvSettings):
             parallelism = self.get_parallelism()
             if source.max_parallelism is not None:
                 parallelism = min(parallelism, source.max_parallelism)
-        operator = OperatorSpec("source", None, {"source": source, "watermark_strategy": watermark_strategy})
+        operator = SourceSpec(source=source, watermark_strategy=watermark_strategy)
         transformation = SourceTransformation(name, operator, parallelism, bounded=source.is_bounded,
                                               output_type=type_info)
         if source.max_parallelism == 1:

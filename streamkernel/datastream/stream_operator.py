@@ -122,7 +122,7 @@ class OperatorSettings:
         if default:
             parallelism = self._env.get_parallelism()
         if isinstance(t, SourceTransformation):
-            limit = getattr(t.operator.params.get("source"), "max_parallelism", None)
+            limit = getattr(getattr(t.operator, "source", None), "max_parallelism", None)
             if limit is not None and parallelism > limit:
                 flink = "The parallelism of non parallel operator must be 1. " if limit == 1 else ""
                 raise InvalidProgramError(

@@ -32,6 +32,7 @@ from streamkernel.graph.keygroups import (
     operator_index_for_key_group,
     stable_hash,
 )
+from streamkernel.graph.operator_specs import OperatorSpec
 from streamkernel.graph.partitioners import (
     BroadcastPartitioner,
     CustomPartitionerWrapper,
@@ -49,7 +50,6 @@ from streamkernel.graph.transformations import (
     DEFAULT_SLOT_SHARING_GROUP,
     ChainingStrategy,
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SideOutputTransformation,
     SinkTransformation,

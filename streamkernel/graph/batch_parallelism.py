@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from streamkernel.graph.operator_specs import SinkSpec
 from streamkernel.graph.partitioners import ForwardPartitioner
 from streamkernel.graph.transformations import (
     OneInputTransformation,
@@ -47,7 +48,7 @@ def _auto_parallelism_enabled(configuration: Mapping[str, Any]) -> bool:
 def _is_print(t: Transformation) -> bool:
     from streamkernel.datastream.connectors.print_sink import PrintSink
 
-    return isinstance(t, SinkTransformation) and isinstance(t.operator.params.get("sink"), PrintSink)
+    return isinstance(t, SinkTransformation) and isinstance(t.operator, SinkSpec) and isinstance(t.operator.sink, PrintSink)
 
 
 def decide_batch_parallelism(transformations: Iterable[Transformation], default_parallelism: int,

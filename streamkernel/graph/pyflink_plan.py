@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Optional
 
 from streamkernel.graph.job_graph import _topological_node_ids
+from streamkernel.graph.operator_specs import SinkSpec, TimestampsWatermarksSpec, WindowSpec
 from streamkernel.graph.stream_graph import StreamGraph, StreamNode
 
 __all__ = ["PlanNode", "PlanInput", "pyflink_plan_nodes"]
@@ -152,8 +153,8 @@ def _plan_node(node: StreamNode) -> PlanNode:
     kind, name = node.operator.kind, node.name
     if kind == "aggregation" and name == "Keyed Aggregation":  # PyFlink's sum/min/max... are reduce()
         name, kind = "Reduce", "reduce"
-    elif kind in ("window", "count_window") and name.startswith("Window("):  # PyFlink: the assigner's class
-        name = type(node.operator.params.get("window_assigner")).__name__
+    elif isinstance(node.operator, WindowSpec) and name.startswith("Window("):  # PyFlink: the assigner's class
+        name = type(node.operator.window_assigner).__name__
     return PlanNode(
         id=node.id, name=name, description=node.description, parallelism=node.parallelism,
         pact="Data Source" if node.is_source else "Data Sink" if node.is_sink else "Operator",
@@ -186,7 +187,7 @@ def _add_hidden(nodes: dict[int, PlanNode], fresh: _Ids, name: str, parallelism:
 def _assigns_timestamps_in_python(node: StreamNode) -> bool:
     """True for ``assign_timestamps_and_watermarks`` with a TimestampAssigner (PyFlink runs it in
     an ``Extract-Timestamp`` Python operator and removes the timestamp in ``Remove-Timestamp``)."""
-    strategy = node.operator.params.get("watermark_strategy") if node.operator.kind == "timestamps_watermarks" else None
+    strategy = node.operator.watermark_strategy if isinstance(node.operator, TimestampsWatermarksSpec) else None
     return getattr(strategy, "_timestamp_assigner", None) is not None
 
 
@@ -196,9 +197,9 @@ def _prints_text_of_python_objects(sink: StreamNode) -> bool:
     from streamkernel.common.typeinfo import PickledBytesTypeInfo, RowTypeInfo
     from streamkernel.datastream.connectors.print_sink import PrintSink
 
-    if not isinstance(sink.operator.params.get("sink"), PrintSink):
+    if not isinstance(sink.operator, SinkSpec) or not isinstance(sink.operator.sink, PrintSink):
         return False
-    input_type = sink.operator.params.get("input_type")
+    input_type = sink.operator.input_type
     return input_type is None or isinstance(input_type, (PickledBytesTypeInfo, RowTypeInfo))
 
 

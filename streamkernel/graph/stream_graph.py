@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.keygroups import default_max_parallelism
+from streamkernel.graph.operator_specs import OperatorSpec
 from streamkernel.graph.partitioners import (
     CustomPartitionerWrapper,
     ForwardPartitioner,
@@ -26,7 +27,6 @@ from streamkernel.graph.partitioners import (
 from streamkernel.graph.transformations import (
     DEFAULT_SLOT_SHARING_GROUP,
     ChainingStrategy,
-    OperatorSpec,
     PartitionTransformation,
     SideOutputTransformation,
     SinkTransformation,

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import enum
 import itertools
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional, Sequence
 
+from streamkernel.graph.operator_specs import OperatorSpec
 from streamkernel.graph.partitioners import StreamPartitioner
 
 __all__ = [
     "ChainingStrategy",
-    "OperatorSpec",
     "Transformation",
     "SourceTransformation",
     "OneInputTransformation",
@@ -46,35 +45,6 @@ class ChainingStrategy(enum.Enum):
     ALWAYS = "ALWAYS"  # chains to its predecessor and successors when the rules allow
     HEAD = "HEAD"  # starts a new chain; successors may chain to it (start_new_chain, sources)
     NEVER = "NEVER"  # chains to nothing, neither side (disable_chaining)
-
-
-@dataclass(frozen=True, eq=False)
-class OperatorSpec:
-    """What a stream node runs: an operator ``kind`` the runtime knows, the user's function
-    and fixed parameters.
-
-    ``kind`` is one of: ``source``, ``map``, ``flat_map``, ``filter``, ``process``,
-    ``keyed_process``, ``reduce``, ``aggregation``, ``window``, ``count_window``,
-    ``co_map``, ``co_flat_map``, ``co_process``, ``keyed_co_process``,
-    ``broadcast_process``, ``keyed_broadcast_process``, ``timestamps_watermarks``, ``async_wait``,
-    ``sink``. ``function`` is the user's Function object (plain callables are wrapped
-    in the matching PyFlink Function class by the API); ``params`` holds the rest (the
-    source object, the window assigner and trigger, the output tag of late data, ...).
-    """
-
-    kind: str
-    function: Any = None
-    params: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def is_source(self) -> bool:
-        """True for operators that read from outside the dataflow."""
-        return self.kind == "source"
-
-    @property
-    def is_sink(self) -> bool:
-        """True for operators that write outside the dataflow."""
-        return self.kind == "sink"
 
 
 _ids = itertools.count(1)
@@ -118,7 +88,7 @@ class Transformation:
 
 
 class SourceTransformation(Transformation):
-    """A source operator; ``operator.params['source']`` is the Source (or SourceFunction)."""
+    """A source operator; ``operator`` is a SourceSpec (its ``source``: the Source or SourceFunction)."""
 
     def __init__(self, name: str, operator: OperatorSpec, parallelism: int, *, bounded: bool = True,
                  parallelism_configured: bool = False, output_type: Any = None) -> None:
@@ -155,7 +125,7 @@ class TwoInputTransformation(Transformation):
 
 
 class SinkTransformation(Transformation):
-    """A sink operator; ``operator.params['sink']`` is the Sink (or SinkFunction)."""
+    """A sink operator; ``operator`` is a SinkSpec (its ``sink``: the Sink or SinkFunction)."""
 
     def __init__(self, name: str, input: Transformation, operator: OperatorSpec, parallelism: int) -> None:
         super().__init__(name, (input,), parallelism)

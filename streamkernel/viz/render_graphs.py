@@ -38,9 +38,10 @@ def render_stream_graph(sg: StreamGraph, highlight: Collection[int] = frozenset(
     name, the side-output tag (dashed arrow) and the input number of two-input operators.
 
     >>> from streamkernel.graph.stream_graph import build_stream_graph
-    >>> from streamkernel.graph.transformations import OperatorSpec, SourceTransformation, OneInputTransformation
-    >>> src = SourceTransformation("numbers", OperatorSpec("source"), 1)
-    >>> m = OneInputTransformation("Map", src, OperatorSpec("map"), 2)
+    >>> from streamkernel.graph.operator_specs import MapSpec, SourceSpec
+    >>> from streamkernel.graph.transformations import SourceTransformation, OneInputTransformation
+    >>> src = SourceTransformation("numbers", SourceSpec(source=[1, 2, 3]), 1)
+    >>> m = OneInputTransformation("Map", src, MapSpec(function=str), 2)
     >>> g = render_stream_graph(build_stream_graph([m]), highlight={m.id})
     >>> [(n.name, n.highlighted) for n in g.nodes]
     [('Source: numbers', False), ('Map', True)]

@@ -9,7 +9,7 @@ import pytest
 from streamkernel.common import Row, Types
 from streamkernel.common.typeinfo.conversion import TypeMismatch, batch_converter, first_mismatch
 from streamkernel.datastream import OutputTag
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import MapSpec, SourceSpec
 from streamkernel.runtime.tasks.chain import NO_OUTPUT
 from streamkernel.runtime.tasks.typed_output import TypedOutput, typed_output
 
@@ -19,7 +19,7 @@ def f32(x: float) -> float:
 
 
 class _Operator:
-    spec = OperatorSpec("map", None, {})
+    spec = MapSpec(function=str)
 
 
 def test_untyped_outputs_are_not_wrapped():
@@ -54,7 +54,7 @@ def test_a_source_emitting_its_own_produced_type_is_not_converted():
     from streamkernel.datastream.connectors.number_seq import NumberSequenceSource
 
     class _Source:
-        spec = OperatorSpec("source", None, {"source": NumberSequenceSource(1, 10)})
+        spec = SourceSpec(source=NumberSequenceSource(1, 10))
 
     assert typed_output(NO_OUTPUT, _Source(), Types.LONG()) is NO_OUTPUT  # ints already, no per-batch pass
     assert isinstance(typed_output(NO_OUTPUT, _Source(), Types.INT()), TypedOutput)  # a declared narrower type

@@ -121,7 +121,7 @@ def test_keyed_connected_streams_make_keyed_operators() -> None:
     t = result._transformation
     assert (t.name, t.operator.kind) == ("Keyed Co-Process", "keyed_co_process")
     assert t.state_key_selector1.get_key(3) == 1 and t.state_key_selector2.get_key("ab") == 0
-    assert t.operator.params["key_selector1"] is t.state_key_selector1
+    assert t.operator.key_selector1 is t.state_key_selector1
     graph = build_stream_graph([t])
     assert {e.label for e in graph.in_edges(t.id)} == {"HASH"} and graph.node(t.id).is_keyed
     co_map = keyed.map(Both())._transformation
@@ -149,7 +149,7 @@ def test_broadcast_state_pattern() -> None:
     result = connected.process(Rules(), Types.INT())
     t = result._transformation
     assert (t.name, t.operator.kind) == ("Co-Process-Broadcast", "broadcast_process")
-    assert t.operator.params["broadcast_state_descriptors"] == (RULES,)
+    assert t.operator.broadcast_state_descriptors == (RULES,)
     assert t.inputs[0] is events._transformation
     graph = build_stream_graph([t])
     labels = {e.type_number: e.label for e in graph.in_edges(t.id)}
@@ -157,7 +157,7 @@ def test_broadcast_state_pattern() -> None:
 
     keyed = events.key_by(lambda v: v).connect(broadcast).process(KeyedRules())._transformation
     assert (keyed.name, keyed.operator.kind) == ("Keyed-Co-Process-Broadcast", "keyed_broadcast_process")
-    assert keyed.state_key_selector1 is keyed.operator.params["key_selector"]
+    assert keyed.state_key_selector1 is keyed.operator.key_selector
     assert keyed.state_key_selector1.get_key(5) == 5
 
 

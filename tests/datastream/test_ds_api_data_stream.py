@@ -62,7 +62,7 @@ def test_map_flat_map_filter_create_named_operators_with_wrapped_functions() -> 
         t = stream._transformation
         assert isinstance(t, OneInputTransformation)
         assert (t.name, t.operator.kind, t.parallelism) == (name, kind, 3)
-        assert t.state_key_selector is None and "key_selector" not in t.operator.params
+        assert t.state_key_selector is None and t.operator.key_selector is None
         assert callable(getattr(t.operator.function, method))
         assert t in env.transformations
     assert mapped._transformation.inputs == (src._transformation,)
@@ -289,20 +289,20 @@ def test_print_add_sink_and_sink_to_create_sinks() -> None:
     assert isinstance(printed, DataStreamSink)
     t = printed._transformation
     assert isinstance(t, SinkTransformation) and t.name == "Print to Std. Out" and t.parallelism == 3
-    assert t.operator.kind == "sink" and t.operator.params["sink"] == PrintSink("wc")
+    assert t.operator.kind == "sink" and t.operator.sink == PrintSink("wc")
     assert printed.name("out").uid("out-uid").set_parallelism(1).disable_chaining() is printed
     assert (t.name, t.uid, t.parallelism, t.chaining_strategy) == ("out", "out-uid", 1, ChainingStrategy.NEVER)
     graph = build_stream_graph([t])
     assert [n.name for n in graph.sinks] == ["Sink: out"]
 
     seen = []
-    callable_sink = ds.add_sink(seen.append)._transformation.operator.params["sink"]
+    callable_sink = ds.add_sink(seen.append)._transformation.operator.sink
     assert isinstance(callable_sink, SinkFunction)
     callable_sink.get_java_function()("x")
     assert seen == ["x"]
     given = SinkFunction(print)
-    assert ds.add_sink(given)._transformation.operator.params["sink"] is given
-    assert ds.sink_to(PrintSink(to_stderr=True))._transformation.operator.params["sink"].to_stderr
+    assert ds.add_sink(given)._transformation.operator.sink is given
+    assert ds.sink_to(PrintSink(to_stderr=True))._transformation.operator.sink.to_stderr
     with pytest.raises(InvalidFunctionError, match="add_sink"):
         ds.add_sink(42)
     with pytest.raises(InvalidProgramError, match="sink_to"):
@@ -315,10 +315,10 @@ def test_sinks_carry_the_declared_type_of_their_input() -> None:
 
     env = _env(1)
     typed = _source(env).map(lambda v: (v, 1), output_type=Types.TUPLE([Types.INT(), Types.INT()]))
-    assert typed.print()._transformation.operator.params["input_type"] == Types.TUPLE([Types.INT(), Types.INT()])
+    assert typed.print()._transformation.operator.input_type == Types.TUPLE([Types.INT(), Types.INT()])
     filtered = typed.key_by(lambda v: v[0]).filter(bool)  # keeps its input's type through key_by
-    assert filtered.print()._transformation.operator.params["input_type"] == Types.TUPLE([Types.INT(), Types.INT()])
-    assert _source(env).map(str).print()._transformation.operator.params["input_type"] is None
+    assert filtered.print()._transformation.operator.input_type == Types.TUPLE([Types.INT(), Types.INT()])
+    assert _source(env).map(str).print()._transformation.operator.input_type is None
 
 
 def test_timestamps_and_watermarks_take_the_input_parallelism() -> None:
@@ -328,7 +328,7 @@ def test_timestamps_and_watermarks_take_the_input_parallelism() -> None:
     ts = src.assign_timestamps_and_watermarks(strategy)
     t = ts._transformation
     assert (t.name, t.operator.kind, t.parallelism) == ("Timestamps/Watermarks", "timestamps_watermarks", 1)
-    assert t.operator.params["watermark_strategy"] is strategy
+    assert t.operator.watermark_strategy is strategy
     with pytest.raises(InvalidProgramError, match="WatermarkStrategy"):
         src.assign_timestamps_and_watermarks(lambda v: 0)
 

@@ -44,7 +44,7 @@ def test_keyed_operators_carry_the_key_selector_and_a_hash_edge() -> None:
                          (keyed.reduce(lambda a, b: a), "reduce"), (keyed.sum(1), "aggregation")):
         t = stream._transformation
         assert t.operator.kind == kind
-        assert t.state_key_selector is selector and t.operator.params["key_selector"] is selector
+        assert t.state_key_selector is selector and t.operator.key_selector is selector
         graph = build_stream_graph([t])
         node = graph.node(t.id)
         assert node.is_keyed
@@ -83,10 +83,10 @@ def test_rolling_aggregations(method, kind) -> None:
     keyed = _keyed()
     t = getattr(keyed, method)(1)._transformation
     assert t.name == "Keyed Aggregation" and t.operator.kind == "aggregation"
-    assert t.operator.params["aggregation_type"] == kind and t.operator.params["field"] == 1
+    assert t.operator.aggregation_type == kind and t.operator.field == 1
     expected = {"SUM": ("a", 4), "MIN": ("a", 1), "MAX": ("a", 3), "MIN_BY": ("a", 1), "MAX_BY": ("a", 3)}[kind]
     assert t.operator.function.reduce(("a", 1), ("a", 3)) == expected
-    assert getattr(keyed, method)()._transformation.operator.params["field"] == 0  # PyFlink's default
+    assert getattr(keyed, method)()._transformation.operator.field == 0  # PyFlink's default
     with pytest.raises(InvalidProgramError, match="field position"):
         getattr(keyed, method)(1.5)
     with pytest.raises(InvalidProgramError, match=">= 0"):
@@ -125,7 +125,7 @@ def test_count_window_uses_count_assigners() -> None:
     assert isinstance(sliding._window_assigner, CountSlidingWindowAssigner)
     t = tumbling.reduce(lambda a, b: a)._transformation
     assert t.operator.kind == "count_window"
-    assert isinstance(t.operator.params["trigger"], CountTrigger)
+    assert isinstance(t.operator.trigger, CountTrigger)
     for bad in ((0,), (3, -1), ("3",)):
         with pytest.raises(InvalidProgramError, match="count_window"):
             keyed.count_window(*bad)

@@ -1,4 +1,4 @@
-"""WindowedStream and AllWindowedStream: the window operator's name, params and misuse errors."""
+"""WindowedStream and AllWindowedStream: the window operator's name, spec and misuse errors."""
 
 from __future__ import annotations
 
@@ -80,14 +80,13 @@ def test_reduce_builds_one_keyed_window_operator_named_like_flink() -> None:
     spec = t.operator
     assert spec.kind == "window" and isinstance(spec.function, ReduceFunction)
     assert spec.function.reduce(("a", 1), ("a", 2)) == ("a", 3)
-    p = spec.params
-    assert isinstance(p["trigger"], EventTimeTrigger)  # the assigner's default
-    assert p["window_assigner"] is windowed._window_assigner
-    assert (p["allowed_lateness"], p["late_data_output_tag"], p["window_state"], p["non_keyed"]) == (0, None,
-                                                                                                     "reducing", False)
-    assert isinstance(p["window_function"], PassThroughWindowFunction)
-    assert isinstance(p["internal_window_function"], InternalSingleValueWindowFunction)
-    assert t.state_key_selector is p["key_selector"] is windowed._keyed_stream._key_selector()
+    p = spec
+    assert isinstance(p.trigger, EventTimeTrigger)  # the assigner's default
+    assert p.window_assigner is windowed._window_assigner
+    assert (p.allowed_lateness, p.late_data_output_tag, p.window_state, p.non_keyed) == (0, None, "reducing", False)
+    assert isinstance(p.window_function, PassThroughWindowFunction)
+    assert isinstance(p.internal_window_function, InternalSingleValueWindowFunction)
+    assert t.state_key_selector is p.key_selector is windowed._keyed_stream._key_selector()
     assert result.get_type() == INPUT_TYPE  # reduce without window function keeps the input type
     graph = build_stream_graph([t])
     (edge,) = graph.in_edges(t.id)
@@ -98,8 +97,8 @@ def test_reduce_with_a_process_window_function() -> None:
     pwf = PerWindow()
     t = _windowed().reduce(lambda a, b: a, window_function=pwf, output_type=Types.STRING())._transformation
     assert t.name.endswith("ReduceFunction, PerWindow)")
-    assert t.operator.params["window_function"] is pwf
-    internal = t.operator.params["internal_window_function"]
+    assert t.operator.window_function is pwf
+    internal = t.operator.internal_window_function
     assert isinstance(internal, InternalSingleValueProcessWindowFunction) and internal.wrapped_function is pwf
     with pytest.raises(InvalidFunctionError, match="WindowFunction or ProcessWindowFunction"):
         _windowed().reduce(lambda a, b: a, window_function=lambda k, w, i: i)
@@ -109,18 +108,18 @@ def test_aggregate_apply_and_process() -> None:
     avg = Average()
     agg = _windowed().aggregate(avg, accumulator_type=Types.TUPLE([Types.LONG(), Types.LONG()]),
                                 output_type=Types.DOUBLE())._transformation
-    assert agg.operator.function is avg and agg.operator.params["window_state"] == "aggregating"
-    assert agg.operator.params["accumulator_type"] == Types.TUPLE([Types.LONG(), Types.LONG()])
+    assert agg.operator.function is avg and agg.operator.window_state == "aggregating"
+    assert agg.operator.accumulator_type == Types.TUPLE([Types.LONG(), Types.LONG()])
     assert agg.output_type == Types.DOUBLE()
     assert agg.name == "Window(TumblingEventTimeWindows(5000), EventTimeTrigger, Average, PassThroughWindowFunction)"
 
     applied = _windowed().apply(Apply())._transformation
-    assert applied.operator.function is None and applied.operator.params["window_state"] == "list"
-    assert isinstance(applied.operator.params["internal_window_function"], InternalIterableWindowFunction)
+    assert applied.operator.function is None and applied.operator.window_state == "list"
+    assert isinstance(applied.operator.internal_window_function, InternalIterableWindowFunction)
     assert applied.name.endswith("EventTimeTrigger, Apply)")
 
     processed = _windowed().process(PerWindow())._transformation
-    assert isinstance(processed.operator.params["internal_window_function"], InternalIterableProcessWindowFunction)
+    assert isinstance(processed.operator.internal_window_function, InternalIterableProcessWindowFunction)
 
     with pytest.raises(InvalidFunctionError, match="AggregateFunction"):
         _windowed().aggregate(lambda v, acc: acc)
@@ -134,9 +133,9 @@ def test_trigger_lateness_and_late_tag_reach_the_operator() -> None:
     tag = OutputTag("late", INPUT_TYPE)
     windowed = _windowed().trigger(CountTrigger.of(3)).allowed_lateness(Duration.of_seconds(2))
     result = windowed.side_output_late_data(tag).reduce(lambda a, b: a)
-    p = result._transformation.operator.params
-    assert isinstance(p["trigger"], CountTrigger) and "CountTrigger" in result._transformation.name
-    assert p["allowed_lateness"] == 2000 and p["late_data_output_tag"] == tag
+    p = result._transformation.operator
+    assert isinstance(p.trigger, CountTrigger) and "CountTrigger" in result._transformation.name
+    assert p.allowed_lateness == 2000 and p.late_data_output_tag == tag
     late = result.get_side_output(tag).map(str)
     graph = build_stream_graph([late._transformation])
     (edge,) = graph.in_edges(late._transformation.id)
@@ -146,8 +145,7 @@ def test_trigger_lateness_and_late_tag_reach_the_operator() -> None:
 
 def test_lateness_is_ignored_for_processing_time_and_checked_for_sign() -> None:
     windowed = _windowed(TumblingProcessingTimeWindows.of(Time.seconds(1)))
-    assert windowed.allowed_lateness(5000).reduce(lambda a, b: a)._transformation.operator.params[
-        "allowed_lateness"] == 0
+    assert windowed.allowed_lateness(5000).reduce(lambda a, b: a)._transformation.operator.allowed_lateness == 0
     assert isinstance(windowed._window_assigner.get_default_trigger(None), ProcessingTimeTrigger)
     with pytest.raises(InvalidProgramError, match=">= 0"):
         _windowed().allowed_lateness(-1)
@@ -180,7 +178,7 @@ def test_window_all_runs_one_subtask_keyed_by_a_constant() -> None:
     assert t.name == ("AllWindow(TumblingEventTimeWindows(1000), EventTimeTrigger, ReduceFunction, "
                       "PassThroughAllWindowFunction)")
     assert (t.parallelism, t.max_parallelism) == (1, 1)
-    assert isinstance(t.state_key_selector, NullByteKeySelector) and t.operator.params["non_keyed"]
+    assert isinstance(t.state_key_selector, NullByteKeySelector) and t.operator.non_keyed
     with pytest.raises(InvalidProgramError, match="non-parallel"):
         result.set_parallelism(2)
     graph = build_stream_graph([t])
@@ -198,9 +196,9 @@ def test_window_all_functions_are_the_non_keyed_kinds() -> None:
             yield context.window()
 
     windowed = _source().window_all(TumblingEventTimeWindows.of(1000))
-    assert windowed.apply(AllApply())._transformation.operator.params["window_state"] == "list"
+    assert windowed.apply(AllApply())._transformation.operator.window_state == "list"
     assert windowed.process(AllProcess())._transformation.name.endswith("AllProcess)")
-    assert isinstance(windowed.aggregate(Average())._transformation.operator.params["window_function"],
+    assert isinstance(windowed.aggregate(Average())._transformation.operator.window_function,
                       PassThroughAllWindowFunction)
     with pytest.raises(InvalidFunctionError, match="AllWindowFunction"):
         windowed.apply(Apply())

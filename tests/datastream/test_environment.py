@@ -111,7 +111,7 @@ def test_collection_source_is_non_parallel_and_generators_are_consumed_once() ->
     stream = env.from_collection(x for x in range(3))
     node = env.get_stream_graph().nodes[0]
     assert node.parallelism == 1 and node.name == "Source: Collection Source"
-    assert node.operator.params["source"].elements == [0, 1, 2]
+    assert node.operator.source.elements == [0, 1, 2]
     assert stream.get_name() == "Collection Source"
 
 
@@ -122,7 +122,7 @@ def test_from_collection_gives_elements_as_pyflink_after_their_declared_type() -
 
     env = _env(1)
     named = env.from_collection([(1, "x")], type_info=Types.ROW_NAMED(["id", "info"], [Types.INT(), Types.STRING()]))
-    row = env.get_stream_graph().nodes[0].operator.params["source"].elements[0]
+    row = env.get_stream_graph().nodes[0].operator.source.elements[0]
     assert isinstance(row, Row) and (row.id, row.info) == (1, "x") and row == Row(id=1, info="x")
     assert named.get_type() == Types.ROW_NAMED(["id", "info"], [Types.INT(), Types.STRING()])
 
@@ -130,7 +130,7 @@ def test_from_collection_gives_elements_as_pyflink_after_their_declared_type() -
     env.from_collection([(2, "y")], type_info=Types.ROW([Types.INT(), Types.STRING()]))
     env.from_collection([[3, "z"]], type_info=Types.TUPLE([Types.INT(), Types.STRING()]))
     env.from_collection([4, 5], type_info=Types.INT())
-    rows, tuples, ints = (n.operator.params["source"].elements for n in env.get_stream_graph().nodes)
+    rows, tuples, ints = (n.operator.source.elements for n in env.get_stream_graph().nodes)
     assert rows[0].f1 == "y" and tuples == [(3, "z")] and ints == [4, 5]
     assert env.from_collection([(1, "a")]).get_type() == Types.PICKLED_BYTE_ARRAY()  # untouched without a type
 
@@ -203,7 +203,7 @@ def test_async_data_stream_adds_an_async_wait_operator() -> None:
     out = AsyncDataStream.ordered_wait(env.from_collection([1]), _Echo(), Duration.of_seconds(1), capacity=5)
     spec = out._transformation.operator
     assert spec.kind == "async_wait"
-    assert spec.params["timeout"] == 1000 and spec.params["capacity"] == 5 and spec.params["output_mode"] == "ORDERED"
+    assert spec.timeout == 1000 and spec.capacity == 5 and spec.output_mode == "ORDERED"
     with pytest.raises(InvalidProgramError, match="capacity"):
         AsyncDataStream.unordered_wait(env.from_collection([1]), _Echo(), 1000, capacity=0)
 

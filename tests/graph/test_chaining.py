@@ -18,10 +18,10 @@ from streamkernel.graph.partitioners import (
     ShufflePartitioner,
 )
 from streamkernel.graph.stream_graph import StreamEdge, StreamGraph, build_stream_graph
+from streamkernel.graph.operator_specs import CoMapSpec, KeyedSpec, SinkSpec, SourceSpec, spec_class_for_kind
 from streamkernel.graph.transformations import (
     ChainingStrategy,
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SideOutputTransformation,
     SinkTransformation,
@@ -31,12 +31,18 @@ from streamkernel.graph.transformations import (
 )
 
 
+def _spec(kind: str):
+    """A spec of ``kind`` with placeholder callables (the graph never calls them)."""
+    cls = spec_class_for_kind(kind)
+    return cls(function=str, key_selector=str) if issubclass(cls, KeyedSpec) else cls(function=str)
+
+
 def _source(name: str = "Collection Source", parallelism: int = 2) -> SourceTransformation:
-    return SourceTransformation(name, OperatorSpec("source"), parallelism)
+    return SourceTransformation(name, SourceSpec(source=[0]), parallelism)
 
 
 def _op(input, name: str, kind: str = "map", parallelism: int | None = None) -> OneInputTransformation:
-    return OneInputTransformation(name, input, OperatorSpec(kind), parallelism or input.parallelism)
+    return OneInputTransformation(name, input, _spec(kind), parallelism or input.parallelism)
 
 
 def _pipeline(partitioner=None, chaining_enabled: bool = True, **filter_attrs):
@@ -82,7 +88,7 @@ def test_downstream_with_two_inputs_breaks_via_union():
 
 def test_downstream_with_two_inputs_breaks_via_connect():
     first, second = _source("A"), _source("B")
-    co = TwoInputTransformation("Co-Map", first, second, OperatorSpec("co_map"), 2)
+    co = TwoInputTransformation("Co-Map", first, second, CoMapSpec(function=str), 2)
     graph = build_stream_graph([co])
     for edge in graph.edges:
         assert chain_breaks(edge, graph) == ["'Co-Map' has 2 inputs"]
@@ -188,7 +194,7 @@ def test_all_reasons_are_listed():
     reduce = _op(keyed, "Reduce", "reduce", parallelism=3)
     reduce.chaining_strategy = ChainingStrategy.HEAD
     reduce.slot_sharing_group = "b"
-    graph = build_stream_graph([SinkTransformation("Print", reduce, OperatorSpec("sink"), 3)], chaining_enabled=False)
+    graph = build_stream_graph([SinkTransformation("Print", reduce, SinkSpec(sink=print), 3)], chaining_enabled=False)
     reasons = chain_breaks(_edge(graph, "Map", "Reduce"), graph)
     assert reasons == [
         "slot sharing group 'default' -> 'b'",

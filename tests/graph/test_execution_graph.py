@@ -17,9 +17,9 @@ from streamkernel.graph.partitioners import (
     RescalePartitioner,
 )
 from streamkernel.graph.stream_graph import build_stream_graph
+from streamkernel.graph.operator_specs import MapSpec, SinkSpec, SourceSpec
 from streamkernel.graph.transformations import (
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SinkTransformation,
     SourceTransformation,
@@ -27,17 +27,17 @@ from streamkernel.graph.transformations import (
 
 
 def _source(parallelism: int) -> SourceTransformation:
-    return SourceTransformation("Kafka", OperatorSpec("source"), parallelism)
+    return SourceTransformation("Kafka", SourceSpec(source=[0]), parallelism)
 
 
 def _op(input, name: str, parallelism: int | None = None, partitioner=None) -> OneInputTransformation:
     if partitioner is not None:
         input = PartitionTransformation(input, partitioner)
-    return OneInputTransformation(name, input, OperatorSpec("map"), parallelism or input.parallelism)
+    return OneInputTransformation(name, input, MapSpec(function=str), parallelism or input.parallelism)
 
 
 def _sink(input, parallelism: int | None = None) -> SinkTransformation:
-    return SinkTransformation("Out", input, OperatorSpec("sink"), parallelism or input.parallelism)
+    return SinkTransformation("Out", input, SinkSpec(sink=print), parallelism or input.parallelism)
 
 
 def _job(*sinks, chaining: bool = True, name: str = "wc") -> JobGraph:

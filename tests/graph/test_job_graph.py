@@ -9,10 +9,10 @@ from streamkernel.graph.chaining import is_chainable
 from streamkernel.graph.job_graph import build_job_graph
 from streamkernel.graph.partitioners import KeyGroupStreamPartitioner, RebalancePartitioner
 from streamkernel.graph.stream_graph import StreamEdge, StreamGraph, StreamNode, build_stream_graph
+from streamkernel.graph.operator_specs import CoMapSpec, KeyedSpec, MapSpec, SinkSpec, SourceSpec, spec_class_for_kind
 from streamkernel.graph.transformations import (
     ChainingStrategy,
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SinkTransformation,
     SourceTransformation,
@@ -23,16 +23,22 @@ from streamkernel.graph.transformations import (
 pytestmark = pytest.mark.py_matrix  # also run under every declared Python (scripts/test_other_pythons.sh)
 
 
+def _spec(kind: str):
+    """A spec of ``kind`` with placeholder callables (the graph never calls them)."""
+    cls = spec_class_for_kind(kind)
+    return cls(function=str, key_selector=str) if issubclass(cls, KeyedSpec) else cls(function=str)
+
+
 def _source(name: str = "Collection Source", parallelism: int = 4) -> SourceTransformation:
-    return SourceTransformation(name, OperatorSpec("source"), parallelism)
+    return SourceTransformation(name, SourceSpec(source=[0]), parallelism)
 
 
 def _op(input, name: str, kind: str = "map", parallelism: int | None = None) -> OneInputTransformation:
-    return OneInputTransformation(name, input, OperatorSpec(kind), parallelism or input.parallelism)
+    return OneInputTransformation(name, input, _spec(kind), parallelism or input.parallelism)
 
 
 def _sink(input, name: str = "Print to Std. Out") -> SinkTransformation:
-    return SinkTransformation(name, input, OperatorSpec("sink"), input.parallelism)
+    return SinkTransformation(name, input, SinkSpec(sink=print), input.parallelism)
 
 
 def _key_by(input) -> PartitionTransformation:
@@ -147,7 +153,7 @@ def test_union_input_is_a_new_head():
 
 
 def test_two_input_operator_is_a_new_head():
-    co = TwoInputTransformation("Co-Map", _source("A"), _source("B"), OperatorSpec("co_map"), 4)
+    co = TwoInputTransformation("Co-Map", _source("A"), _source("B"), CoMapSpec(function=str), 4)
     graph = build_stream_graph([_sink(co)])
     job = build_job_graph(graph)
     assert [v.name for v in job.vertices] == ["Source: A", "Source: B", "Co-Map -> Sink: Print to Std. Out"]
@@ -174,7 +180,7 @@ def test_job_graph_keeps_name_and_stream_graph():
 
 
 def test_cycle_is_rejected():
-    spec = OperatorSpec("map")
+    spec = MapSpec(function=str)
     a = StreamNode(1, "A", spec, 1, 128, "default", ChainingStrategy.ALWAYS)
     b = StreamNode(2, "B", spec, 1, 128, "default", ChainingStrategy.ALWAYS)
     graph = StreamGraph("loop", (a, b), (StreamEdge(1, 2, RebalancePartitioner()), StreamEdge(2, 1, RebalancePartitioner())))

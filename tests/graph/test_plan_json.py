@@ -7,9 +7,9 @@ import json
 from streamkernel.graph.partitioners import KeyGroupStreamPartitioner, RebalancePartitioner
 from streamkernel.graph.plan_json import execution_plan_json
 from streamkernel.graph.stream_graph import StreamGraph, build_stream_graph
+from streamkernel.graph.operator_specs import CoMapSpec, MapSpec, SinkSpec, SourceSpec
 from streamkernel.graph.transformations import (
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SinkTransformation,
     SourceTransformation,
@@ -18,17 +18,17 @@ from streamkernel.graph.transformations import (
 
 
 def _source(name: str = "Collection Source", parallelism: int = 1) -> SourceTransformation:
-    return SourceTransformation(name, OperatorSpec("source"), parallelism)
+    return SourceTransformation(name, SourceSpec(source=[0]), parallelism)
 
 
 def _op(input, name: str, parallelism: int | None = None, partitioner=None) -> OneInputTransformation:
     if partitioner is not None:
         input = PartitionTransformation(input, partitioner)
-    return OneInputTransformation(name, input, OperatorSpec("map"), parallelism or input.parallelism)
+    return OneInputTransformation(name, input, MapSpec(function=str), parallelism or input.parallelism)
 
 
 def _sink(input, name: str = "Print to Std. Out") -> SinkTransformation:
-    return SinkTransformation(name, input, OperatorSpec("sink"), input.parallelism)
+    return SinkTransformation(name, input, SinkSpec(sink=print), input.parallelism)
 
 
 def _plan(*sinks) -> tuple[StreamGraph, list[dict]]:
@@ -62,7 +62,7 @@ def test_contents_is_the_description_when_set():
 
 def test_every_input_is_a_predecessor_with_its_ship_strategy():
     co = TwoInputTransformation("Co-Map", _source("A"), _op(_source("B"), "B2", partitioner=RebalancePartitioner()),
-                                OperatorSpec("co_map"), 1)
+                                CoMapSpec(function=str), 1)
     graph, nodes = _plan(_sink(co))
     (entry,) = [n for n in nodes if n["type"] == "Co-Map"]
     ids = {n["type"]: n["id"] for n in nodes}

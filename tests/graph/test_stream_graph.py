@@ -13,11 +13,11 @@ from streamkernel.graph.partitioners import (
     ShufflePartitioner,
 )
 from streamkernel.graph.stream_graph import StreamGraph, build_stream_graph
+from streamkernel.graph.operator_specs import CoMapSpec, MapSpec, ReduceSpec, SinkSpec, SourceSpec
 from streamkernel.graph.transformations import (
     DEFAULT_SLOT_SHARING_GROUP,
     ChainingStrategy,
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SideOutputTransformation,
     SinkTransformation,
@@ -30,15 +30,15 @@ pytestmark = pytest.mark.py_matrix  # also run under every declared Python (scri
 
 
 def _source(name: str = "Collection Source", parallelism: int = 2) -> SourceTransformation:
-    return SourceTransformation(name, OperatorSpec("source"), parallelism)
+    return SourceTransformation(name, SourceSpec(source=[0]), parallelism)
 
 
 def _op(input, name: str, parallelism: int | None = None) -> OneInputTransformation:
-    return OneInputTransformation(name, input, OperatorSpec("map"), parallelism or input.parallelism)
+    return OneInputTransformation(name, input, MapSpec(function=str), parallelism or input.parallelism)
 
 
 def _sink(input, name: str = "Print to Std. Out") -> SinkTransformation:
-    return SinkTransformation(name, input, OperatorSpec("sink"), input.parallelism)
+    return SinkTransformation(name, input, SinkSpec(sink=print), input.parallelism)
 
 
 def _key_by(input, selector=lambda r: r[0]) -> PartitionTransformation:
@@ -51,7 +51,7 @@ def _by_name(graph: StreamGraph):
 
 def test_physical_transformations_become_nodes_in_topological_order():
     source = _source()
-    keyed = OneInputTransformation("Reduce", _key_by(_op(source, "Map")), OperatorSpec("reduce"), 2,
+    keyed = OneInputTransformation("Reduce", _key_by(_op(source, "Map")), ReduceSpec(function=max, key_selector=str), 2,
                                    state_key_selector=lambda r: r[0])
     sink = _sink(keyed)
     graph = build_stream_graph([sink], job_name="wc")  # only the sink: the rest is reached from it
@@ -120,7 +120,7 @@ def test_partitioned_union_applies_partitioner_to_every_input():
 
 def test_two_input_edges_are_numbered():
     a, b = _source("A"), _source("B")
-    co = TwoInputTransformation("Co-Map", a, _key_by(b), OperatorSpec("co_map"), 2,
+    co = TwoInputTransformation("Co-Map", a, _key_by(b), CoMapSpec(function=str), 2,
                                 state_key_selector2=lambda r: r)
     graph = build_stream_graph([co])
     edges = graph.in_edges(co.id)

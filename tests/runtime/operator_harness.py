@@ -17,11 +17,12 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, Optional
 
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import OperatorSpec
 from streamkernel.runtime.core.clock import ManualClock
 from streamkernel.runtime.core.metrics import OperatorMetrics
 from streamkernel.runtime.operators.base import OperatorContext, TaskInfo, TwoInputStreamOperator
 from streamkernel.runtime.operators.factory import OPERATOR_CLASSES
+from streamkernel.runtime.core.registry import resolve
 
 
 class CollectingOutput:
@@ -85,12 +86,8 @@ class CollectingOutput:
 
 
 def create(spec: OperatorSpec) -> Any:
-    """The operator class the factory maps ``spec.kind`` to, instantiated."""
-    import importlib
-
-    module_name, class_name = OPERATOR_CLASSES[spec.kind].split(":")
-    module = importlib.import_module(f"streamkernel.runtime.operators.{module_name}")
-    return getattr(module, class_name)(spec)
+    """The operator class the factory maps ``spec``'s class to, instantiated (with ``spec`` itself, not a copy)."""
+    return resolve(OPERATOR_CLASSES[type(spec).__name__])(spec)
 
 
 class OperatorHarness:

@@ -24,7 +24,7 @@ from streamkernel.common.serialization import Encoder
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors import CollectSink, CsvSink, FileSink, PandasSink, RollingPolicy
 from streamkernel.errors import InvalidProgramError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SinkSpec
 from streamkernel.runtime.sinks.transactions import SinkTransactions
 from streamkernel.testing import Fail, Pause, ScriptedSource
 
@@ -37,7 +37,7 @@ CHECKPOINTING = {"execution.checkpointing.interval": "1 s"}
 
 
 def sink_harness(sink: Any, **kwargs: Any) -> Any:
-    return harness.OperatorHarness(OperatorSpec("sink", None, {"sink": sink}), name="Sink: test", **kwargs)
+    return harness.OperatorHarness(SinkSpec(sink=sink), name="Sink: test", **kwargs)
 
 
 def file_sink(path: pathlib.Path, part_size: int = 12) -> FileSink:

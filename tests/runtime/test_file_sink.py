@@ -22,7 +22,7 @@ from streamkernel.datastream.connectors import (
 )
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.errors import InvalidProgramError, UserFunctionError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SinkSpec
 
 _spec = importlib.util.spec_from_file_location(
     "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
@@ -33,7 +33,7 @@ CHECKPOINTING = {"execution.checkpointing.interval": "10 s"}
 
 
 def sink_harness(sink, **kwargs):
-    return harness.OperatorHarness(OperatorSpec("sink", None, {"sink": sink}), name="Sink: files", **kwargs)
+    return harness.OperatorHarness(SinkSpec(sink=sink), name="Sink: files", **kwargs)
 
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
@@ -80,7 +80,7 @@ def test_simple_string_encoder_writes_javas_text_of_the_declared_type(tmp_path: 
             ("tuple", Types.TUPLE([Types.STRING(), Types.INT()]), "(a,1)\n"),
             ("row", Types.ROW([Types.STRING(), Types.INT()]), "+I[a, 1]\n"),
             ("none", None, "('a', 1)\n")]:
-        spec = OperatorSpec("sink", None, {"sink": text_sink(tmp_path / name), "input_type": input_type})
+        spec = SinkSpec(sink=text_sink(tmp_path / name), input_type=input_type)
         harness.OperatorHarness(spec, name="Sink: files").process([("a", 1)]).finish().close()
         assert files(tmp_path / name) == {"part-U-0": expected}, name
 

@@ -12,7 +12,7 @@ import pytest
 from streamkernel.common.serialization import Encoder
 from streamkernel.datastream.connectors import FileSink
 from streamkernel.errors import InvalidProgramError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SinkSpec
 from streamkernel.runtime.sinks.part_files import (
     UUID_PATTERN,
     PartFileNames,
@@ -76,6 +76,6 @@ def test_a_checkpoint_of_the_subtask_index_naming_is_refused_clearly(tmp_path: p
     sink = FileSink.for_row_format(str(tmp_path), Encoder.simple_string_encoder()).build()
     old_state = {"writer": {"pending": [], "in_progress": [], "counter": 3}}
     with pytest.raises(InvalidProgramError, match=r"FileSink .*named part files by subtask index"):
-        harness.OperatorHarness(OperatorSpec("sink", None, {"sink": sink}), name="Sink: files",
+        harness.OperatorHarness(SinkSpec(sink=sink), name="Sink: files",
                                 configuration={"execution.checkpointing.interval": "1 s"},
                                 restored_state=old_state)

@@ -13,7 +13,7 @@ from streamkernel.common.watermark_strategy import MAX_WATERMARK, WatermarkStrat
 from streamkernel.datastream.connectors import MemoryLog, MemoryLogSource, PandasSink
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.errors import InvalidProgramError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SourceSpec
 from streamkernel.runtime.sources import create_reader
 from streamkernel.testing import wait_until
 
@@ -157,8 +157,8 @@ def test_offsets_snapshot_and_restore_resume_exactly() -> None:
 # ----------------------------------------------------------- idle subtasks
 def test_extra_source_subtask_marks_its_output_idle_and_finishes_when_bounded() -> None:
     log = filled_log(partitions=2)
-    spec = OperatorSpec("source", None, {"source": MemoryLogSource(log, bounded=True),
-                                          "watermark_strategy": WatermarkStrategy.for_monotonous_timestamps()})
+    spec = SourceSpec(source=MemoryLogSource(log, bounded=True),
+                      watermark_strategy=WatermarkStrategy.for_monotonous_timestamps())
     h = harness.OperatorHarness(spec, subtask_index=3, parallelism=4)
     assert h.output.statuses == [True]  # idle from the start: downstream ignores its watermark
     assert h.operator.emit_next() is False
@@ -166,8 +166,7 @@ def test_extra_source_subtask_marks_its_output_idle_and_finishes_when_bounded() 
 
 
 def test_extra_source_subtask_of_an_unbounded_log_stays_idle() -> None:
-    spec = OperatorSpec("source", None, {"source": MemoryLogSource(filled_log(partitions=1)),
-                                          "watermark_strategy": None})
+    spec = SourceSpec(source=MemoryLogSource(filled_log(partitions=1)), watermark_strategy=None)
     h = harness.OperatorHarness(spec, subtask_index=1, parallelism=2)
     for _ in range(3):
         assert h.operator.emit_next() is True

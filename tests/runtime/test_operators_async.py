@@ -12,7 +12,7 @@ import pytest
 
 from streamkernel.datastream.function_async import AsyncFunction, AsyncRetryStrategy
 from streamkernel.errors import UserFunctionError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import AsyncWaitSpec
 from streamkernel.testing import wait_until
 
 _spec = importlib.util.spec_from_file_location(
@@ -23,8 +23,8 @@ OperatorHarness = harness.OperatorHarness
 
 
 def async_op(function, mode="ORDERED", timeout=5000, capacity=100, retry=None, **kwargs):
-    spec = OperatorSpec("async_wait", function, {
-        "timeout": timeout, "capacity": capacity, "output_mode": mode, "retry_strategy": retry, "key_selector": None})
+    spec = AsyncWaitSpec(function=function, timeout=timeout, capacity=capacity, output_mode=mode,
+                         retry_strategy=retry, key_selector=None)
     return OperatorHarness(spec, **kwargs)
 
 

@@ -19,7 +19,14 @@ from streamkernel.datastream.output_tag import OutputTag
 from streamkernel.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from streamkernel.datastream.time_domain import TimeDomain
 from streamkernel.errors import InvalidProgramError, UserFunctionError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import (
+    BroadcastProcessSpec,
+    CoFlatMapSpec,
+    CoMapSpec,
+    CoProcessSpec,
+    KeyedBroadcastProcessSpec,
+    KeyedCoProcessSpec,
+)
 from streamkernel.runtime.state.operator_state import DefaultOperatorStateBackend
 
 _spec = importlib.util.spec_from_file_location(
@@ -41,14 +48,14 @@ class Tag(CoMapFunction):
 
 # ------------------------------------------------------------------ co-map / co-flat-map
 def test_co_map_calls_map1_and_map2_and_keeps_timestamps():
-    h = OperatorHarness(OperatorSpec("co_map", Tag()))
+    h = OperatorHarness(CoMapSpec(function=Tag()))
     h.process1([1, 2], [10, 20]).process2(["x"])
     assert h.output.records == [(("left", 1), 10), (("left", 2), 20), (("right", "x"), None)]
     assert h.metrics.records_in == 3 and h.metrics.records_out == 3
 
 
 def test_co_map_watermark_is_the_minimum_of_both_inputs():
-    h = OperatorHarness(OperatorSpec("co_map", Tag()))
+    h = OperatorHarness(CoMapSpec(function=Tag()))
     h.operator.process_watermark1(10)
     assert h.output.watermarks == []
     h.operator.process_watermark2(5)
@@ -69,7 +76,7 @@ def test_keyed_co_map_shares_state_per_key_across_inputs():
         def map2(self, value):
             return value[0], self.last.value(), value[1]
 
-    spec = OperatorSpec("co_map", Join(), {"key_selector1": by_first, "key_selector2": by_first})
+    spec = CoMapSpec(function=Join(), key_selector1=by_first, key_selector2=by_first)
     h = OperatorHarness(spec, keyed=True)
     h.process1([("a", 1), ("b", 2)]).process2([("a", "x"), ("c", "y")])
     assert h.output.values[2:] == [("a", 1, "x"), ("c", None, "y")]
@@ -83,7 +90,7 @@ def test_co_map_error_names_the_record_of_the_right_input():
         def map2(self, value):
             return 1 / value
 
-    h = OperatorHarness(OperatorSpec("co_map", Bad()), name="CoMap")
+    h = OperatorHarness(CoMapSpec(function=Bad()), name="CoMap")
     with pytest.raises(UserFunctionError, match=r"'CoMap'.*record 0.*ZeroDivisionError"):
         h.process2([1, 0])
 
@@ -96,7 +103,7 @@ def test_co_flat_map_replicates_timestamps():
         def flat_map2(self, value):
             yield from range(value)
 
-    h = OperatorHarness(OperatorSpec("co_flat_map", Split()))
+    h = OperatorHarness(CoFlatMapSpec(function=Split()))
     h.process1(["a b", "c"], [1, 2]).process2([2, 0])
     assert h.output.records == [("a", 1), ("b", 1), ("c", 2), (0, None), (1, None)]
 
@@ -113,7 +120,7 @@ def test_co_process_context_and_side_outputs():
             ctx.output(side, value)
             yield side, -value
 
-    h = OperatorHarness(OperatorSpec("co_process", F()))
+    h = OperatorHarness(CoProcessSpec(function=F()))
     h.process1([7], [70]).process2([3], [30])
     assert h.output.records == [(("1", 7, 70), 70)]
     assert h.output.side(side) == [(3, 30), (-3, 30)]
@@ -127,7 +134,7 @@ def test_non_keyed_co_process_refuses_timers():
         def process_element2(self, value, ctx):
             return ()
 
-    h = OperatorHarness(OperatorSpec("co_process", F()))
+    h = OperatorHarness(CoProcessSpec(function=F()))
     with pytest.raises(UserFunctionError, match="only supported on a keyed streams"):
         h.process1([1])
 
@@ -157,7 +164,7 @@ class Match(KeyedCoProcessFunction):
 
 
 def test_keyed_co_process_state_is_shared_and_timers_fire():
-    spec = OperatorSpec("keyed_co_process", Match(), {"key_selector1": by_first, "key_selector2": by_first})
+    spec = KeyedCoProcessSpec(function=Match(), key_selector1=by_first, key_selector2=by_first)
     h = OperatorHarness(spec, keyed=True)
     h.process1([("o1", 1), ("o2", 2)], [100, 100])
     h.process2([("o1", "card")], [105])
@@ -180,7 +187,7 @@ def test_keyed_co_process_accepts_a_plain_co_process_function():
         def process_element2(self, value, ctx):
             return ()
 
-    spec = OperatorSpec("keyed_co_process", F(), {"key_selector1": by_first, "key_selector2": by_first})
+    spec = KeyedCoProcessSpec(function=F(), key_selector1=by_first, key_selector2=by_first)
     h = OperatorHarness(spec, keyed=True)
     h.watermark(3)
     h.process1([("a", 1)])
@@ -202,11 +209,9 @@ class ApplyRules(BroadcastProcessFunction):
 
 
 def broadcast_spec(function, keyed=False):
-    params = {"broadcast_state_descriptors": (RULES,)}
     if keyed:
-        params["key_selector"] = by_first
-        return OperatorSpec("keyed_broadcast_process", function, params)
-    return OperatorSpec("broadcast_process", function, params)
+        return KeyedBroadcastProcessSpec(function=function, broadcast_state_descriptors=(RULES,), key_selector=by_first)
+    return BroadcastProcessSpec(function=function, broadcast_state_descriptors=(RULES,))
 
 
 def test_broadcast_side_writes_state_that_the_other_side_reads():

@@ -15,7 +15,7 @@ from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.datastream.time_domain import TimeDomain
 from streamkernel.errors import UserFunctionError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import KeyedProcessSpec, ReduceSpec
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 
 _spec = importlib.util.spec_from_file_location(
@@ -28,7 +28,7 @@ by_first = KeySelectorWrapper(lambda r: r[0])
 
 
 def keyed_process(function):
-    return OperatorSpec("keyed_process", function, {"key_selector": by_first})
+    return KeyedProcessSpec(function=function, key_selector=by_first)
 
 
 # ------------------------------------------------------------------ keyed process
@@ -157,7 +157,7 @@ def test_keyed_process_without_on_timer_ignores_fired_timers():
 
 # ------------------------------------------------------------------ reduce
 def test_reduce_emits_running_value_per_record_first_as_is():
-    spec = OperatorSpec("reduce", ReduceFunctionWrapper(lambda a, b: (a[0], a[1] + b[1])), {"key_selector": by_first})
+    spec = ReduceSpec(function=ReduceFunctionWrapper(lambda a, b: (a[0], a[1] + b[1])), key_selector=by_first)
     h = OperatorHarness(spec, keyed=True)
     h.process([("a", 1), ("b", 5), ("a", 2)], [1, 2, 3]).process([("a", 3), ("b", 1)])
     assert h.output.records == [(("a", 1), 1), (("b", 5), 2), (("a", 3), 3), (("a", 6), None), (("b", 6), None)]
@@ -165,7 +165,7 @@ def test_reduce_emits_running_value_per_record_first_as_is():
 
 
 def test_reduce_state_is_a_checkpointed_keyed_value_state_and_restores_elsewhere():
-    spec = OperatorSpec("reduce", ReduceFunctionWrapper(lambda a, b: (a[0], a[1] + b[1])), {"key_selector": by_first})
+    spec = ReduceSpec(function=ReduceFunctionWrapper(lambda a, b: (a[0], a[1] + b[1])), key_selector=by_first)
     h = OperatorHarness(spec, keyed=True)
     h.process([("a", 1), ("b", 2), ("a", 3)])
     snapshot = h.backend.snapshot()
@@ -201,7 +201,7 @@ def test_reduce_without_the_raw_dict_fast_path_gives_the_same_results():
             else:
                 setattr(self._inner, name, value)
 
-    spec = OperatorSpec("reduce", ReduceFunctionWrapper(lambda a, b: a + b), {"key_selector": KeySelectorWrapper(len)})
+    spec = ReduceSpec(function=ReduceFunctionWrapper(lambda a, b: a + b), key_selector=KeySelectorWrapper(len))
     h = OperatorHarness(spec, keyed_backend=PlainBackend())
     assert h.operator._table is None
     h.process(["a", "bb", "c", "dd", "e"])
@@ -215,7 +215,7 @@ def test_reduce_function_class_and_error():
                 raise TypeError("no value")
             return b if b[1] > a[1] else a
 
-    h = OperatorHarness(OperatorSpec("reduce", Max(), {"key_selector": by_first}), keyed=True, name="Reduce")
+    h = OperatorHarness(ReduceSpec(function=Max(), key_selector=by_first), keyed=True, name="Reduce")
     h.process([("k", 3), ("k", 1), ("k", 5)])
     assert h.output.values == [("k", 3), ("k", 3), ("k", 5)]
     with pytest.raises(UserFunctionError, match=r"'Reduce'.*record \('k', None\).*no value"):

@@ -18,7 +18,7 @@ from streamkernel.datastream.function_wrappers import (
 from streamkernel.datastream.output_tag import OutputTag
 from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.errors import InvalidProgramError, StreamKernelError, UserFunctionError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import FilterSpec, FlatMapSpec, MapSpec, ProcessSpec
 
 _spec = importlib.util.spec_from_file_location(
     "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
@@ -29,7 +29,7 @@ OperatorHarness = harness.OperatorHarness
 
 # ------------------------------------------------------------------ map
 def test_map_keeps_order_and_passes_timestamps_through():
-    h = OperatorHarness(OperatorSpec("map", MapFunctionWrapper(lambda x: x * 3 + 1)))
+    h = OperatorHarness(MapSpec(function=MapFunctionWrapper(lambda x: x * 3 + 1)))
     h.process([1, 2, 3], [10, 20, 30]).process([4])
     assert h.output.records == [(4, 10), (7, 20), (10, 30), (13, None)]
     assert h.metrics.records_in == 4 and h.metrics.records_out == 4
@@ -49,7 +49,7 @@ def test_map_function_class_with_open_and_close():
         def close(self):
             events.append("close")
 
-    h = OperatorHarness(OperatorSpec("map", Scale()))
+    h = OperatorHarness(MapSpec(function=Scale()))
     h.process([1, 2])
     h.close()
     assert h.output.values == [10, 20]
@@ -63,7 +63,7 @@ def test_map_error_names_operator_subtask_and_failing_record():
         seen.append(x)
         return 10 // x
 
-    h = OperatorHarness(OperatorSpec("map", MapFunctionWrapper(f)), name="Map")
+    h = OperatorHarness(MapSpec(function=MapFunctionWrapper(f)), name="Map")
     with pytest.raises(UserFunctionError) as info:
         h.process([5, 2, 0, 7])
     message = str(info.value)
@@ -76,7 +76,7 @@ def test_map_error_names_operator_subtask_and_failing_record():
 
 
 def test_error_record_repr_is_truncated():
-    h = OperatorHarness(OperatorSpec("map", MapFunctionWrapper(lambda x: 1 / 0)))
+    h = OperatorHarness(MapSpec(function=MapFunctionWrapper(lambda x: 1 / 0)))
     with pytest.raises(UserFunctionError) as info:
         h.process(["x" * 5000])
     assert len(str(info.value)) < 600
@@ -93,7 +93,7 @@ def test_keyed_map_sets_current_key_so_state_works():
             self.count.update(n)
             return value[0], n
 
-    spec = OperatorSpec("map", Count(), {"key_selector": KeySelectorWrapper(lambda r: r[0])})
+    spec = MapSpec(function=Count(), key_selector=KeySelectorWrapper(lambda r: r[0]))
     h = OperatorHarness(spec, keyed=True)
     h.process([("a", 1), ("b", 1), ("a", 1)]).process([("a", 1), ("b", 1)])
     assert h.output.values == [("a", 1), ("b", 1), ("a", 2), ("a", 3), ("b", 2)]
@@ -108,7 +108,7 @@ def test_state_on_non_keyed_map_is_a_clear_error():
             return value
 
     with pytest.raises(InvalidProgramError, match="keyed stream"):
-        OperatorHarness(OperatorSpec("map", Bad()))
+        OperatorHarness(MapSpec(function=Bad()))
 
 
 # ------------------------------------------------------------------ flat_map
@@ -117,7 +117,7 @@ def test_flat_map_accepts_generators_and_iterables_and_replicates_timestamps():
         for i in range(x):
             yield (x, i)
 
-    h = OperatorHarness(OperatorSpec("flat_map", FlatMapFunctionWrapper(gen)))
+    h = OperatorHarness(FlatMapSpec(function=FlatMapFunctionWrapper(gen)))
     h.process([2, 0, 1], [100, 200, 300])
     assert h.output.records == [((2, 0), 100), ((2, 1), 100), ((1, 0), 300)]
 
@@ -125,7 +125,7 @@ def test_flat_map_accepts_generators_and_iterables_and_replicates_timestamps():
         def flat_map(self, value):
             return value.split()
 
-    h2 = OperatorHarness(OperatorSpec("flat_map", Split()))
+    h2 = OperatorHarness(FlatMapSpec(function=Split()))
     h2.process(["a b", "", "c"])
     assert h2.output.values == ["a", "b", "c"] and h2.output.timestamps == [None] * 3
     assert h2.metrics.records_in == 3 and h2.metrics.records_out == 3
@@ -137,13 +137,13 @@ def test_flat_map_error_inside_generator_reports_the_record():
         if x == "bad":
             raise ValueError("boom")
 
-    h = OperatorHarness(OperatorSpec("flat_map", FlatMapFunctionWrapper(gen)))
+    h = OperatorHarness(FlatMapSpec(function=FlatMapFunctionWrapper(gen)))
     with pytest.raises(UserFunctionError, match="record 'bad'.*ValueError: boom"):
         h.process(["ok", "bad", "later"], [1, 2, 3])
 
 
 def test_flat_map_returning_none_fails_clearly():
-    h = OperatorHarness(OperatorSpec("flat_map", FlatMapFunctionWrapper(lambda x: None)))
+    h = OperatorHarness(FlatMapSpec(function=FlatMapFunctionWrapper(lambda x: None)))
     with pytest.raises(UserFunctionError, match="not iterable"):
         h.process([1])
 
@@ -158,7 +158,7 @@ def test_keyed_flat_map_with_timestamps():
                 self.seen.update(True)
                 yield value
 
-    spec = OperatorSpec("flat_map", Emit(), {"key_selector": KeySelectorWrapper(lambda r: r % 3)})
+    spec = FlatMapSpec(function=Emit(), key_selector=KeySelectorWrapper(lambda r: r % 3))
     h = OperatorHarness(spec, keyed=True)
     h.process([1, 2, 4, 3, 5, 6], [1, 2, 4, 3, 5, 6])
     assert h.output.records == [(1, 1), (2, 2), (3, 3)]
@@ -166,7 +166,7 @@ def test_keyed_flat_map_with_timestamps():
 
 # ------------------------------------------------------------------ filter
 def test_filter_keeps_truthy_records_with_their_timestamps():
-    h = OperatorHarness(OperatorSpec("filter", FilterFunctionWrapper(lambda x: x % 2)))
+    h = OperatorHarness(FilterSpec(function=FilterFunctionWrapper(lambda x: x % 2)))
     h.process([1, 2, 3, 4, 5], [10, 20, 30, 40, 50])
     assert h.output.records == [(1, 10), (3, 30), (5, 50)]
     h.output.clear()
@@ -182,7 +182,7 @@ def test_filter_error_reports_record_with_and_without_timestamps():
         def filter(self, value):
             return 1 / value
 
-    h = OperatorHarness(OperatorSpec("filter", F()))
+    h = OperatorHarness(FilterSpec(function=F()))
     with pytest.raises(UserFunctionError, match="record 0"):
         h.process([3, 0, 4])
     with pytest.raises(UserFunctionError, match="record 0"):
@@ -199,7 +199,7 @@ def test_keyed_filter():
             self.seen.update(True)
             return first
 
-    spec = OperatorSpec("filter", FirstPerKey(), {"key_selector": KeySelectorWrapper(lambda r: r[0])})
+    spec = FilterSpec(function=FirstPerKey(), key_selector=KeySelectorWrapper(lambda r: r[0]))
     h = OperatorHarness(spec, keyed=True)
     h.process([("a", 1), ("a", 2), ("b", 3)], [1, 2, 3])
     assert h.output.records == [(("a", 1), 1), (("b", 3), 3)]
@@ -218,7 +218,7 @@ class Split(ProcessFunction):
 
 
 def test_process_yields_main_and_side_outputs_with_record_timestamps():
-    h = OperatorHarness(OperatorSpec("process", Split()))
+    h = OperatorHarness(ProcessSpec(function=Split()))
     h.process([1, -2, 3, -4], [10, 20, 30, 40])
     assert h.output.records == [((1, 10), 10), ((3, 30), 30)]
     assert h.output.side(NEGATIVE) == [(-2, 20), (-4, 40)]
@@ -235,7 +235,7 @@ def test_process_without_timestamps_and_ctx_output():
             ctx.output(other, value * 10)
             return [value, value]  # any iterable works, not only generators
 
-    h = OperatorHarness(OperatorSpec("process", F()))
+    h = OperatorHarness(ProcessSpec(function=F()))
     h.process([1, 2])
     assert h.output.records == [(1, None), (1, None), (2, None), (2, None)]
     assert h.output.side(other) == [(10, None), (20, None)]
@@ -246,7 +246,7 @@ def test_process_returning_none_emits_nothing():
         def process_element(self, value, ctx):
             return None
 
-    h = OperatorHarness(OperatorSpec("process", Sink()))
+    h = OperatorHarness(ProcessSpec(function=Sink()))
     h.process([1, 2, 3])
     assert h.output.events == []
     assert h.metrics.records_in == 3
@@ -260,7 +260,7 @@ def test_process_time_queries_work_but_timers_are_refused_as_in_flink():
             if value == "timer":
                 service.register_event_time_timer(5)
 
-    h = OperatorHarness(OperatorSpec("process", Timed()), start_ms=1234)
+    h = OperatorHarness(ProcessSpec(function=Timed()), start_ms=1234)
     h.watermark(77)
     h.process(["x"])
     assert h.output.values == [(1234, 77)]
@@ -275,7 +275,7 @@ def test_process_side_output_with_a_non_tag_is_an_error():
             ctx.output("negative", value)
             return ()
 
-    h = OperatorHarness(OperatorSpec("process", Bad()))
+    h = OperatorHarness(ProcessSpec(function=Bad()))
     with pytest.raises(UserFunctionError, match="must be an OutputTag"):
         h.process([1])
 
@@ -288,7 +288,7 @@ def test_process_failure_reports_record_and_drops_partial_side_outputs():
                 raise KeyError("missing")
             yield value
 
-    h = OperatorHarness(OperatorSpec("process", F()), name="Proc")
+    h = OperatorHarness(ProcessSpec(function=F()), name="Proc")
     with pytest.raises(UserFunctionError, match=r"'Proc'.*record 2.*KeyError"):
         h.process([1, 2, 3], [1, 2, 3])
     h.process([5])
@@ -296,7 +296,7 @@ def test_process_failure_reports_record_and_drops_partial_side_outputs():
 
 
 def test_watermarks_are_forwarded():
-    h = OperatorHarness(OperatorSpec("map", MapFunctionWrapper(str)))
+    h = OperatorHarness(MapSpec(function=MapFunctionWrapper(str)))
     h.watermark(5).watermark(9)
     assert h.output.watermarks == [5, 9]
     assert h.operator.current_watermark == 9

@@ -10,7 +10,7 @@ import pytest
 from streamkernel.common.time import Duration
 from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK, TimestampAssigner, WatermarkStrategy
 from streamkernel.errors import UserFunctionError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import TimestampsWatermarksSpec
 
 _spec = importlib.util.spec_from_file_location(
     "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
@@ -20,7 +20,7 @@ OperatorHarness = harness.OperatorHarness
 
 
 def operator(strategy, **kwargs):
-    return OperatorHarness(OperatorSpec("timestamps_watermarks", None, {"watermark_strategy": strategy}), **kwargs)
+    return OperatorHarness(TimestampsWatermarksSpec(watermark_strategy=strategy), **kwargs)
 
 
 def test_assigns_timestamps_and_emits_periodic_watermarks_when_they_advance():

@@ -26,7 +26,7 @@ from streamkernel.datastream.connectors import BucketAssigner, FileSink, FileSou
 from streamkernel.datastream.formats.csv import CsvBulkWriters, CsvReaderFormat, CsvSchema
 from streamkernel.datastream.formats.parquet import ParquetBulkWriters, ParquetColumnarRowInputFormat
 from streamkernel.errors import UserFunctionError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SinkSpec, SourceSpec
 from streamkernel.testing import Fail, Pause, ScriptedSource
 
 pa = pytest.importorskip("pyarrow")
@@ -58,7 +58,7 @@ def first_committed_file(path: pathlib.Path) -> pathlib.Path:
 
 
 def sink_harness(sink: Any, **kwargs: Any) -> Any:
-    return harness.OperatorHarness(OperatorSpec("sink", None, {"sink": sink}), name="Sink: parquet", **kwargs)
+    return harness.OperatorHarness(SinkSpec(sink=sink), name="Sink: parquet", **kwargs)
 
 
 def committed(path: pathlib.Path) -> list[tuple]:
@@ -227,7 +227,7 @@ def test_every_column_type_round_trips_through_the_source(tmp_path: pathlib.Path
     h = sink_harness(parquet_sink(tmp_path, row_type))
     h.process([row, empty]).finish().close()
     source = FileSource.for_bulk_file_format(ParquetColumnarRowInputFormat(row_type), str(tmp_path)).build()
-    reader = harness.OperatorHarness(OperatorSpec("source", None, {"source": source, "watermark_strategy": None}),
+    reader = harness.OperatorHarness(SourceSpec(source=source, watermark_strategy=None),
                                      name="Source: back")
     while reader.operator.emit_next(10):
         pass
@@ -251,7 +251,7 @@ def test_csv_bulk_writer_round_trips_through_the_csv_source(tmp_path: pathlib.Pa
     assert first_committed_file(tmp_path).read_text().splitlines() == ["id,name,tags,ok", '1,"a, ""quoted""",1|2,true',
                                                                  "2,b,,false"]
     source = FileSource.for_record_stream_format(CsvReaderFormat.for_schema(schema), str(tmp_path)).build()
-    reader = harness.OperatorHarness(OperatorSpec("source", None, {"source": source, "watermark_strategy": None}),
+    reader = harness.OperatorHarness(SourceSpec(source=source, watermark_strategy=None),
                                      name="Source: csv")
     while reader.operator.emit_next(10):
         pass

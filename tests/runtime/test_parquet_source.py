@@ -25,7 +25,7 @@ from streamkernel.datastream.connectors import FileSource
 from streamkernel.datastream.formats.csv import CsvReaderFormat, CsvSchema
 from streamkernel.datastream.formats.parquet import ParquetColumnarRowInputFormat
 from streamkernel.errors import InvalidProgramError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SourceSpec
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -59,7 +59,7 @@ def parquet_source(directory: pathlib.Path, row_type: Any = ROW, **kwargs: Any) 
 
 
 def subtask(source: Any, index: int = 0, parallelism: int = 1, restored: Optional[dict] = None) -> Any:
-    spec = OperatorSpec("source", None, {"source": source, "watermark_strategy": None})
+    spec = SourceSpec(source=source, watermark_strategy=None)
     return harness.OperatorHarness(spec, name="Source: files", subtask_index=index, parallelism=parallelism,
                                    restored_state=restored)
 

@@ -24,7 +24,7 @@ from streamkernel.datastream.connectors import (
 from streamkernel.datastream.connectors.pandas import records_to_dataframe
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.errors import InvalidProgramError, UserFunctionError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SinkSpec
 
 _spec = importlib.util.spec_from_file_location(
     "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
@@ -35,7 +35,7 @@ TIMEOUT_S = 10.0
 
 
 def sink_harness(sink, **kwargs):
-    return harness.OperatorHarness(OperatorSpec("sink", None, {"sink": sink}), name="Sink: test", **kwargs)
+    return harness.OperatorHarness(SinkSpec(sink=sink), name="Sink: test", **kwargs)
 
 
 # --------------------------------------------------------------------- print
@@ -64,7 +64,7 @@ def test_print_sink_writes_records_as_pyflink_prints_their_declared_type(capsys)
     from streamkernel.common.typeinfo import Types
 
     def printed(input_type, values):
-        spec = OperatorSpec("sink", None, {"sink": PrintSink(), "input_type": input_type})
+        spec = SinkSpec(sink=PrintSink(), input_type=input_type)
         harness.OperatorHarness(spec, name="Sink: test", subtask_index=1, parallelism=2).process(values)
         return capsys.readouterr().out
 

@@ -150,7 +150,7 @@ def test_socket_text_stream_is_one_unbounded_subtask_with_checked_arguments() ->
     env.socket_text_stream("localhost", 9999).print()
     node = next(n for n in env.get_stream_graph().nodes if n.is_source)
     assert node.parallelism == 1 and node.name == "Source: Socket Stream"
-    assert not node.operator.params["source"].is_bounded
+    assert not node.operator.source.is_bounded
     with pytest.raises(InvalidProgramError, match="port"):
         env.socket_text_stream("localhost", 0)
     with pytest.raises(InvalidProgramError, match="delimiter"):

@@ -30,7 +30,7 @@ from streamkernel.datastream.connectors import (
     StreamFormat,
 )
 from streamkernel.errors import InvalidProgramError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SourceSpec
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.runtime.sources.base import owned_splits
 from streamkernel.testing import Gate, GatedSource, ScriptedSource, wait_until
@@ -45,7 +45,7 @@ BATCH = 3
 
 def subtask(source: Any, index: int, parallelism: int, restored: Optional[dict] = None) -> Any:
     """A SourceOperator for one subtask, set up, restored and opened as a Task would."""
-    spec = OperatorSpec("source", None, {"source": source, "watermark_strategy": None})
+    spec = SourceSpec(source=source, watermark_strategy=None)
     return harness.OperatorHarness(spec, name="Source: test", subtask_index=index, parallelism=parallelism,
                                    restored_state=restored)
 

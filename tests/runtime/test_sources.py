@@ -19,7 +19,7 @@ from streamkernel.datastream.connectors import (
 )
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.errors import InvalidProgramError, UserFunctionError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SourceSpec
 from streamkernel.runtime.core.clock import ManualClock
 from streamkernel.runtime.sources import SourceReader, create_reader
 from streamkernel.runtime.sources.base import split_range
@@ -258,7 +258,7 @@ def test_a_source_of_ones_own_plugs_in_with_create_reader() -> None:
 
 # ------------------------------------------------------------ SourceOperator
 def source_harness(source, strategy=None, **kwargs):
-    return harness.OperatorHarness(OperatorSpec("source", None, {"source": source, "watermark_strategy": strategy}),
+    return harness.OperatorHarness(SourceSpec(source=source, watermark_strategy=strategy),
                                    name="Source: test", **kwargs)
 
 

@@ -219,7 +219,7 @@ def test_window_all_uses_key_zero():
             yield context.window().start, sorted(elements)
 
     h = window_harness(lambda ds: ds.window_all(TumblingEventTimeWindows.of(10)).process(All()))
-    assert h.operator.spec.params["non_keyed"] is True
+    assert h.operator.spec.non_keyed is True
     h.process([("a", 1), ("b", 2), ("c", 3)], [1, 2, 13])
     h.watermark(MAX_WATERMARK)
     assert h.output.values == [(0, [("a", 1), ("b", 2)]), (10, [("c", 3)])]

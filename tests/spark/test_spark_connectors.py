@@ -39,7 +39,7 @@ from streamkernel.datastream.connectors import (  # noqa: E402
 )
 from streamkernel.datastream.formats.parquet import ParquetBulkWriters  # noqa: E402
 from streamkernel.errors import InvalidProgramError  # noqa: E402
-from streamkernel.graph.transformations import OperatorSpec  # noqa: E402
+from streamkernel.graph.operator_specs import SinkSpec  # noqa: E402
 from streamkernel.testing import Fail, Pause, ScriptedSource  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
@@ -92,7 +92,7 @@ def spark_ids(spark: Any, path: pathlib.Path) -> list[int]:
 
 # ------------------------------------------------------------------ the sink, read by Spark
 def test_spark_reads_only_committed_part_files_while_the_sink_runs(spark: Any, tmp_path: pathlib.Path) -> None:
-    h = harness.OperatorHarness(OperatorSpec("sink", None, {"sink": parquet_sink(tmp_path)}), name="Sink: parquet",
+    h = harness.OperatorHarness(SinkSpec(sink=parquet_sink(tmp_path)), name="Sink: parquet",
                                 configuration={"execution.checkpointing.interval": "1 s"})
     h.process([record(i) for i in range(10)])
     h.operator.snapshot_state(1)

@@ -16,9 +16,9 @@ from streamkernel.graph.execution_graph import ExecutionEdge, ExecutionGraph, Ex
 from streamkernel.graph.job_graph import JobEdge, JobGraph, JobVertex
 from streamkernel.graph.partitioners import KeyGroupStreamPartitioner
 from streamkernel.graph.stream_graph import build_stream_graph
+from streamkernel.graph.operator_specs import MapSpec, ReduceSpec, SinkSpec, SourceSpec
 from streamkernel.graph.transformations import (
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SinkTransformation,
     SourceTransformation,
@@ -37,11 +37,11 @@ def _fresh_dot_lookup():
 
 
 def _graphs(parallelism: int = 2):
-    src = SourceTransformation("numbers <1..n>", OperatorSpec("source"), 1)
-    m = OneInputTransformation('Map "upper"', src, OperatorSpec("map"), parallelism)
+    src = SourceTransformation("numbers <1..n>", SourceSpec(source=[0]), 1)
+    m = OneInputTransformation('Map "upper"', src, MapSpec(function=str), parallelism)
     keyed = PartitionTransformation(m, KeyGroupStreamPartitioner(key_selector=lambda x: x))
-    r = OneInputTransformation("Reduce", keyed, OperatorSpec("reduce"), parallelism, state_key_selector=lambda x: x)
-    s = SinkTransformation("out", r, OperatorSpec("sink"), parallelism)
+    r = OneInputTransformation("Reduce", keyed, ReduceSpec(function=max, key_selector=str), parallelism, state_key_selector=lambda x: x)
+    s = SinkTransformation("out", r, SinkSpec(sink=print), parallelism)
     sg = build_stream_graph([s], job_name="display test")
     jg = JobGraph("display test", (
         JobVertex(src.id, sg.node(src.id).name, (src.id,), 1, 128, "default"),

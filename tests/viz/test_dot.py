@@ -13,9 +13,9 @@ from streamkernel.graph.execution_graph import ExecutionEdge, ExecutionGraph, Ex
 from streamkernel.graph.job_graph import JobEdge, JobGraph, JobVertex
 from streamkernel.graph.partitioners import KeyGroupStreamPartitioner
 from streamkernel.graph.stream_graph import build_stream_graph
+from streamkernel.graph.operator_specs import MapSpec, ReduceSpec, SinkSpec, SourceSpec
 from streamkernel.graph.transformations import (
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SinkTransformation,
     SourceTransformation,
@@ -46,11 +46,11 @@ AWKWARD = [
 
 
 def _pipeline(names=("Map", "Reduce"), parallelism: int = 2):
-    src = SourceTransformation("numbers", OperatorSpec("source"), 1)
-    m = OneInputTransformation(names[0], src, OperatorSpec("map"), parallelism)
+    src = SourceTransformation("numbers", SourceSpec(source=[0]), 1)
+    m = OneInputTransformation(names[0], src, MapSpec(function=str), parallelism)
     keyed = PartitionTransformation(m, KeyGroupStreamPartitioner(key_selector=lambda x: x))
-    r = OneInputTransformation(names[1], keyed, OperatorSpec("reduce"), parallelism, state_key_selector=lambda x: x)
-    s = SinkTransformation("out", r, OperatorSpec("sink"), parallelism)
+    r = OneInputTransformation(names[1], keyed, ReduceSpec(function=max, key_selector=str), parallelism, state_key_selector=lambda x: x)
+    s = SinkTransformation("out", r, SinkSpec(sink=print), parallelism)
     return build_stream_graph([s], job_name="pipeline"), (src, m, r, s)
 
 
@@ -190,10 +190,10 @@ def test_escape_label_handles_control_characters() -> None:
 
 @needs_dot
 def test_awkward_names_reach_the_svg_verbatim() -> None:
-    src = SourceTransformation(AWKWARD[0], OperatorSpec("source"), 1)
+    src = SourceTransformation(AWKWARD[0], SourceSpec(source=[0]), 1)
     prev = src
     for name in AWKWARD[1:]:
-        prev = OneInputTransformation(name, prev, OperatorSpec("map"), 1)
+        prev = OneInputTransformation(name, prev, MapSpec(function=str), 1)
     rendered = render_stream_graph(build_stream_graph([prev], job_name='job "x" \\ <y>'))
     svg = _run_dot(to_dot(rendered))
     texts = _svg_texts(svg)

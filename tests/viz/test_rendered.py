@@ -8,10 +8,10 @@ from streamkernel.graph.execution_graph import ExecutionEdge, ExecutionGraph, Ex
 from streamkernel.graph.job_graph import JobEdge, JobGraph, JobVertex
 from streamkernel.graph.partitioners import BroadcastPartitioner, KeyGroupStreamPartitioner
 from streamkernel.graph.stream_graph import StreamGraph, build_stream_graph
+from streamkernel.graph.operator_specs import CoProcessSpec, FilterSpec, MapSpec, ProcessSpec, ReduceSpec, SinkSpec, SourceSpec
 from streamkernel.graph.transformations import (
     ChainingStrategy,
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SideOutputTransformation,
     SinkTransformation,
@@ -38,12 +38,12 @@ class _Tag:
 
 def _word_count(parallelism: int = 3):
     """numbers(1) -> Map -> Filter -> key_by -> Reduce -> Sink: print, all but the source at ``parallelism``."""
-    src = SourceTransformation("numbers", OperatorSpec("source"), 1)
-    m = OneInputTransformation("Map", src, OperatorSpec("map"), parallelism)
-    f = OneInputTransformation("Filter", m, OperatorSpec("filter"), parallelism)
+    src = SourceTransformation("numbers", SourceSpec(source=[0]), 1)
+    m = OneInputTransformation("Map", src, MapSpec(function=str), parallelism)
+    f = OneInputTransformation("Filter", m, FilterSpec(function=bool), parallelism)
     keyed = PartitionTransformation(f, KeyGroupStreamPartitioner(key_selector=lambda x: x))
-    r = OneInputTransformation("Reduce", keyed, OperatorSpec("reduce"), parallelism, state_key_selector=lambda x: x)
-    s = SinkTransformation("print", r, OperatorSpec("sink"), parallelism)
+    r = OneInputTransformation("Reduce", keyed, ReduceSpec(function=max, key_selector=str), parallelism, state_key_selector=lambda x: x)
+    s = SinkTransformation("print", r, SinkSpec(sink=print), parallelism)
     sg = build_stream_graph([s], job_name="word count")
     return sg, {"src": src, "map": m, "filter": f, "reduce": r, "sink": s}
 
@@ -136,9 +136,9 @@ def test_stream_graph_one_node_per_operator_with_parallelism_and_kind() -> None:
 
 
 def test_stream_graph_shows_uid_group_and_chaining_only_when_not_default() -> None:
-    src = SourceTransformation("numbers", OperatorSpec("source"), 2)
-    plain = OneInputTransformation("Plain", src, OperatorSpec("map"), 2)
-    special = OneInputTransformation("Special", plain, OperatorSpec("map"), 2)
+    src = SourceTransformation("numbers", SourceSpec(source=[0]), 2)
+    plain = OneInputTransformation("Plain", src, MapSpec(function=str), 2)
+    special = OneInputTransformation("Special", plain, MapSpec(function=str), 2)
     special.uid = "special-uid"
     special.slot_sharing_group = "heavy"
     special.chaining_strategy = ChainingStrategy.NEVER
@@ -169,12 +169,12 @@ def test_stream_graph_edges_carry_the_partitioner_name() -> None:
 
 
 def test_stream_graph_side_output_and_two_input_edges() -> None:
-    a = SourceTransformation("a", OperatorSpec("source"), 1)
-    b = SourceTransformation("b", OperatorSpec("source"), 1)
-    proc = OneInputTransformation("Split", a, OperatorSpec("process"), 1)
+    a = SourceTransformation("a", SourceSpec(source=[0]), 1)
+    b = SourceTransformation("b", SourceSpec(source=[0]), 1)
+    proc = OneInputTransformation("Split", a, ProcessSpec(function=str), 1)
     late = SideOutputTransformation(proc, _Tag("late-data"))
     both = TwoInputTransformation("Join", late, PartitionTransformation(b, BroadcastPartitioner()),
-                                  OperatorSpec("co_process"), 1)
+                                  CoProcessSpec(function=str), 1)
     g = render_stream_graph(build_stream_graph([both]))
     join = g.node_named("Join").id
     side = g.edges_between(g.node_named("Split").id, join)[0]
@@ -279,8 +279,8 @@ def test_execution_graph_draws_fan_out_in_full_and_collapses_all_to_all(monkeypa
 
 
 def test_execution_graph_draws_pointwise_channels_one_by_one() -> None:
-    src = SourceTransformation("numbers", OperatorSpec("source"), 2)
-    m = OneInputTransformation("Map", src, OperatorSpec("map"), 2)
+    src = SourceTransformation("numbers", SourceSpec(source=[0]), 2)
+    m = OneInputTransformation("Map", src, MapSpec(function=str), 2)
     m.chaining_strategy = ChainingStrategy.NEVER
     sg = build_stream_graph([m])
     jg = JobGraph("j", (JobVertex(src.id, "Source: numbers", (src.id,), 2, 128, "default"),

@@ -6,9 +6,9 @@ from streamkernel.graph.execution_graph import ExecutionEdge, ExecutionGraph, Ex
 from streamkernel.graph.job_graph import JobEdge, JobGraph, JobVertex
 from streamkernel.graph.partitioners import KeyGroupStreamPartitioner
 from streamkernel.graph.stream_graph import build_stream_graph
+from streamkernel.graph.operator_specs import MapSpec, ReduceSpec, SinkSpec, SourceSpec
 from streamkernel.graph.transformations import (
     OneInputTransformation,
-    OperatorSpec,
     PartitionTransformation,
     SinkTransformation,
     SourceTransformation,
@@ -24,11 +24,11 @@ from streamkernel.viz import (
 
 
 def _pipeline(parallelism: int = 2):
-    src = SourceTransformation("numbers", OperatorSpec("source"), 1)
-    m = OneInputTransformation("Map", src, OperatorSpec("map"), parallelism)
+    src = SourceTransformation("numbers", SourceSpec(source=[0]), 1)
+    m = OneInputTransformation("Map", src, MapSpec(function=str), parallelism)
     keyed = PartitionTransformation(m, KeyGroupStreamPartitioner(key_selector=lambda x: x))
-    r = OneInputTransformation("Reduce", keyed, OperatorSpec("reduce"), parallelism, state_key_selector=lambda x: x)
-    s = SinkTransformation("out", r, OperatorSpec("sink"), parallelism)
+    r = OneInputTransformation("Reduce", keyed, ReduceSpec(function=max, key_selector=str), parallelism, state_key_selector=lambda x: x)
+    s = SinkTransformation("out", r, SinkSpec(sink=print), parallelism)
     return build_stream_graph([s], job_name="pipeline"), (src, m, r, s)
 
 

@@ -174,7 +174,7 @@ def results_frame(cluster: Any, job_id: str, rows: int = _RESULT_ROWS) -> Option
     except Exception:  # noqa: BLE001
         return None
     for node in stream_graph.sinks:
-        sink = node.operator.params.get("sink")
+        sink = getattr(node.operator, "sink", None)
         if isinstance(sink, CollectSink):
             return records_to_dataframe(sink.buffer.recent(rows)), sink.buffer.total_received
         if isinstance(sink, PandasSink):

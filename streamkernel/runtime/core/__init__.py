@@ -6,4 +6,6 @@
   JobMaster sends to a TaskManager.
 * :mod:`.clock`: the system clock and the manual clock of tests.
 * :mod:`.metrics`: a task's counters and the job's aggregated metrics.
+* :mod:`.registry`: class name -> "module:Class" tables resolved on first use (operators,
+  source readers, sink writers).
 """

@@ -64,6 +64,16 @@ from streamkernel.runtime.jobmaster.job_actions import (
     RequestSlots,
     ScheduleRestart,
 )
+from streamkernel.runtime.jobmaster.job_events import (
+    CancelRequested,
+    CheckpointAcknowledged,
+    CheckpointDeclined,
+    CheckpointRequested,
+    GlobalFailure,
+    JobEvent,
+    TaskManagerLost,
+    TaskStateChanged,
+)
 from streamkernel.runtime.jobmaster.job_state_machine import JobStateMachine
 from streamkernel.runtime.jobmaster.job_status import JobDetails, JobResult
 from streamkernel.runtime.resourcemanager.resource_manager import SlotRequestCancelledError
@@ -114,15 +124,15 @@ class JobMaster:
                                         restart_strategy or create_restart_strategy(self.configuration), _now_ms(),
                                         WebOptions.EXCEPTION_HISTORY_SIZE.get(self.configuration))
         self._checkpointing = JobCheckpointing(job_id, self.job_graph, self.configuration, locate=self._locate,
-                                               fail_job=lambda error: self._events.put(("fail", error)),
+                                               fail_job=lambda error: self._events.put(GlobalFailure(error)),
                                                stop_job=self._stop_after_savepoint)
         self._deployer = ExecutionDeployer(
             job_id, self.job_name, self.job_graph, self.configuration, resource_manager,
             recovery=StateRecovery(self._checkpointing.storage, self.configuration, self.job_graph),
-            checkpointing=self._checkpointing, report=lambda update: self._events.put(("task", update)),
+            checkpointing=self._checkpointing, report=lambda update: self._events.put(TaskStateChanged(update)),
             report_warning=self._machine.report_warning, now_ms=_now_ms)
         self._details = self._with_checkpoints(self._machine.details(_now_ms()))
-        self._events: "queue.SimpleQueue[tuple]" = queue.SimpleQueue()
+        self._events: "queue.SimpleQueue[JobEvent]" = queue.SimpleQueue()
         # Guards _closed: checkpoint requests are queued only while the event loop still runs.
         self._requests_lock = threading.Lock()
         self._closed = False
@@ -142,25 +152,25 @@ class JobMaster:
 
     def update_task_execution_state(self, update: TaskExecutionState) -> None:
         """A subtask changed state (from its thread): queued for the JobMaster's thread."""
-        self._events.put(("task", update))
+        self._events.put(TaskStateChanged(update))
 
     def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any) -> None:
         """A subtask stored its checkpoint state (from its thread): queued for the JobMaster's thread."""
-        self._events.put(("ack", attempt_id, checkpoint_id, state_handle))
+        self._events.put(CheckpointAcknowledged(attempt_id, checkpoint_id, state_handle))
 
     def decline_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
         """A subtask could not take a checkpoint (from its thread): queued."""
-        self._events.put(("decline", attempt_id, checkpoint_id, reason))
+        self._events.put(CheckpointDeclined(attempt_id, checkpoint_id, reason))
 
     def disconnect_taskmanager(self, taskmanager_id: str, cause: BaseException) -> None:
         """A TaskManager is gone: its subtasks are lost (the job fails, or restarts)."""
-        self._events.put(("taskmanager_lost", taskmanager_id, cause))
+        self._events.put(TaskManagerLost(taskmanager_id, cause))
 
     def cancel(self) -> None:
         """Cancel the job (returns at once; ``result_future`` tells when it is CANCELED)."""
         if self.result_future.done():
             return
-        self._events.put(("cancel",))
+        self._events.put(CancelRequested())
         self._resource_manager.cancel_slot_request(self._job_id)  # wakes a pending slot wait
 
     def request_job_details(self) -> JobDetails:
@@ -192,7 +202,7 @@ class JobMaster:
     def _request(self, request: CheckpointRequest) -> CompletableFuture[str]:
         with self._requests_lock:
             if not self._closed:
-                self._events.put(("request", request))
+                self._events.put(CheckpointRequested(request))
                 return request.future
         status = self._details.status.name
         request.future.complete_exceptionally(CheckpointFailedError(
@@ -202,7 +212,7 @@ class JobMaster:
     def _stop_after_savepoint(self, request: CheckpointRequest, path: str) -> None:
         """The savepoint of a stop-with-savepoint completed: end the job, then answer."""
         self.result_future.add_done_callback(lambda _: request.future.complete(path))
-        self._events.put(("cancel",))
+        self._events.put(CancelRequested())
 
     def add_status_listener(self, listener: Callable[[JobDetails], None]) -> None:
         """Call ``listener(details)`` now and after every change of the job's status.
@@ -300,37 +310,37 @@ class JobMaster:
                 event = self._events.get_nowait()
             except queue.Empty:
                 return
-            if event[0] == "request":
-                event[1].future.complete_exceptionally(CheckpointFailedError(
-                    f"cannot take a {event[1].kind} of job {self.job_name!r}: the job is {status}"))
-            elif event[0] == "ack":
-                self._checkpointing.storage.discard_state(event[3])
+            if isinstance(event, CheckpointRequested):
+                event.request.future.complete_exceptionally(CheckpointFailedError(
+                    f"cannot take a {event.request.kind} of job {self.job_name!r}: the job is {status}"))
+            elif isinstance(event, CheckpointAcknowledged):
+                self._checkpointing.storage.discard_state(event.state_handle)
 
-    def _dispatch(self, event: tuple) -> None:
-        kind, now = event[0], _now_ms()
+    def _dispatch(self, event: JobEvent) -> None:
+        now = _now_ms()
         machine = self._machine
-        if kind == "task":
-            update: TaskExecutionState = event[1]
+        if isinstance(event, TaskStateChanged):
+            update = event.update
             self._handle(machine.task_state_changed(update.attempt_id, update.state, update.error, now,
                                                     update.metrics))
-        elif kind in ("ack", "decline"):
-            attempt_id = event[1]
+        elif isinstance(event, (CheckpointAcknowledged, CheckpointDeclined)):
+            attempt_id = event.attempt_id
             execution = machine.executions.get((attempt_id.vertex_id, attempt_id.subtask_index))
             current = execution is not None and execution.attempt_number == attempt_id.attempt_number
-            if kind == "ack":
-                self._checkpointing.acknowledge(attempt_id, event[2], event[3], current, now)
+            if isinstance(event, CheckpointAcknowledged):
+                self._checkpointing.acknowledge(attempt_id, event.checkpoint_id, event.state_handle, current, now)
             else:
-                self._checkpointing.decline(attempt_id, event[2], event[3], current, now)
+                self._checkpointing.decline(attempt_id, event.checkpoint_id, event.reason, current, now)
             self._publish()
-        elif kind == "request":
-            self._checkpointing.request(event[1], now)
+        elif isinstance(event, CheckpointRequested):
+            self._checkpointing.request(event.request, now)
             self._publish()
-        elif kind == "fail":
-            self._handle(machine.fail_globally(event[1], now))
-        elif kind == "cancel":
+        elif isinstance(event, GlobalFailure):
+            self._handle(machine.fail_globally(event.error, now))
+        elif isinstance(event, CancelRequested):
             self._handle(machine.cancel(now))
-        elif kind == "taskmanager_lost":
-            self._handle(machine.taskmanager_lost(event[1], event[2], now))
+        elif isinstance(event, TaskManagerLost):
+            self._handle(machine.taskmanager_lost(event.taskmanager_id, event.cause, now))
 
     def _locate(self, key: SubtaskKey) -> Optional[tuple[Any, ExecutionAttemptId]]:
         """The TaskExecutor and attempt id of a deployed subtask (for checkpoint messages)."""

@@ -32,7 +32,7 @@ def watch_collect_buffers(dispatcher: Dispatcher, job_id: JobID) -> None:
     from streamkernel.datastream.connectors.collect import CollectSink
 
     stream_graph = dispatcher.request_job_details(job_id).require_job_graph().stream_graph
-    sinks = [node.operator.params.get("sink") for node in stream_graph.sinks]
+    sinks = [getattr(node.operator, "sink", None) for node in stream_graph.sinks]
     buffers = [sink.buffer for sink in sinks if isinstance(sink, CollectSink)]
     if not buffers:
         return

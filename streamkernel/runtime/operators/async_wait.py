@@ -26,7 +26,7 @@ from collections import deque
 from typing import Any, Optional
 
 from streamkernel.datastream.function_async import AsyncFunction
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import AsyncWaitSpec
 from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.operators.contexts import wrap_user_error
 
@@ -53,21 +53,20 @@ class _Entry:
 class AsyncWaitOperator(StreamOperator):
     """Calls ``AsyncFunction.async_invoke`` per record with up to ``capacity`` calls in flight.
 
-    Params: ``timeout`` (ms, for all attempts of a record together; 0: none), ``capacity``,
+    Spec fields: ``timeout`` (ms, for all attempts of a record together; 0: none), ``capacity``,
     ``output_mode`` ("ORDERED" | "UNORDERED"), ``retry_strategy`` (AsyncRetryStrategy or None).
     On timeout, ``async_function.timeout(value)`` gives the results if the user overrode it;
     otherwise the job fails with an error naming the record.
     """
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    def __init__(self, spec: AsyncWaitSpec) -> None:
         super().__init__(spec)
-        params = spec.params
         # PyFlink: a timeout <= 0 means none (only allowed without a retry strategy)
-        self._timeout_s: Optional[float] = params["timeout"] / 1000 if params["timeout"] > 0 else None
-        self._timeout_ms = params["timeout"]
-        self._capacity = int(params.get("capacity", 100))
-        self._ordered = params.get("output_mode", "ORDERED") == "ORDERED"
-        self._retry = params.get("retry_strategy")
+        self._timeout_s: Optional[float] = spec.timeout / 1000 if spec.timeout > 0 else None
+        self._timeout_ms = spec.timeout
+        self._capacity = int(spec.capacity)
+        self._ordered = spec.output_mode == "ORDERED"
+        self._retry = spec.retry_strategy
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._thread: Optional[threading.Thread] = None
         self._completed: "queue.SimpleQueue[tuple[int, Optional[list], Optional[BaseException]]]" = queue.SimpleQueue()

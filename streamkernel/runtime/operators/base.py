@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Protocol
 
 from streamkernel.common.watermark_strategy import MIN_WATERMARK
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import OperatorSpec
 from streamkernel.runtime.operators.key_group_check import KeyGroupCheck
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from streamkernel.datastream.time_domain import TimeDomain
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import (
+    BroadcastProcessSpec,
+    KeyedBroadcastProcessSpec,
+    OperatorSpec,
+    TwoInputSpec,
+)
 from streamkernel.runtime.operators.base import TwoInputStreamOperator
 from streamkernel.runtime.operators.contexts import (
     BroadcastContext,
@@ -43,7 +48,7 @@ class _CoOperator(TwoInputStreamOperator):
     def __init__(self, spec: OperatorSpec) -> None:
         super().__init__(spec)
         self._key_selectors: tuple[Optional[Callable[[Any], Any]], Optional[Callable[[Any], Any]]] = (
-            spec.params.get("key_selector1"), spec.params.get("key_selector2"))
+            (spec.key_selector1, spec.key_selector2) if isinstance(spec, TwoInputSpec) else (None, None))
         self._backend: Any = None
 
     def open(self) -> None:
@@ -198,13 +203,14 @@ class KeyedCoProcessOperator(_KeyedTimersMixin, _CoOperator):
 class BroadcastProcessOperator(_CoOperator):
     """Flink's CoBroadcastWithNonKeyedOperator: input 1 reads the broadcast state, input 2 writes it.
 
-    Broadcast states (``params['broadcast_state_descriptors']``) live in the operator state
+    Broadcast states (``spec.broadcast_state_descriptors``) live in the operator state
     backend (``context.operator_state``, which the task snapshots and restores);
     ``process_element`` gets a ReadOnlyContext whose broadcast state raises on writes.
     """
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    def __init__(self, spec: BroadcastProcessSpec) -> None:
         super().__init__(spec)
+        self._descriptors = spec.broadcast_state_descriptors
         self._side = SideOutputCollector()
         self._states: Optional[BroadcastStates] = None
         self._element_ctx: Any = None
@@ -212,8 +218,7 @@ class BroadcastProcessOperator(_CoOperator):
 
     def _make_contexts(self, timer_service: Any = None, backend: Any = None) -> ReadOnlyBroadcastContext:
         # the task restored the operator state backend before open: take the states now
-        self._states = BroadcastStates(self.context.operator_state,
-                                       self.spec.params.get("broadcast_state_descriptors", ()))
+        self._states = BroadcastStates(self.context.operator_state, self._descriptors)
         self._broadcast_ctx = BroadcastContext(self, self._side, self._states)
         self._element_ctx = ReadOnlyBroadcastContext(self, self._side, self._states,
                                                      timer_service, backend)
@@ -238,14 +243,14 @@ class BroadcastProcessOperator(_CoOperator):
 class KeyedBroadcastProcessOperator(_KeyedTimersMixin, BroadcastProcessOperator):
     """Flink's CoBroadcastWithKeyedOperator: a KeyedBroadcastProcessFunction.
 
-    Input 1 is keyed (``params['key_selector']``): ``process_element`` runs with its key
+    Input 1 is keyed (``spec.key_selector``): ``process_element`` runs with its key
     current, may use keyed state and timers (``on_timer`` with an OnTimerContext). Input 2
     is the broadcast side, with no current key.
     """
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    def __init__(self, spec: KeyedBroadcastProcessSpec) -> None:
         super().__init__(spec)
-        self._key_selectors = (spec.params.get("key_selector"), None)
+        self._key_selectors = (spec.key_selector, None)
 
     def open(self) -> None:
         """Create the "user-timers" timer service and the reused contexts."""

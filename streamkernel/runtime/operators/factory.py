@@ -1,14 +1,14 @@
-"""Operator kinds -> operator classes: how a StreamNode's OperatorSpec becomes a runnable operator."""
+"""Operator specs -> operator classes: how a StreamNode's OperatorSpec becomes a runnable operator."""
 
 from __future__ import annotations
 
 import copy
-import importlib
+import dataclasses
 from typing import TYPE_CHECKING, Any, Optional
 
 from streamkernel.datastream.function_base import Function
 from streamkernel.errors import InvalidProgramError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.runtime.core.registry import lookup, resolve
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.graph.stream_graph import StreamNode
@@ -16,42 +16,43 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["OPERATOR_CLASSES", "create_operator", "subtask_copy"]
 
-# kind -> "module:Class" under streamkernel.runtime.operators (imported on first use)
+_OPS = "streamkernel.runtime.operators"
+
+#: spec class (streamkernel.graph.operator_specs) -> "module:Class" of its operator (imported on first use)
 OPERATOR_CLASSES = {
-    "source": "source:SourceOperator",
-    "map": "simple:MapOperator",
-    "flat_map": "simple:FlatMapOperator",
-    "filter": "simple:FilterOperator",
-    "process": "simple:ProcessOperator",
-    "keyed_process": "keyed:KeyedProcessOperator",
-    "reduce": "keyed:ReduceOperator",
-    "aggregation": "keyed:ReduceOperator",
-    "window": "window:WindowOperator",
-    "count_window": "window:WindowOperator",
-    "co_map": "co:CoMapOperator",
-    "co_flat_map": "co:CoFlatMapOperator",
-    "co_process": "co:CoProcessOperator",
-    "keyed_co_process": "co:KeyedCoProcessOperator",
-    "broadcast_process": "co:BroadcastProcessOperator",
-    "keyed_broadcast_process": "co:KeyedBroadcastProcessOperator",
-    "timestamps_watermarks": "timestamps:TimestampsAndWatermarksOperator",
-    "async_wait": "async_wait:AsyncWaitOperator",
-    "sink": "streamkernel.runtime.sinks.operator:SinkOperator",
+    "SourceSpec": f"{_OPS}.source:SourceOperator",
+    "MapSpec": f"{_OPS}.simple:MapOperator",
+    "FlatMapSpec": f"{_OPS}.simple:FlatMapOperator",
+    "FilterSpec": f"{_OPS}.simple:FilterOperator",
+    "ProcessSpec": f"{_OPS}.simple:ProcessOperator",
+    "KeyedProcessSpec": f"{_OPS}.keyed:KeyedProcessOperator",
+    "ReduceSpec": f"{_OPS}.keyed:ReduceOperator",
+    "AggregationSpec": f"{_OPS}.keyed:ReduceOperator",
+    "WindowSpec": f"{_OPS}.window:WindowOperator",
+    "CoMapSpec": f"{_OPS}.co:CoMapOperator",
+    "CoFlatMapSpec": f"{_OPS}.co:CoFlatMapOperator",
+    "CoProcessSpec": f"{_OPS}.co:CoProcessOperator",
+    "KeyedCoProcessSpec": f"{_OPS}.co:KeyedCoProcessOperator",
+    "BroadcastProcessSpec": f"{_OPS}.co:BroadcastProcessOperator",
+    "KeyedBroadcastProcessSpec": f"{_OPS}.co:KeyedBroadcastProcessOperator",
+    "TimestampsWatermarksSpec": f"{_OPS}.timestamps:TimestampsAndWatermarksOperator",
+    "AsyncWaitSpec": f"{_OPS}.async_wait:AsyncWaitOperator",
+    "SinkSpec": "streamkernel.runtime.sinks.operator:SinkOperator",
 }
 
 
 def create_operator(node: "StreamNode") -> "StreamOperator":
-    """A fresh operator instance for ``node`` (one per subtask)."""
-    target = OPERATOR_CLASSES.get(node.operator.kind)
-    if target is None:
-        raise InvalidProgramError(f"operator {node.name!r}: unknown operator kind {node.operator.kind!r}")
-    module_name, class_name = target.split(":")
-    module = importlib.import_module(module_name if "." in module_name else f"streamkernel.runtime.operators.{module_name}")
+    """A fresh operator instance for ``node`` (one per subtask): its spec with every Function
+    field copied for the subtask (one memo, so Functions shared between fields stay shared)."""
     spec = node.operator
+    target = lookup(OPERATOR_CLASSES, spec, "streamkernel.graph.operator_specs")
+    if target is None:
+        raise InvalidProgramError(f"operator {node.name!r}: unknown operator kind {spec.kind!r}")
+    operator_class = resolve(target)
     memo: dict[int, Any] = {}
-    spec = OperatorSpec(spec.kind, subtask_copy(spec.function, memo),
-                        {k: subtask_copy(v, memo) for k, v in spec.params.items()})
-    return getattr(module, class_name)(spec)
+    spec = dataclasses.replace(spec, **{f.name: subtask_copy(getattr(spec, f.name), memo)
+                                        for f in dataclasses.fields(spec)})
+    return operator_class(spec)
 
 
 def subtask_copy(obj: Any, memo: Optional[dict[int, Any]] = None) -> Any:

@@ -2,7 +2,7 @@
 
 Both read a key_by stream: the task gives them a keyed state backend
 (``context.keyed_backend``) and they set its current key per record from
-``params['key_selector']`` before calling the user's function.
+``spec.key_selector`` before calling the user's function.
 
 ReduceOperator also runs the ``aggregation`` kind (sum/min/max/min_by/max_by): the API
 already made those a ReduceFunction.
@@ -16,7 +16,7 @@ from streamkernel.common.options import ExecutionOptions
 from streamkernel.common.watermark_strategy import MAX_WATERMARK
 from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.time_domain import TimeDomain
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import KeyedSpec
 from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.operators.contexts import (
     KeyedProcessContext,
@@ -128,9 +128,9 @@ class KeyedProcessOperator(StreamOperator):
     ``ctx.timer_service()`` call ``on_timer(timestamp, ctx)`` with that key current.
     """
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    def __init__(self, spec: KeyedSpec) -> None:
         super().__init__(spec)
-        self._key_selector: Callable[[Any], Any] = spec.params["key_selector"]
+        self._key_selector: Callable[[Any], Any] = spec.key_selector  # type: ignore[assignment]  # required
         self._side = SideOutputCollector()
         self._backend: Any = None
         self._ctx: KeyedProcessContext = None  # type: ignore[assignment]
@@ -187,9 +187,9 @@ class ReduceOperator(StreamOperator):
     so a key is checked when it has no running value yet (the branch that exists anyway).
     """
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    def __init__(self, spec: KeyedSpec) -> None:
         super().__init__(spec)
-        self._key_selector: Callable[[Any], Any] = spec.params["key_selector"]
+        self._key_selector: Callable[[Any], Any] = spec.key_selector  # type: ignore[assignment]  # required
         self._reduce: Callable[[Any, Any], Any] = None  # type: ignore[assignment]
         self._table: Optional[dict] = None
         self._state: Any = None

@@ -6,7 +6,7 @@ method bound once in ``open``; timestamps pass through untouched for map. No per
 bookkeeping: when a user function raises, the failing record is found from the position
 of the list iterator (``it.__length_hint__()``), never by re-running anything.
 
-After ``key_by`` (``params['key_selector']``) the operator also sets the keyed backend's
+After ``key_by`` (``spec.key_selector``) the operator also sets the keyed backend's
 current key per record, so RuntimeContext state works; that slower loop runs only then.
 The batch's keys are computed first (:func:`batch_keys`, one key selector call per record)
 and checked against the subtask's key groups in one go; the loop takes them in order.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import OneInputSpec, OperatorSpec
 from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.operators.contexts import (
     NonKeyedTimerService,
@@ -67,9 +67,9 @@ class _OneInputOperator(StreamOperator):
 
     method_name = ""
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    def __init__(self, spec: OneInputSpec) -> None:
         super().__init__(spec)
-        self._key_selector: Optional[Callable[[Any], Any]] = spec.params.get("key_selector")
+        self._key_selector: Optional[Callable[[Any], Any]] = spec.key_selector
         self._call: Callable[..., Any] = None  # type: ignore[assignment]  # bound in open
         self._backend: Any = None
 

@@ -44,7 +44,7 @@ from streamkernel.common.watermark_strategy import (
     TimestampAssigner,
 )
 from streamkernel.errors import InvalidProgramError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SourceSpec
 from streamkernel.runtime.operators.base import OperatorContext, Output, StreamOperator
 from streamkernel.runtime.operators.batch_sorting import is_batch_mode
 from streamkernel.runtime.operators.contexts import wrap_user_error
@@ -83,14 +83,14 @@ def timestamp_extractor(assigner: TimestampAssigner) -> Callable[[Iterator[Any],
 class SourceOperator(StreamOperator):
     """Reads the subtask's share of a Source and emits it with timestamps and watermarks.
 
-    Spec params: ``source`` (a Source) and ``watermark_strategy`` (a WatermarkStrategy or
+    Spec fields: ``source`` (a Source) and ``watermark_strategy`` (a WatermarkStrategy or
     None: no timestamps, no watermarks but the final MAX_WATERMARK).
     """
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    def __init__(self, spec: SourceSpec) -> None:
         super().__init__(spec)
-        self.source = spec.params["source"]
-        self.watermark_strategy = spec.params.get("watermark_strategy")
+        self.source = spec.source
+        self.watermark_strategy = spec.watermark_strategy
         self.reader: Optional[SourceReader] = None
         #: True once the reader finished and MAX_WATERMARK went out
         self.finished = False

@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 
 from streamkernel.common.options import PipelineOptions
 from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK, NoWatermarksGenerator
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import TimestampsWatermarksSpec
 from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.operators.batch_sorting import is_batch_mode
 from streamkernel.runtime.operators.contexts import wrap_user_error
@@ -48,11 +48,11 @@ def _direct_extractor(assigner: Any) -> tuple[Optional[Callable[..., int]], bool
 
 
 class TimestampsAndWatermarksOperator(StreamOperator):
-    """Assigns timestamps and generates watermarks from ``params['watermark_strategy']``."""
+    """Assigns timestamps and generates watermarks from ``spec.watermark_strategy``."""
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    def __init__(self, spec: TimestampsWatermarksSpec) -> None:
         super().__init__(spec)
-        self.strategy = spec.params["watermark_strategy"]
+        self.strategy = spec.watermark_strategy
         self._generator: Any = None
         self._extract: Optional[Callable[..., int]] = None
         self._extract_takes_timestamp = True

@@ -7,7 +7,7 @@ merge it with windows in flight (their contents are merged with ``merge_namespac
 trigger is told with ``on_merge``). A window is **late** when it is an event-time window
 whose cleanup time (``max_timestamp + allowed_lateness``) is <= the current watermark; the
 record skips late windows. Otherwise it is added to the window's state (``reducing``,
-``aggregating`` or ``list``, ``params['window_state']``), the trigger's ``on_element`` is
+``aggregating`` or ``list``, ``spec.window_state``), the trigger's ``on_element`` is
 asked, and FIRE emits the internal window function's results for the window contents
 (stamped with ``window.max_timestamp()``, Flink's TimestampedCollector), PURGE clears the
 contents. A cleanup timer at the cleanup time (event time) or at ``max_timestamp``
@@ -59,7 +59,7 @@ from streamkernel.datastream.window_assigners import MergingWindowAssigner
 from streamkernel.datastream.window_triggers import CountTrigger, PurgingTrigger, TriggerResult
 from streamkernel.datastream.windows import MAX_LONG_VALUE, CountWindow
 from streamkernel.errors import InvalidProgramError, UserFunctionError
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import WindowSpec
 from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.operators.contexts import SideOutputCollector, collect_results, describe_record, wrap_user_error
 from streamkernel.runtime.operators.key_group_check import KeyGroupOwnershipError
@@ -88,7 +88,7 @@ _CONTINUE = TriggerResult.CONTINUE
 
 
 def window_contents_descriptor(window_state: str, function: Any) -> Any:
-    """The descriptor of the ``"window-contents"`` state for ``params['window_state']``."""
+    """The descriptor of the ``"window-contents"`` state for ``WindowSpec.window_state``."""
     if window_state == "reducing":
         return ReducingStateDescriptor(WINDOW_CONTENTS, function)
     if window_state == "aggregating":
@@ -96,7 +96,7 @@ def window_contents_descriptor(window_state: str, function: Any) -> Any:
     if window_state == "list":
         return ListStateDescriptor(WINDOW_CONTENTS)
     raise InvalidProgramError(
-        f"window operator: params['window_state'] must be 'reducing', 'aggregating' or 'list', got {window_state!r}")
+        f"window operator: window_state must be 'reducing', 'aggregating' or 'list', got {window_state!r}")
 
 
 def _is_pass_through(function: Any) -> bool:
@@ -108,23 +108,22 @@ def _is_pass_through(function: Any) -> bool:
 class WindowOperator(StreamOperator):
     """Flink's ``WindowOperator``: windows per key, triggers, allowed lateness, late data.
 
-    Keyed by ``params['key_selector']`` (``window_all``: ``params['non_keyed']``, every
+    Keyed by ``spec.key_selector`` (``window_all``: ``spec.non_keyed``, every
     record has key 0). Its contents, trigger state, merging window sets and count-assigner
     counters are keyed state; its timers live in the ``"window-timers"`` timer service; so
     all of it is checkpointed with the keyed state and timers of the task.
     """
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    def __init__(self, spec: WindowSpec) -> None:
         super().__init__(spec)
-        params = spec.params
-        self.assigner = params["window_assigner"]
-        self.trigger = params["trigger"]
-        self.allowed_lateness = int(params.get("allowed_lateness") or 0)
-        self.late_data_output_tag = params.get("late_data_output_tag")
-        self.window_state_kind: str = params.get("window_state", "list")
-        self.internal_function: InternalWindowFunction = params["internal_window_function"]
-        selector = params.get("key_selector")
-        self.non_keyed = bool(params.get("non_keyed"))
+        self.assigner = spec.window_assigner
+        self.trigger = spec.trigger
+        self.allowed_lateness = int(spec.allowed_lateness or 0)
+        self.late_data_output_tag = spec.late_data_output_tag
+        self.window_state_kind: str = spec.window_state
+        self.internal_function: InternalWindowFunction = spec.internal_window_function
+        selector = spec.key_selector
+        self.non_keyed = bool(spec.non_keyed)
         self.key_of = None if self.non_keyed or selector is None else getattr(selector, "get_key", selector)
         self.is_event_time: bool = self.assigner.is_event_time()
         self._merging = isinstance(self.assigner, MergingWindowAssigner)

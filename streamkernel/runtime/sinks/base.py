@@ -57,7 +57,7 @@ class BatchSinkWriter:
     def input_type(self) -> Any:
         """The declared TypeInformation of the records written (None when not declared)."""
         operator = getattr(self.context.node, "operator", None)
-        return (getattr(operator, "params", None) or {}).get("input_type")
+        return getattr(operator, "input_type", None)
 
     def open(self) -> None:
         """Acquire resources (files, buffers)."""

@@ -1,6 +1,6 @@
 """The sink operator: the end of a chain, writing batches outside the dataflow through a sink writer.
 
-``params['sink']`` (PrintSink, CollectSink, PandasSink, FileSink, CsvSink, a SinkFunction
+``spec.sink`` (PrintSink, CollectSink, PandasSink, FileSink, CsvSink, a SinkFunction
 or a Sink with ``create_writer``) becomes a
 :class:`~streamkernel.runtime.sinks.base.BatchSinkWriter` (``create_sink_writer``); the
 operator feeds it one batch per call. A sink has no output: watermarks stop here (the
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from streamkernel.graph.transformations import OperatorSpec
+from streamkernel.graph.operator_specs import SinkSpec
 from streamkernel.runtime.operators.base import OperatorContext, Output, StreamOperator
 from streamkernel.runtime.sinks import create_sink_writer
 from streamkernel.runtime.sinks.base import BatchSinkWriter
@@ -26,11 +26,11 @@ __all__ = ["SinkOperator"]
 
 
 class SinkOperator(StreamOperator):
-    """Writes every batch it receives with the writer of ``params['sink']``."""
+    """Writes every batch it receives with the writer of ``spec.sink``."""
 
-    def __init__(self, spec: OperatorSpec) -> None:
+    def __init__(self, spec: SinkSpec) -> None:
         super().__init__(spec)
-        self.sink = spec.params["sink"]
+        self.sink = spec.sink
         self.writer: Optional[BatchSinkWriter] = None
 
     def setup(self, context: OperatorContext, output: Output) -> None:

@@ -7,22 +7,24 @@ testing kit) plugs in by defining ``create_reader(subtask_index, parallelism)`` 
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable, Optional
 
 from streamkernel.errors import InvalidProgramError
+from streamkernel.runtime.core.registry import lookup, resolve
 from streamkernel.runtime.sources.base import SourceReader
 
 __all__ = ["SourceReader", "create_reader", "READERS"]
 
-#: Source class name -> "module:ReaderClass" under streamkernel.runtime.sources (imported on first use)
+_SOURCES = "streamkernel.runtime.sources"
+
+#: Source class name (streamkernel.datastream.connectors) -> "module:ReaderClass" (imported on first use)
 READERS = {
-    "CollectionSource": "collection:CollectionReader",
-    "NumberSequenceSource": "number_seq:NumberSequenceReader",
-    "DataGeneratorSource": "datagen:DataGeneratorReader",
-    "FileSource": "files:FileReader",
-    "SocketTextStreamSource": "socket:SocketReader",
-    "MemoryLogSource": "memory_log:MemoryLogReader",
+    "CollectionSource": f"{_SOURCES}.collection:CollectionReader",
+    "NumberSequenceSource": f"{_SOURCES}.number_seq:NumberSequenceReader",
+    "DataGeneratorSource": f"{_SOURCES}.datagen:DataGeneratorReader",
+    "FileSource": f"{_SOURCES}.files:FileReader",
+    "SocketTextStreamSource": f"{_SOURCES}.socket:SocketReader",
+    "MemoryLogSource": f"{_SOURCES}.memory_log:MemoryLogReader",
 }
 
 
@@ -35,12 +37,9 @@ def create_reader(source: Any, subtask_index: int, parallelism: int, *,
     """
     if not 0 <= subtask_index < parallelism:
         raise InvalidProgramError(f"create_reader: subtask_index {subtask_index} is not in 0..{parallelism - 1}")
-    for cls in type(source).__mro__:
-        target = READERS.get(cls.__name__)
-        if target is not None and cls.__module__.startswith("streamkernel.datastream.connectors"):
-            module_name, class_name = target.split(":")
-            module = importlib.import_module(f"streamkernel.runtime.sources.{module_name}")
-            return getattr(module, class_name)(source, subtask_index, parallelism, now_ms)
+    target = lookup(READERS, source, "streamkernel.datastream.connectors")
+    if target is not None:
+        return resolve(target)(source, subtask_index, parallelism, now_ms)
     factory = getattr(source, "create_reader", None)
     if callable(factory):
         reader = factory(subtask_index, parallelism)

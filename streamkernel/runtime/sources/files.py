@@ -29,7 +29,6 @@ not change while the job runs.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import os
 import zlib
@@ -38,16 +37,17 @@ from typing import Any, Callable, Hashable, Optional
 
 from streamkernel.datastream.connectors.file_system import FileSource
 from streamkernel.errors import InvalidProgramError
+from streamkernel.runtime.core.registry import lookup, resolve
 from streamkernel.runtime.sources.base import DEFAULT_POLL_DELAY_SECONDS, Batch, SourceReader
 
 __all__ = ["FileReader", "FormatReader", "SplitCursor", "TextLineFormatReader", "list_files", "format_reader",
            "FORMAT_READERS"]
 
-#: format class name -> "module:FormatReaderClass" under streamkernel.runtime.sources
+#: format class name (streamkernel.datastream) -> "module:FormatReaderClass" (imported on first use)
 FORMAT_READERS = {
-    "CsvReaderFormat": "csv:CsvFormatReader",
-    "ParquetColumnarRowInputFormat": "parquet:ParquetFormatReader",
-    "StreamFormat": "files:TextLineFormatReader",
+    "CsvReaderFormat": "streamkernel.runtime.sources.csv:CsvFormatReader",
+    "ParquetColumnarRowInputFormat": "streamkernel.runtime.sources.parquet:ParquetFormatReader",
+    "StreamFormat": "streamkernel.runtime.sources.files:TextLineFormatReader",
 }
 
 
@@ -140,14 +140,9 @@ class TextLineFormatReader(FormatReader):
 
 def format_reader(stream_format: Any, where: str) -> FormatReader:
     """The format reader of a FileSource's StreamFormat or BulkFormat (``where`` names the subtask in errors)."""
-    for cls in type(stream_format).__mro__:
-        target = FORMAT_READERS.get(cls.__name__)
-        if target is not None and cls.__module__.startswith("streamkernel.datastream"):
-            if cls.__name__ == "StreamFormat" and stream_format.kind != "text_line":
-                break
-            module_name, class_name = target.split(":")
-            module = importlib.import_module(f"streamkernel.runtime.sources.{module_name}")
-            return getattr(module, class_name)(stream_format, where)
+    target = lookup(FORMAT_READERS, stream_format, "streamkernel.datastream")
+    if target is not None and not (target == FORMAT_READERS["StreamFormat"] and stream_format.kind != "text_line"):
+        return resolve(target)(stream_format, where)
     raise InvalidProgramError(f"{where}: cannot read files in format {stream_format!r}; streamkernel reads "
                               f"StreamFormat.text_line_format(), CsvReaderFormat and ParquetColumnarRowInputFormat")
 

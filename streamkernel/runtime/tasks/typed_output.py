@@ -85,7 +85,7 @@ def typed_output(inner: Output, operator: Any, type_info: Any, side_tags: Iterab
     A source whose records already are values of its own produced type
     (``Source.emits_produced_type``, e.g. NumberSequenceSource's ints) is not converted.
     """
-    source = operator.spec.params.get("source") if operator.spec.kind == "source" else None
+    source = getattr(operator.spec, "source", None) if operator.spec.is_source else None
     if source is not None and getattr(source, "emits_produced_type", False) \
             and source.get_produced_type() == type_info:
         type_info = None
