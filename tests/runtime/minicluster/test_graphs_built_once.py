@@ -12,17 +12,7 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.graph import execution_graph as execution_graph_module
 from streamkernel.graph import job_graph as job_graph_module
 from streamkernel.runtime.minicluster import client as _client  # noqa: F401 - imported before patching (it is imported lazily)
-from streamkernel.runtime.minicluster.minicluster import MiniCluster, current_cluster, set_current_cluster
-
-
-@pytest.fixture(autouse=True)
-def _no_current_cluster():
-    set_current_cluster(None)
-    yield
-    leftover = current_cluster()
-    if leftover is not None:
-        leftover.stop()
-    set_current_cluster(None)
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
 
 @pytest.fixture

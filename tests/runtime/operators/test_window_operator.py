@@ -4,10 +4,9 @@ errors and checkpoints of the fast path."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import random
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common.watermark_strategy import MAX_WATERMARK
@@ -30,10 +29,6 @@ from streamkernel.datastream.window import (
 from streamkernel.errors import InvalidProgramError, UserFunctionError
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 OperatorHarness = harness.OperatorHarness
 
 

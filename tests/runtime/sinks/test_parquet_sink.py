@@ -10,12 +10,12 @@ same through the JobMaster's restarts.
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import random
 import re
 from typing import Any, Callable, Optional
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common import Configuration, Types, WatermarkStrategy
@@ -32,10 +32,6 @@ from streamkernel.testing import Fail, Pause, ScriptedSource
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 CHECKPOINTING = {"execution.checkpointing.interval": "1 s"}
 ROW = Types.ROW_NAMED(["id", "word"], [Types.LONG(), Types.STRING()])

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import csv
 import datetime
-import importlib.util
 import os
 import pathlib
 import re
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common.serialization import Encoder
@@ -23,11 +23,6 @@ from streamkernel.datastream.connectors import (
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.errors import InvalidProgramError, UserFunctionError
 from streamkernel.graph.operator_specs import SinkSpec
-
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 CHECKPOINTING = {"execution.checkpointing.interval": "10 s"}
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common.time import Duration
@@ -12,10 +10,6 @@ from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK,
 from streamkernel.errors import UserFunctionError
 from streamkernel.graph.operator_specs import TimestampsWatermarksSpec
 
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 OperatorHarness = harness.OperatorHarness
 
 

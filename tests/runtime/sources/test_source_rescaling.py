@@ -10,10 +10,10 @@ the snapshot plus what the new subtasks read must be every record exactly once.
 from __future__ import annotations
 
 import collections
-import importlib.util
 import pathlib
 from typing import Any, Callable, Optional
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common import Configuration, WatermarkStrategy
@@ -34,11 +34,6 @@ from streamkernel.graph.operator_specs import SourceSpec
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.runtime.sources.base import owned_splits
 from streamkernel.testing import Gate, GatedSource, ScriptedSource, wait_until
-
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 BATCH = 3
 

@@ -3,10 +3,10 @@ FileSource's hidden-file rule (Flink's DefaultFileFilter) for paths given explic
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import re
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common.serialization import Encoder
@@ -22,11 +22,6 @@ from streamkernel.runtime.sinks.part_files import (
     remove_written_after,
 )
 from streamkernel.runtime.sources.files import list_files
-
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 
 def test_bucket_uuids_are_version_4_uuids_derived_from_the_seed() -> None:

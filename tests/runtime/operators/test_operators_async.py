@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import pathlib
 import threading
 import time
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.datastream.function_async import AsyncFunction, AsyncRetryStrategy
@@ -15,10 +14,6 @@ from streamkernel.errors import UserFunctionError
 from streamkernel.graph.operator_specs import AsyncWaitSpec
 from streamkernel.testing import wait_until
 
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 OperatorHarness = harness.OperatorHarness
 
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import pickle
 import threading
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common.watermark_strategy import MAX_WATERMARK, WatermarkStrategy
@@ -16,11 +15,6 @@ from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.operator_specs import SourceSpec
 from streamkernel.runtime.sources import create_reader
 from streamkernel.testing import wait_until
-
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 
 def filled_log(partitions: int = 3, per_partition: int = 4) -> MemoryLog:

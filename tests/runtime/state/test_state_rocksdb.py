@@ -4,13 +4,13 @@ raw dicts (the shared state semantics are tested for both backends in test_state
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import pathlib
 import random
 import sys
 import types
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common import Duration, WatermarkStrategy
@@ -34,11 +34,6 @@ from streamkernel.runtime.core.clock import ManualClock, SystemClock
 from streamkernel.runtime.state.factory import create_keyed_backend
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 from streamkernel.runtime.state.rocksdb import RocksDBKeyedStateBackend
-
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 MAX_P = 128
 ROCKSDB = {"state.backend.type": "rocksdb"}

@@ -11,12 +11,12 @@ checkpoints) duplicates are possible, and the tests say so.
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import random
 import re
 from typing import Any, Callable, Optional
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common import Configuration, WatermarkStrategy
@@ -27,11 +27,6 @@ from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.operator_specs import SinkSpec
 from streamkernel.runtime.sinks.transactions import SinkTransactions
 from streamkernel.testing import Fail, Pause, ScriptedSource
-
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 CHECKPOINTING = {"execution.checkpointing.interval": "1 s"}
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
 import pickle
 import threading
 import time
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common.types import Row
@@ -25,11 +24,6 @@ from streamkernel.datastream.connectors.pandas import records_to_dataframe
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.errors import InvalidProgramError, UserFunctionError
 from streamkernel.graph.operator_specs import SinkSpec
-
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 TIMEOUT_S = 10.0
 

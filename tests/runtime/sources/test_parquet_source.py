@@ -11,10 +11,10 @@ from __future__ import annotations
 import collections
 import datetime
 import decimal
-import importlib.util
 import pathlib
 from typing import Any, Optional
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common import Types, WatermarkStrategy
@@ -30,10 +30,6 @@ from streamkernel.graph.operator_specs import SourceSpec
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 BATCH = 4
 ROW = Types.ROW_NAMED(["id", "name"], [Types.LONG(), Types.STRING()])

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.datastream.function_base import CoFlatMapFunction, CoMapFunction
@@ -29,10 +27,6 @@ from streamkernel.graph.operator_specs import (
 )
 from streamkernel.runtime.state.operator_state import DefaultOperatorStateBackend
 
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 OperatorHarness = harness.OperatorHarness
 
 by_first = KeySelectorWrapper(lambda r: r[0])

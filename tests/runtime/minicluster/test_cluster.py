@@ -26,7 +26,7 @@ from streamkernel.runtime.resourcemanager.resource_manager import (
     TaskManagerLostError,
 )
 from streamkernel.runtime.core.metrics import TaskMetrics
-from streamkernel.runtime.minicluster.minicluster import MiniCluster, current_cluster, set_current_cluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster, current_cluster
 from streamkernel.runtime.taskmanager.gateway import (
     AllocatedSlot,
     TaskExecutionState,
@@ -137,15 +137,6 @@ def cluster(taskmanagers: int = 1, slots: int = 2, scripts: Optional[Scripts] = 
             configuration: Optional[dict] = None) -> MiniCluster:
     return MiniCluster(taskmanagers, slots, configuration=configuration, task_factory=scripts or Scripts(),
                        shuffle=RecordingShuffle())
-
-
-@pytest.fixture(autouse=True)
-def _no_current_cluster():
-    yield
-    leftover = current_cluster()
-    if leftover is not None:
-        leftover.stop()
-    set_current_cluster(None)
 
 
 # ----------------------------------------------------------------------- the cluster

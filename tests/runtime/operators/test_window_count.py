@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 
 from streamkernel.common.watermark_strategy import MAX_WATERMARK
 from streamkernel.datastream.function_base import AggregateFunction
@@ -12,10 +11,6 @@ from streamkernel.datastream.stream_execution_environment import StreamExecution
 from streamkernel.datastream.window import CountTrigger, CountTumblingWindowAssigner, CountWindow, PurgingTrigger
 from streamkernel.datastream.windows import MAX_LONG_VALUE
 
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 OperatorHarness = harness.OperatorHarness
 
 

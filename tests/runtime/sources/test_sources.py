@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 
+import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.path: conftest.py)
 import pytest
 
 from streamkernel.common.time import Duration
@@ -23,11 +23,6 @@ from streamkernel.graph.operator_specs import SourceSpec
 from streamkernel.runtime.core.clock import ManualClock
 from streamkernel.runtime.sources import SourceReader, create_reader
 from streamkernel.runtime.sources.base import split_range
-
-_spec = importlib.util.spec_from_file_location(
-    "operator_harness", pathlib.Path(__file__).with_name("operator_harness.py"))
-harness = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(harness)
 
 
 def drain(reader: SourceReader, max_records: int = 7, limit: int = 10_000) -> list:

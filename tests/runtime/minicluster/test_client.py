@@ -15,19 +15,9 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors import DataGeneratorSource
 from streamkernel.errors import CheckpointFailedError, JobExecutionError, NotEnoughSlotsError, UserFunctionError
 from streamkernel.runtime.minicluster.client import transient_cluster_for
-from streamkernel.runtime.minicluster.minicluster import MiniCluster, current_cluster, set_current_cluster
+from streamkernel.runtime.minicluster.minicluster import MiniCluster, current_cluster
 from streamkernel.testing import wait_until
 
-
-
-@pytest.fixture(autouse=True)
-def _no_current_cluster():
-    set_current_cluster(None)
-    yield
-    leftover = current_cluster()
-    if leftover is not None:
-        leftover.stop()
-    set_current_cluster(None)
 
 
 def _env(parallelism: int = 2) -> StreamExecutionEnvironment:
