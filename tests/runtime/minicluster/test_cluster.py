@@ -33,6 +33,7 @@ from streamkernel.runtime.taskmanager.gateway import (
     TaskExecutorGateway,
     TaskExecutorStoppedError,
 )
+from streamkernel.runtime.dispatcher.gateway import DispatcherGateway
 from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway
 from streamkernel.runtime.jobmaster.gateway import JobMasterGateway
 from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
@@ -286,6 +287,7 @@ def test_the_components_implement_their_gateways() -> None:
     with cluster() as c:
         client = c.submit(graph("gateways", 1))
         assert isinstance(c.resource_manager, ResourceManagerGateway)
+        assert isinstance(c.dispatcher, DispatcherGateway)
         assert isinstance(c.dispatcher.job_master(client.get_job_id()), JobMasterGateway)
         tm_id = c.resource_manager.taskmanager_ids[0]
         assert isinstance(c.resource_manager.task_executor_gateway(tm_id), TaskExecutorGateway)
