@@ -21,13 +21,13 @@ deleted at the end.
 * (b) Checkpoint duration and size for ``K`` keys (100,000) of ValueState on the
   ``hashmap`` and ``rocksdb`` backends: a keyed job puts every key into state, its source
   then idles (the job keeps running), and ``R`` checkpoints are triggered one after the
-  other (``MiniCluster.trigger_checkpoint``). Duration (trigger to completion) and size
+  other (``MiniCluster.checkpoints.trigger_checkpoint``). Duration (trigger to completion) and size
   (bytes the subtasks stored) come from the job's checkpoint history; the keyed task's
   time on each checkpoint and the checkpoint folder's bytes on disk are printed too.
 * (c) Recovery from a killed TaskManager: two TaskManagers of one slot; a paced unbounded
   job (rate-limited generator, key_by, running reduce, sink) runs at parallelism 1 on one
   of them, checkpointing every second; after a checkpoint completed, its TaskManager is
-  killed (``MiniCluster.kill_taskmanager``). The clock runs from the kill to the first
+  killed (``MiniCluster.failures.kill_taskmanager``). The clock runs from the kill to the first
   record of the restarted attempt at the sink, with the steps between: detected (missed
   heartbeats -> job RESTARTING), deployed (restart backoff over), running (state restored,
   every subtask RUNNING). The local backend's default heartbeats are used, with two
@@ -274,8 +274,8 @@ def bench_checkpoint_cost(backend: str, keys: int, repeat: int, tmp: str) -> Che
         _wait_until(lambda: seen[0] >= keys, f"{keys} keys in state", step=0.01)
         for _ in range(repeat):
             work.take()
-            path = cluster.trigger_checkpoint(job_id)
-            [row] = [r for r in cluster.checkpoint_history(job_id) if r["path"] == path]
+            path = cluster.checkpoints.trigger_checkpoint(job_id)
+            [row] = [r for r in cluster.checkpoints.checkpoint_history(job_id) if r["path"] == path]
             result.durations_ms.append(row["duration_ms"])
             result.sizes.append(row["state_size"])
             result.disk_bytes.append(_dir_bytes(path))
@@ -332,7 +332,7 @@ def bench_recovery(strategy: dict, interval_ms: int, tmp: str, rate: int = 2000)
                     "the first completed checkpoint", step=0.01)
         [taskmanager] = {s.taskmanager_id for s in client.get_job_details().subtasks}
         killed_at = time.time()
-        cluster.kill_taskmanager(taskmanager)
+        cluster.failures.kill_taskmanager(taskmanager)
         _wait_until(lambda: arrivals[-1][1] >= 1, "the restarted attempt's first record")
         first = min(t for t, attempt in list(arrivals) if attempt >= 1)
         _wait_until(lambda: all(s.state.value == "RUNNING" for s in client.get_job_details().subtasks),

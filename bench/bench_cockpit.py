@@ -7,7 +7,7 @@ reduce, parallelism 1, a bounded collection source) runs on a local MiniCluster 
 TaskManager, two slots), alternately without any view and with what ``%%flink --submit``
 shows: the cluster view and the full job dashboard (JobGraph drawn by graphviz every 2 s,
 vertex and subtask tables with sparklines, checkpoint panel, results), both redrawn by the
-cluster's refresher 4 times a second from ``MiniCluster.snapshot()``. The widgets are real
+cluster's refresher 4 times a second from ``MiniCluster.inspection.snapshot()``. The widgets are real
 ipywidgets (without a frontend their updates go nowhere, which is also what a closed
 browser tab costs). W2's 1,000,000 records last under a second, barely four refreshes, so
 the records are scaled (``--records``, 4,000,000 by default). Target: the throughput with

@@ -98,5 +98,5 @@ def _run_on_cluster(parallelism: int) -> int:
         _section("Metrics per subtask")
         columns = ["vertex", "subtask", "state", "records_in", "records_out", "busy", "backpressured"]
         with pd.option_context("display.width", 160, "display.max_colwidth", 48):
-            print(pd.DataFrame(metric_rows(cluster.snapshot()))[columns].to_string(index=False))
+            print(pd.DataFrame(metric_rows(cluster.inspection.snapshot()))[columns].to_string(index=False))
     return 0

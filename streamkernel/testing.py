@@ -17,7 +17,7 @@ a count of results) with a deadline, and fails naming what it waited for: tests 
 what they need instead of sleeping and hoping the machine was fast enough.
 
 A Gate makes recovery tests deterministic: put one after the records that must flow
-before a failure is injected, inject the failure (``MiniCluster.fail_operator``,
+before a failure is injected, inject the failure (``MiniCluster.failures.fail_operator``,
 ``kill_taskmanager``, a savepoint), then open the gate. Without it a fast job may end
 before the failure, and the test races the job::
 

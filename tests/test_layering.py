@@ -230,3 +230,9 @@ def test_import_streamkernel_loads_no_heavy_dependency() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_tests_of_the_runtime_mirror_its_packages() -> None:
+    tests = pathlib.Path(__file__).resolve().parent / "runtime"
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert folders <= set(RUNTIME_ORDER), sorted(folders - set(RUNTIME_ORDER))

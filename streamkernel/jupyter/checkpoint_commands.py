@@ -1,6 +1,6 @@
 """The checkpoint subcommands of ``%flink``: checkpoint, savepoint, restore, checkpoints.
 
-Thin calls into the cluster's public API (``MiniCluster.trigger_checkpoint``,
+Thin calls into the cluster's public API (``MiniCluster.checkpoints.trigger_checkpoint``,
 ``trigger_savepoint``, ``stop_with_savepoint``, ``checkpoint_history``) and into the
 environment (restoring is submitting the dataflow with ``execution.state-recovery.path``).
 
@@ -47,7 +47,7 @@ class CheckpointCommands:
         """``%flink checkpoint [JOB]``: take a checkpoint now and wait for it."""
         cluster = self.cluster_commands.cluster_or_usage("checkpoint")
         job = self.cluster_commands.running_job(cluster, args.job, "checkpoint")
-        path = self._call(cluster.trigger_checkpoint, "checkpoint", job.job_id)
+        path = self._call(cluster.checkpoints.trigger_checkpoint, "checkpoint", job.job_id)
         self.cluster_commands.session.shell.push({"checkpoint": path})
         print(f"Checkpoint of job {job.name!r} completed: {path} (bound to `checkpoint`)")
 
@@ -55,7 +55,7 @@ class CheckpointCommands:
         """``%flink savepoint [JOB] [--dir D] [--stop]``: take a savepoint (and stop the job)."""
         cluster = self.cluster_commands.cluster_or_usage("savepoint")
         job = self.cluster_commands.running_job(cluster, args.job, "savepoint")
-        call = cluster.stop_with_savepoint if args.stop else cluster.trigger_savepoint
+        call = cluster.checkpoints.stop_with_savepoint if args.stop else cluster.checkpoints.trigger_savepoint
         path = self._call(call, "savepoint", job.job_id, args.dir)
         self.cluster_commands.session.shell.push({"savepoint": path})
         stopped = " and stopped the job" if args.stop else ""
@@ -131,7 +131,7 @@ class CheckpointCommands:
 
         rows, acks = [], []
         for job in jobs:
-            history = cluster.checkpoint_history(job.job_id)
+            history = cluster.checkpoints.checkpoint_history(job.job_id)
             rows += [history_row(job.name, row) for row in history]
             latest = next((row for row in history if row["status"] == "COMPLETED"), None)
             if latest is not None:

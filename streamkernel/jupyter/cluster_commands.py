@@ -97,7 +97,7 @@ class ClusterCommands:
         cluster = self.cluster_or_usage("cluster")
         rows = [{"taskmanager": tm.index + 1, "slot": slot.slot_id.slot_index + 1,
                  "job": slot.job_name or "", "subtasks": ", ".join(slot.tasks)}
-                for tm in cluster.taskmanagers for slot in tm.slots]
+                for tm in cluster.inspection.taskmanagers for slot in tm.slots]
         self.display(_frame(rows, ["taskmanager", "slot", "job", "subtasks"]))
 
     def cluster_or_usage(self, command: str) -> Any:
@@ -152,12 +152,12 @@ class ClusterCommands:
         if target.isdigit():
             target = f"TM{int(target)}"  # the notebook counts TaskManagers from 1, as the slot table does
         try:
-            killed = cluster.kill_taskmanager(target)
+            killed = cluster.failures.kill_taskmanager(target)
         except KeyError as exc:
             raise UsageError(f"%flink kill-taskmanager: {exc.args[0] if exc.args else exc}") from None
         print(_kill_story(cluster.backend, killed, cluster.taskmanager_backend.replaces_lost))
         if args.replace:
-            print(f"Started {cluster.add_taskmanager()} as a replacement.")
+            print(f"Started {cluster.failures.add_taskmanager()} as a replacement.")
 
     def fail(self, args: argparse.Namespace) -> None:
         """``%flink fail OPERATOR``: inject an exception into an operator's running subtasks."""
@@ -167,7 +167,7 @@ class ClusterCommands:
         job = self.running_job(cluster, args.job, "fail")
         subtask = None if args.subtask is None else args.subtask - 1  # the option counts from 1, the API from 0
         try:
-            failed = cluster.fail_operator(job.job_id, args.operator, subtask)
+            failed = cluster.failures.fail_operator(job.job_id, args.operator, subtask)
         except NoSuchSubtaskError as exc:
             raise UsageError(f"%flink fail: operator {exc.operator!r} of {exc.job} runs {exc.parallelism} "
                              f"subtask(s), 1..{exc.parallelism} (--subtask counts from 1, as subtask names do); "
@@ -202,7 +202,7 @@ class ClusterCommands:
         if args.job is not None and not matching_jobs(cluster.jobs(), args.job, "metrics"):
             raise UsageError(f"%flink metrics: no job matches {args.job!r} (by id, id prefix or name); "
                              f"jobs: {_listing(cluster.jobs())}")
-        self.display(_frame(metric_rows(cluster.snapshot(), args.job)))
+        self.display(_frame(metric_rows(cluster.inspection.snapshot(), args.job)))
 
 
 def _listing(jobs: list[Any]) -> str:

@@ -53,7 +53,7 @@ class CockpitCommands:
         from streamkernel.jupyter.widgets.text import cluster_text
 
         if not self.live:
-            print(cluster_text(cluster_model(cluster.snapshot())))
+            print(cluster_text(cluster_model(cluster.inspection.snapshot())))
             return None
         from streamkernel.jupyter.widgets.cockpit import ClusterView
         from streamkernel.jupyter.widgets.refresher import refresher_for
@@ -72,7 +72,7 @@ class CockpitCommands:
             from streamkernel.jupyter.widgets.cockpit import results_frame
             from streamkernel.jupyter.widgets.text import checkpoints_frame, job_text
 
-            job = find_job(cluster.snapshot(), job_id)
+            job = find_job(cluster.inspection.snapshot(), job_id)
             if job is None:  # the callers resolved job_id on this cluster: it cannot be gone
                 raise UsageError(f"%flink: the cluster has no job {job_id!r}")
             model = job_model(job)

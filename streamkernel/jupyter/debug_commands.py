@@ -1,7 +1,7 @@
 """The debugging subcommands of ``%flink``: look at what a running job does, without stopping it.
 
 * ``%flink peek OPERATOR [--job JOB] [-n N] [--seconds S]``: the last records an operator
-  emits (every running subtask, for a moment: :meth:`MiniCluster.peek`), as a DataFrame
+  emits (every running subtask, for a moment: :meth:`MiniCluster.inspection.peek`), as a DataFrame
   with the subtask, the record and its timestamp.
 * ``%flink state [JOB] OPERATOR [--key K] [--state NAME]``: the operator's keyed state as a
   DataFrame, read from a savepoint taken for the purpose (a consistent snapshot of every
@@ -44,7 +44,7 @@ class DebugCommands:
         cluster = self.cluster_commands.cluster_or_usage("peek")
         job = self.cluster_commands.running_job(cluster, args.job, "peek")
         try:
-            rows = cluster.peek(job.job_id, args.operator, args.n, args.seconds)
+            rows = cluster.inspection.peek(job.job_id, args.operator, args.n, args.seconds)
         except ValueError as error:
             raise UsageError(f"%flink peek: {error}") from None
         frame = pd.DataFrame([{"subtask": name, "record": record, "timestamp": ts} for name, record, ts in rows],
@@ -66,7 +66,7 @@ class DebugCommands:
         directory = tempfile.mkdtemp(prefix="streamkernel-state-")
         try:
             try:
-                path = cluster.trigger_savepoint(job.job_id, directory)
+                path = cluster.checkpoints.trigger_savepoint(job.job_id, directory)
             except (RuntimeError, TimeoutError, ValueError) as error:
                 raise UsageError(f"%flink state: could not snapshot job {job.name!r}: {error}") from None
             view = read_checkpoint(path)

@@ -46,7 +46,7 @@ def test_start_with_the_process_backend_runs_jobs_in_child_processes_and_stop_en
     cluster = ip.user_ns["cluster"]
     assert cluster.backend == "process"
     assert list(shown[-1]["taskmanager"]) == [1, 2]  # the slot table, one slot per TaskManager
-    pids = {cluster.describe_taskmanager(tm)["pid"] for tm in ("taskmanager-1", "taskmanager-2")}
+    pids = {cluster.inspection.describe_taskmanager(tm)["pid"] for tm in ("taskmanager-1", "taskmanager-2")}
     assert len(pids) == 2 and os.getpid() not in pids and pids <= set(_child_pids())
     ip.run_cell(COUNT_CELL, store_history=False).raise_error()
     assert ip.user_ns["totals"] == {f"w{i}": 100 for i in range(7)}
@@ -59,7 +59,7 @@ def test_kill_taskmanager_on_the_process_backend_kills_its_process_and_a_new_one
     ip, _ = shell
     ip.run_line_magic("flink", "start --backend process --taskmanagers 2 --slots 1")
     cluster = ip.user_ns["cluster"]
-    victim = cluster.describe_taskmanager("taskmanager-1")["pid"]
+    victim = cluster.inspection.describe_taskmanager("taskmanager-1")["pid"]
     capsys.readouterr()
     ip.run_line_magic("flink", "kill-taskmanager 1")
     out = capsys.readouterr().out
@@ -70,7 +70,7 @@ def test_kill_taskmanager_on_the_process_backend_kills_its_process_and_a_new_one
                message="a new TaskManager to replace taskmanager-1")
     live = sorted(cluster.taskmanager_backend.live_ids())
     assert len(live) == 2 and "taskmanager-1" not in live
-    assert victim not in {cluster.describe_taskmanager(tm)["pid"] for tm in live}
+    assert victim not in {cluster.inspection.describe_taskmanager(tm)["pid"] for tm in live}
     ip.run_cell(COUNT_CELL, store_history=False).raise_error()  # jobs run on the replacement
     assert ip.user_ns["totals"] == {f"w{i}": 100 for i in range(7)}
 

@@ -257,7 +257,7 @@ def test_fail_and_kill_taskmanager_recover_from_the_latest_checkpoint_with_exact
     assert ip.user_ns["latest"] == collections.Counter(WORDS[:200])  # restored, not counted twice
 
     cluster = ip.user_ns["cluster"]
-    busy = next(tm.index + 1 for tm in cluster.taskmanagers if any(s.job_id for s in tm.slots))
+    busy = next(tm.index + 1 for tm in cluster.inspection.taskmanagers if any(s.job_id for s in tm.slots))
     usage_error(ip, "kill-taskmanager 9", "no live TaskManager 'TM9'")
     ip.run_line_magic("flink", f"kill-taskmanager {busy} --replace")
     usage_error(ip, f"kill-taskmanager {busy}", f"no live TaskManager 'TM{busy}'")

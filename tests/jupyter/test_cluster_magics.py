@@ -84,7 +84,7 @@ def test_kill_taskmanager_and_fail_inject_failures_the_job_recovers_from(shell) 
                message="the job to be RUNNING after its first restart")
     with pytest.raises(UsageError, match="no operator|Work"):
         ip.run_line_magic("flink", "fail NoSuchOperator")
-    taskmanager = next(i for i, row in enumerate(ip.user_ns["cluster"].taskmanagers) if any(s.job_id for s in row.slots))
+    taskmanager = next(i for i, row in enumerate(ip.user_ns["cluster"].inspection.taskmanagers) if any(s.job_id for s in row.slots))
     ip.run_line_magic("flink", f"kill-taskmanager {taskmanager + 1} --replace")
     wait_until(lambda: client.get_job_details().num_restarts == 2 and client.get_job_status().result().name == "RUNNING",
                message="the job to be RUNNING after its second restart")

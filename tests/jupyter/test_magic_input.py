@@ -120,7 +120,7 @@ def test_metrics_of_an_unknown_job_is_an_error_naming_it(shell) -> None:
     message = _usage_error(ip, "metrics nosuchjob")
     assert "no job matches 'nosuchjob'" in message
     with pytest.raises(KeyError, match="no job 'nosuchjob'"):
-        metric_rows(current_cluster().snapshot(), "nosuchjob")
+        metric_rows(current_cluster().inspection.snapshot(), "nosuchjob")
 
 
 @pytest.mark.parametrize("seconds", ["-1", "0", "nan", "inf", "soon"])
@@ -132,7 +132,7 @@ def test_peek_refuses_seconds_that_are_not_positive(seconds: str) -> None:
 @pytest.mark.parametrize("seconds", [-1, 0, float("nan"), float("inf"), True])
 def test_minicluster_peek_refuses_seconds_that_are_not_positive(seconds: Any) -> None:
     with pytest.raises(ValueError, match="peek: seconds must be a number > 0"):
-        MiniCluster(1, 1).peek("00" * 16, "Work", 20, seconds)
+        MiniCluster(1, 1).inspection.peek("00" * 16, "Work", 20, seconds)
 
 
 def test_parallelism_options_are_bounded_by_the_max_parallelism() -> None:

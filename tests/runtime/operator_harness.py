@@ -1,11 +1,7 @@
 """A test harness for one operator: the task's part played by hand (Flink's OneInputStreamOperatorTestHarness).
 
-Not a test module (no ``test_`` prefix). Load it from a test with::
-
-    import importlib.util, pathlib
-    _path = pathlib.Path(__file__).with_name("operator_harness.py")
-    _spec = importlib.util.spec_from_file_location("operator_harness", _path)
-    harness = importlib.util.module_from_spec(_spec); _spec.loader.exec_module(harness)
+Not a test module (no ``test_`` prefix). A test anywhere under tests/runtime loads it with
+``import operator_harness as harness`` (``tests/runtime/conftest.py`` puts it on the path).
 
 ``OperatorHarness(spec, keyed=True)`` sets up the operator like a Task would (context with a
 manual clock, a heap keyed backend, timer services listed on the operator, an operator state

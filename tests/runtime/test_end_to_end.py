@@ -49,7 +49,7 @@ def _metric(snapshot: dict, prefix: str, name: str) -> int:
 
 
 def _records_out(cluster: MiniCluster, prefix: str) -> int:
-    return _metric(cluster.snapshot(), prefix, "records_out")
+    return _metric(cluster.inspection.snapshot(), prefix, "records_out")
 
 
 def _if(test, value):
@@ -190,7 +190,7 @@ def test_a_slow_sink_backpressures_an_unbounded_source_and_memory_stays_bounded(
         env.from_source(DataGeneratorSource(lambda i: i, count=None), WatermarkStrategy.no_watermarks(), "gen") \
             .rebalance().add_sink(slow).set_parallelism(1)
         client = env.execute_async("backpressured")
-        snapshot = wait_until(lambda: _if(lambda s: _metric(s, "Source", "backpressured_ns") > 0, cluster.snapshot()),
+        snapshot = wait_until(lambda: _if(lambda s: _metric(s, "Source", "backpressured_ns") > 0, cluster.inspection.snapshot()),
                               message="the source to be backpressured")
         client.cancel().result(timeout=60)
     subtasks = _subtask_metrics(snapshot)
@@ -235,7 +235,7 @@ def test_latency_markers_reach_the_sinks_and_become_samples() -> None:
         client = env.execute_async("latency")
 
         def latency_samples() -> dict:
-            snapshot = cluster.snapshot()
+            snapshot = cluster.inspection.snapshot()
             return {s["name"]: (s.get("metrics") or {}).get("latency_ms") for j in snapshot["jobs"]
                     for v in j["vertices"] for s in v["subtasks"]}
 

@@ -78,7 +78,7 @@ def _running_counts(stream):
 def test_taskmanagers_are_spark_tasks_in_python_workers(cluster):
     ids = sorted(cluster._backend.live_ids())
     assert ids == ["taskmanager-1", "taskmanager-2"]
-    described = [cluster.describe_taskmanager(tm) for tm in ids]
+    described = [cluster.inspection.describe_taskmanager(tm) for tm in ids]
     assert {d["backend"] for d in described} == {"spark"}
     assert {d["spark_partition"] for d in described} == {0, 1}
     pids = {d["pid"] for d in described}
@@ -131,11 +131,11 @@ def test_a_killed_taskmanager_is_relaunched_by_spark_and_the_job_ends_with_failu
     kit.wait_until(lambda: latest, timeout=60)
     jobs = [j for j in cluster.jobs() if j.status is JobStatus.RUNNING]
     assert len(jobs) == 1
-    killed = cluster.describe_taskmanager("taskmanager-1")
-    assert cluster.kill_taskmanager("taskmanager-1") == "taskmanager-1"
+    killed = cluster.inspection.describe_taskmanager("taskmanager-1")
+    assert cluster.failures.kill_taskmanager("taskmanager-1") == "taskmanager-1"
     # Spark relaunches the task as attempt 1: a new TaskManager registers its slots
     kit.wait_until(lambda: "taskmanager-1.1" in cluster._backend.live_ids(), timeout=60)
-    relaunched = cluster.describe_taskmanager("taskmanager-1.1")
+    relaunched = cluster.inspection.describe_taskmanager("taskmanager-1.1")
     assert relaunched["spark_attempt"] == 1 and relaunched["pid"] != killed["pid"]
     assert not pid_alive(killed["pid"])
     pathlib.Path(flag).touch()

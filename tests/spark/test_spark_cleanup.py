@@ -32,7 +32,7 @@ def test_a_killed_spark_taskmanager_leaves_no_directory_after_stop(tmp_path) -> 
                           configuration={"io.tmp.dirs": str(tmp_path)}).start(make_current=False)
     try:
         kit.wait_until(lambda: len(taskmanager_dirs(tmp_path)) == 1, timeout=60)
-        assert cluster.kill_taskmanager("taskmanager-1") == "taskmanager-1"
+        assert cluster.failures.kill_taskmanager("taskmanager-1") == "taskmanager-1"
         kit.wait_until(lambda: "taskmanager-1.1" in cluster.taskmanager_backend.live_ids(), timeout=60)
         kit.wait_until(lambda: len(taskmanager_dirs(tmp_path)) == 2, timeout=60)  # the killed one's stays
     finally:

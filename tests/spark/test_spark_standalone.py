@@ -82,7 +82,7 @@ def test_taskmanagers_run_in_a_standalone_executor_and_survive_a_kill(standalone
         registered = time.monotonic() - started
         launcher = cluster._backend.launcher
         assert launcher.jobmanager_bind_host() == "127.0.0.1"  # spark.driver.host of a cluster master
-        described = {tm: cluster.describe_taskmanager(tm) for tm in ("taskmanager-1", "taskmanager-2")}
+        described = {tm: cluster.inspection.describe_taskmanager(tm) for tm in ("taskmanager-1", "taskmanager-2")}
         pids = {d["pid"] for d in described.values()}
         # hosted by Python workers of the executor JVM that the standalone Worker started
         assert len(pids) == 2 and pids <= set(kit.python_workers(_worker_jvm(standalone)))
@@ -106,10 +106,10 @@ def test_taskmanagers_run_in_a_standalone_executor_and_survive_a_kill(standalone
         runner = threading.Thread(target=run, name="collect-standalone", daemon=True)
         runner.start()
         kit.wait_until(lambda: latest, timeout=60)
-        assert cluster.kill_taskmanager("taskmanager-2") == "taskmanager-2"
+        assert cluster.failures.kill_taskmanager("taskmanager-2") == "taskmanager-2"
         kit.wait_until(lambda: "taskmanager-2.1" in cluster._backend.live_ids(), timeout=60)
         assert not pid_alive(described["taskmanager-2"]["pid"])
-        assert cluster.describe_taskmanager("taskmanager-2.1")["spark_attempt"] == 1
+        assert cluster.inspection.describe_taskmanager("taskmanager-2.1")["spark_attempt"] == 1
         flag.touch()
         runner.join(90)
         assert not runner.is_alive() and latest == dict(EXPECTED)

@@ -7,5 +7,5 @@
 * :mod:`.cockpit`: the ipywidgets (cluster view, job dashboard with its buttons);
 * :mod:`.refresher`: the background thread that redraws them a few times a second.
 
-The runtime never imports this package: the views read :meth:`MiniCluster.snapshot`.
+The runtime never imports this package: the views read :meth:`MiniCluster.inspection.snapshot`.
 """

@@ -144,7 +144,7 @@ def job_graph_svg(cluster: Any, model: JobModel) -> Optional[str]:
     if not dot_available():
         return None
     try:
-        job_graph = cluster.dispatcher.job_master(model.job_id).job_graph
+        job_graph = cluster.dispatcher.request_job_details(model.job_id).require_job_graph()
     except Exception:  # noqa: BLE001 - the cluster stopped, or the job is unknown
         return None
     rendered = render_job_graph(job_graph)
@@ -170,7 +170,7 @@ def results_frame(cluster: Any, job_id: str, rows: int = _RESULT_ROWS) -> Option
     from streamkernel.datastream.connectors.pandas import PandasSink, records_to_dataframe
 
     try:
-        stream_graph = cluster.dispatcher.job_master(job_id).job_graph.stream_graph
+        stream_graph = cluster.dispatcher.request_job_details(job_id).require_job_graph().stream_graph
     except Exception:  # noqa: BLE001
         return None
     for node in stream_graph.sinks:
@@ -262,16 +262,16 @@ class JobDashboard(_LiveWidget):
     # ---------------------------------------------------------------- actions
     def trigger_checkpoint(self) -> str:
         """Take a checkpoint now; returns what to tell the user."""
-        path = self.cluster.trigger_checkpoint(self.job_id)
+        path = self.cluster.checkpoints.trigger_checkpoint(self.job_id)
         return f"Checkpoint completed: {path}"
 
     def trigger_savepoint(self) -> str:
         """Take a savepoint (the job keeps running)."""
-        return f"Savepoint written: {self.cluster.trigger_savepoint(self.job_id)}"
+        return f"Savepoint written: {self.cluster.checkpoints.trigger_savepoint(self.job_id)}"
 
     def stop_with_savepoint(self) -> str:
         """Take a savepoint, then stop the job."""
-        return f"Stopped with savepoint {self.cluster.stop_with_savepoint(self.job_id)}"
+        return f"Stopped with savepoint {self.cluster.checkpoints.stop_with_savepoint(self.job_id)}"
 
     def cancel(self) -> str:
         """Cancel the job."""
@@ -283,7 +283,7 @@ class JobDashboard(_LiveWidget):
         chosen = self.taskmanager_choice.value
         if not chosen:
             raise ValueError("choose a TaskManager first")
-        return f"Killed {self.cluster.kill_taskmanager(chosen)}; the job recovers by its restart strategy."
+        return f"Killed {self.cluster.failures.kill_taskmanager(chosen)}; the job recovers by its restart strategy."
 
     def restore_selected(self) -> str:
         """Start the job again from the selected checkpoint or savepoint (cancelling it first if it
@@ -294,7 +294,7 @@ class JobDashboard(_LiveWidget):
         if not path:
             raise ValueError("choose a completed checkpoint or savepoint first")
         completed = load_checkpoint(path)  # a clear error for a missing or corrupt one, before anything is cancelled
-        stream_graph = self.cluster.dispatcher.job_master(self.job_id).job_graph.stream_graph
+        stream_graph = self.cluster.dispatcher.request_job_details(self.job_id).require_job_graph().stream_graph
         if self.model is not None and not self.model.ended:
             if not completed.is_savepoint:  # the job's own checkpoints go with it when it is cancelled: keep a copy
                 path = _retain(path, stream_graph.configuration, self.job_id, completed.checkpoint_id)

@@ -2,7 +2,7 @@
 
 One model, two renderers (STYLE.md): the widgets (:mod:`.cockpit`) and the text/HTML
 fallback (:mod:`.html`, :mod:`.text`) draw the same models, and tests assert on the models
-directly. Everything here is a pure function of a :meth:`MiniCluster.snapshot` (plain
+directly. Everything here is a pure function of a :meth:`MiniCluster.inspection.snapshot` (plain
 dicts) and, for rates, a :class:`~.history.MetricsHistory` fed by earlier snapshots.
 
 * :class:`ClusterModel`: one card per TaskManager (backend, host, pid, heartbeat age) with

@@ -1,6 +1,6 @@
 """The one background thread per cluster that redraws the cockpit's live views.
 
-A :class:`Refresher` takes a :meth:`MiniCluster.snapshot` a few times a second (it reads
+A :class:`Refresher` takes a :meth:`MiniCluster.inspection.snapshot` a few times a second (it reads
 published state and counters; it never stops a task), feeds one shared
 :class:`~.history.MetricsHistory`, and hands the snapshot to every live view. Views say
 when they are done (their job ended, the cluster stopped, the widget was closed); the
@@ -94,7 +94,7 @@ class Refresher:
                 with self._lock:
                     self._stopped = True
                 return {}
-            snapshot = cluster.snapshot()
+            snapshot = cluster.inspection.snapshot()
             del cluster  # the thread holds no strong reference between two snapshots
             self.snapshots_taken += 1
             self.history.add_snapshot(snapshot)

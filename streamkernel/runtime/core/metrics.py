@@ -145,7 +145,7 @@ def _ratio(part_ns: int, whole_ns: int) -> float:
 
 
 def metric_rows(cluster_snapshot: dict, job: Optional[str] = None) -> list[dict]:
-    """One row per subtask of every job in a cluster snapshot (``MiniCluster.snapshot()``).
+    """One row per subtask of every job in a cluster snapshot (``MiniCluster.inspection.snapshot()``).
 
     Columns: job, vertex, subtask, state, records in/out, records in/out per second (over
     the subtask's run time), bytes out, busy / idle / backpressured ratios, input and output

@@ -86,7 +86,11 @@ class Dispatcher:
         return self._master(job_id).request_job_details().status
 
     def request_job_details(self, job_id: JobIdLike) -> JobDetails:
-        """The job's latest published status snapshot."""
+        """The job's latest published status snapshot (immutable; it carries the job's JobGraph).
+
+        What every reader of a job uses (inspection, failure injection, the cockpit, the
+        ``%flink`` magics): none of them touches the JobMaster.
+        """
         return self._master(job_id).request_job_details()
 
     def job_result_future(self, job_id: JobIdLike) -> CompletableFuture[JobResult]:
@@ -123,7 +127,7 @@ class Dispatcher:
         return [m.request_job_details() for m in masters]
 
     def job_master(self, job_id: JobIdLike) -> JobMaster:
-        """The JobMaster of a job (for the cluster's own bookkeeping and tests)."""
+        """The JobMaster of a job (for tests only: readers use :meth:`request_job_details`)."""
         return self._master(job_id)
 
     def shutdown(self, timeout: float = 10.0) -> None:

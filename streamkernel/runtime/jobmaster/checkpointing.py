@@ -19,7 +19,7 @@ their own)::
     DiscardState             -> storage.discard_state (a late acknowledgement)
     FailJob                  -> the JobMaster fails the job (its restart strategy decides)
 
-Checkpoints and savepoints asked for by a person (``MiniCluster.trigger_checkpoint``,
+Checkpoints and savepoints asked for by a person (``MiniCluster.checkpoints.trigger_checkpoint``,
 ``trigger_savepoint``, ``stop_with_savepoint``, the JobClient's) are :class:`CheckpointRequest` s:
 a future that completes with the path of the completed checkpoint or savepoint, or
 exceptionally with :class:`~streamkernel.errors.CheckpointFailedError` saying why not.

@@ -1,6 +1,6 @@
 """Failure injection, the pure part: which running subtasks "fail operator X" means.
 
-``MiniCluster.fail_operator(job, "Map")`` makes the running subtasks of an operator raise
+``MiniCluster.failures.fail_operator(job, "Map")`` makes the running subtasks of an operator raise
 an :class:`~streamkernel.testing.InjectedFailure` in their own threads, so the job fails
 and recovers exactly as after a real failure (the issue's ``%flink fail OPERATOR``). An
 operator is named by its uid, its name (``"Map"``, ``"Source: Numbers"``) or the name of
@@ -99,4 +99,4 @@ def subtasks_to_fail(job_graph: JobGraph, details: JobDetails, operator: str,
 def injected_failure_message(operator: str, target: SubtaskDetails) -> str:
     """The message of the injected exception: says it was injected, into what, by whom."""
     return (f"failure injected into operator {operator!r}, subtask {target.name} attempt {target.attempt_number} "
-            f"on {target.taskmanager_id}, by MiniCluster.fail_operator (failure injection, not a bug)")
+            f"on {target.taskmanager_id}, by MiniCluster.failures.fail_operator (failure injection, not a bug)")

@@ -1,9 +1,11 @@
 """What a JobMaster publishes about its job: status snapshots while it runs, a result at the end.
 
 A :class:`JobDetails` is an immutable picture (job status, every subtask's state and
-slot, timestamps, failure cause) that the JobMaster replaces after each event it handles.
-Readers (the client, ``MiniCluster.snapshot()``, notebook widgets) take the current one
-from any thread without locks and without touching the job. A :class:`JobResult` is what
+slot, timestamps, failure cause, checkpoint statistics, and the job's JobGraph, itself
+immutable after submission) that the JobMaster replaces after each event it handles.
+Every reader (the client, ``MiniCluster.inspection``, failure injection, the cockpit, the
+``%flink`` magics) takes the current one (``Dispatcher.request_job_details``) from any
+thread without locks and without touching the JobMaster. A :class:`JobResult` is what
 remains of a job once it reached a globally terminal state (Flink's JobResult).
 """
 
@@ -11,12 +13,15 @@ from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from streamkernel.common.job_status import JobStatus
 from streamkernel.graph.execution_graph import SlotId
 from streamkernel.runtime.checkpoint.history import CheckpointStatsSnapshot
 from streamkernel.runtime.core.deployment import ExecutionState
+
+if TYPE_CHECKING:
+    from streamkernel.graph.job_graph import JobGraph
 
 __all__ = ["ExceptionHistoryEntry", "SubtaskDetails", "VertexDetails", "JobDetails", "JobResult"]
 
@@ -119,6 +124,9 @@ class JobDetails:
     and ``restart_strategy`` the description of the job's restart strategy. ``checkpoints``
     are the job's checkpoint statistics (counts, recent history with per-subtask
     acknowledgements, latest completed / failed / restored), Flink's checkpoint stats.
+    ``job_graph`` is the job's JobGraph (its ``stream_graph`` the program's StreamGraph),
+    fixed at submission: what readers resolve operator names against (None only in a
+    snapshot built outside a JobMaster).
     """
 
     job_id: str
@@ -137,6 +145,13 @@ class JobDetails:
     exception_history: tuple[ExceptionHistoryEntry, ...] = ()
     restart_strategy: str = ""
     checkpoints: Optional[CheckpointStatsSnapshot] = None
+    job_graph: Optional["JobGraph"] = field(default=None, compare=False, repr=False)
+
+    def require_job_graph(self) -> "JobGraph":
+        """The job's JobGraph; LookupError naming the job when this snapshot carries none."""
+        if self.job_graph is None:
+            raise LookupError(f"the status snapshot of job {self.job_name!r} ({self.job_id}) carries no JobGraph")
+        return self.job_graph
 
     def checkpoint_rows(self) -> list[dict]:
         """The checkpoint history as rows, newest first: id, status, type, trigger time,

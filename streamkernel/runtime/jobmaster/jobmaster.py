@@ -231,7 +231,9 @@ class JobMaster:
             _LOG.exception("status listener of job %r failed", self.job_name)
 
     def _with_checkpoints(self, details: JobDetails) -> JobDetails:
-        return dataclasses.replace(details, checkpoints=self._checkpointing.stats())
+        """What the JobMaster publishes: the state machine's picture, the checkpoint
+        statistics and the (immutable) JobGraph that readers resolve operators against."""
+        return dataclasses.replace(details, checkpoints=self._checkpointing.stats(), job_graph=self.job_graph)
 
     def _publish(self) -> None:
         previous = self._details.status

@@ -1,9 +1,10 @@
 """Checkpoints and savepoints of a MiniCluster's jobs, on request (``%flink checkpoint/savepoint``).
 
-The part of :class:`~streamkernel.runtime.minicluster.minicluster.MiniCluster` that talks about
-checkpoints, kept in its own module: take a checkpoint or a savepoint now and wait for its
-path, stop a job with a savepoint, read a job's checkpoint history. Each call goes through
-the Dispatcher to the job's JobMaster, which drives the job's CheckpointCoordinator.
+:class:`ClusterCheckpoints` is ``MiniCluster.checkpoints``: take a checkpoint or a savepoint
+now and wait for its path, stop a job with a savepoint, read a job's checkpoint history.
+It needs only the cluster's Dispatcher: requests go through it to the job's JobMaster,
+which drives the job's CheckpointCoordinator; statistics come from the job's published
+status snapshot.
 
 Restoring needs no method here: a job starts from a savepoint or a retained checkpoint when
 it is submitted with ``execution.state-recovery.path`` (PyFlink 2.x; 1.x
@@ -22,8 +23,9 @@ from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.futures import result_within
 from streamkernel.common.job_status import JobID
 from streamkernel.runtime.checkpoint.history import CheckpointStatsSnapshot
+from streamkernel.runtime.dispatcher.dispatcher import Dispatcher
 
-__all__ = ["MiniClusterCheckpoints", "DEFAULT_CHECKPOINT_WAIT_SECONDS"]
+__all__ = ["ClusterCheckpoints", "DEFAULT_CHECKPOINT_WAIT_SECONDS"]
 
 #: How long ``trigger_checkpoint`` / ``trigger_savepoint`` / ``stop_with_savepoint`` wait by default.
 DEFAULT_CHECKPOINT_WAIT_SECONDS = 60.0
@@ -31,10 +33,11 @@ DEFAULT_CHECKPOINT_WAIT_SECONDS = 60.0
 JobIdLike = Union[JobID, str]
 
 
-class MiniClusterCheckpoints:
-    """Checkpoint requests and statistics of a cluster's jobs (mixed into MiniCluster)."""
+class ClusterCheckpoints:
+    """Checkpoint requests and statistics of the jobs of one Dispatcher (``MiniCluster.checkpoints``)."""
 
-    dispatcher: Any  # the MiniCluster's Dispatcher
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
 
     def trigger_checkpoint(self, job_id: JobIdLike, timeout: Optional[float] = DEFAULT_CHECKPOINT_WAIT_SECONDS) -> str:
         """Take a checkpoint of a running job now and wait for it; returns its directory.
@@ -82,7 +85,7 @@ class MiniClusterCheckpoints:
             if future.done():
                 raise
             raise TimeoutError(f"the {what} of job {job_id} did not complete within {timeout} s; it may still "
-                               "complete (see MiniCluster.checkpoint_history)") from None
+                               "complete (see MiniCluster.checkpoints.checkpoint_history)") from None
 
 
 def _job(job_id: JobIdLike) -> JobID:

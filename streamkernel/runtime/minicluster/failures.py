@@ -1,12 +1,13 @@
 """Failure injection on a MiniCluster: kill a TaskManager, add one, make an operator fail.
 
-The part of :class:`~streamkernel.runtime.minicluster.minicluster.MiniCluster` that breaks things on
-purpose, to watch recovery (``%flink kill-taskmanager``, ``%flink fail``, the cockpit's
-Kill TaskManager button): a TaskManager dies as its process would (the backend kills it),
-a replacement registers its slots as YARN or Spark would relaunch one, and an operator's
+:class:`FailureInjection` is ``MiniCluster.failures``: it breaks things on purpose, to
+watch recovery (``%flink kill-taskmanager``, ``%flink fail``, the cockpit's Kill
+TaskManager button): a TaskManager dies as its process would (the backend kills it), a
+replacement registers its slots as YARN or Spark would relaunch one, and an operator's
 running subtasks raise an :class:`~streamkernel.testing.InjectedFailure` in their own
 threads. Which subtasks an operator name means is resolved by
-:mod:`.jobmanager.failure_injection` (pure); this mixin delivers the failure.
+:mod:`.jobmaster.failure_injection` (pure) from the job's published status snapshot (its
+JobGraph and where each subtask runs); this class delivers the failure.
 """
 
 from __future__ import annotations
@@ -17,26 +18,35 @@ from typing import Any, Callable, Optional, Union
 from streamkernel.common.job_status import JobID
 from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
+from streamkernel.runtime.dispatcher.dispatcher import Dispatcher
 from streamkernel.runtime.jobmaster.failure_injection import injected_failure_message, subtasks_to_fail
 from streamkernel.runtime.minicluster.taskmanagers import positive_count
+from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
 
-__all__ = ["MiniClusterFailureInjection"]
+__all__ = ["FailureInjection"]
 
 
-class MiniClusterFailureInjection:
-    """Failure injection (mixed into MiniCluster, whose state it uses)."""
+class FailureInjection:
+    """Failure injection into one running cluster (``MiniCluster.failures``).
 
-    dispatcher: Any
-    slots_per_taskmanager: int
-    _lifecycle: threading.Lock
-    _running: bool
-    _resource_manager: Any
-    _backend: Any
-    _check_running: Callable[[str], None]
+    ``dispatcher`` gives the jobs' status snapshots, ``resource_manager`` the registered
+    slots (a TaskManager's index), ``taskmanagers`` the backend that kills, adds and reaches
+    TaskManagers (:mod:`.taskmanagers`), ``slots_per_taskmanager`` the default size of an
+    added one. ``lifecycle`` is the cluster's start/stop lock (a TaskManager is not killed
+    or added while the cluster stops) and ``is_running`` tells whether it runs.
+    """
+
+    def __init__(self, dispatcher: Dispatcher, resource_manager: ResourceManager, taskmanagers: Any,
+                 slots_per_taskmanager: int, lifecycle: threading.Lock, is_running: Callable[[], bool]) -> None:
+        self._dispatcher = dispatcher
+        self._resource_manager = resource_manager
+        self._backend = taskmanagers
+        self._slots_per_taskmanager = slots_per_taskmanager
+        self._lifecycle = lifecycle
+        self._is_running = is_running
 
     def _taskmanager(self, index_or_id: Union[int, str]) -> str:
         """The id of a live TaskManager given its index, id or ``TM<n>`` name."""
-        assert self._resource_manager is not None
         indexes = {s.taskmanager_id: s.slot_id.taskmanager_index for s in self._resource_manager.slots()}
         live = [(tm, indexes.get(tm)) for tm in self._backend.live_ids()]
         for tm, index in live:
@@ -60,7 +70,6 @@ class MiniClusterFailureInjection:
         slots that remain, or wait (``slot.request.timeout``) for new ones:
         :meth:`add_taskmanager` starts one.
         """
-        self._check_running("kill_taskmanager")
         with self._lifecycle:
             taskmanager_id = self._taskmanager(index_or_id)
             self._backend.kill(taskmanager_id)
@@ -71,9 +80,9 @@ class MiniClusterFailureInjection:
         cluster's backend; it registers its slots with the ResourceManager, where waiting
         jobs find them. Returns its id."""
         with self._lifecycle:
-            if not self._running or self._resource_manager is None:
+            if not self._is_running():
                 raise InvalidProgramError("MiniCluster.add_taskmanager: the cluster is not running; call start() first")
-            count = self.slots_per_taskmanager if slots is None else positive_count("slots", slots)
+            count = self._slots_per_taskmanager if slots is None else positive_count("slots", slots)
             return self._backend.add(count)
 
     def fail_operator(self, job_id: Union[JobID, str], operator_name_or_uid: str,
@@ -90,14 +99,15 @@ class MiniClusterFailureInjection:
         """
         from streamkernel.testing import InjectedFailure  # lazy: the test kit imports the runtime
 
-        master = self.dispatcher.job_master(job_id if isinstance(job_id, JobID) else JobID.from_hex_string(str(job_id)))
-        targets = subtasks_to_fail(master.job_graph, master.request_job_details(), operator_name_or_uid, subtask)
+        details = self._dispatcher.request_job_details(
+            job_id if isinstance(job_id, JobID) else JobID.from_hex_string(str(job_id)))
+        targets = subtasks_to_fail(details.require_job_graph(), details, operator_name_or_uid, subtask)
         live = set(self._backend.live_ids())
         failed = []
         for target in targets:
             if target.taskmanager_id not in live:
                 continue
-            attempt = ExecutionAttemptId(master.job_id, target.vertex_id, target.subtask_index, target.attempt_number)
+            attempt = ExecutionAttemptId(details.job_id, target.vertex_id, target.subtask_index, target.attempt_number)
             error = InjectedFailure(injected_failure_message(operator_name_or_uid, target))
             if self._backend.inject_failure(target.taskmanager_id, attempt, error):
                 failed.append(target.name)

@@ -1,27 +1,31 @@
 """Looking at a MiniCluster while it runs: where TaskManagers run, what is in each slot, snapshots, peeking.
 
-The part of :class:`~streamkernel.runtime.minicluster.minicluster.MiniCluster` that the notebook's
-views read: :meth:`~MiniClusterInspection.taskmanagers` (slots and the subtasks in them),
-:meth:`~MiniClusterInspection.snapshot` (the whole cluster as plain data: TaskManagers,
+:class:`ClusterInspection` is ``MiniCluster.inspection``, what the notebook's views read:
+:meth:`~ClusterInspection.taskmanagers` (slots and the subtasks in them),
+:meth:`~ClusterInspection.snapshot` (the whole cluster as plain data: TaskManagers,
 slots, jobs, live per-subtask metrics; safe from any thread, it never stops a task),
-:meth:`~MiniClusterInspection.describe_taskmanager` (backend, host, pid) and
-:meth:`~MiniClusterInspection.peek` (the records an operator emits right now,
-:mod:`.peek`).
+:meth:`~ClusterInspection.describe_taskmanager` (backend, host, pid) and
+:meth:`~ClusterInspection.peek` (the records an operator emits right now,
+:mod:`.peek`). Jobs are read from their published status snapshots (``JobDetails``, with
+the job's JobGraph), never from a JobMaster.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Callable, Mapping, Optional, Union
 
 from streamkernel.common.job_status import JobID
 from streamkernel.graph.execution_graph import SlotId
+from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
+from streamkernel.runtime.dispatcher.dispatcher import Dispatcher
 from streamkernel.runtime.jobmaster.failure_injection import operator_nodes, unknown_operator
+from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
 from streamkernel.runtime.taskmanager.gateway import TaskExecutorHeartbeat
 
-__all__ = ["MiniClusterInspection", "SlotOccupancy", "TaskManagerInfo"]
+__all__ = ["ClusterInspection", "SlotOccupancy", "TaskManagerInfo"]
 
 
 @dataclass(frozen=True)
@@ -48,15 +52,23 @@ class TaskManagerInfo:
         return len(self.slots)
 
 
-class MiniClusterInspection:
-    """Views of a running cluster (mixed into MiniCluster, whose state it reads)."""
+class ClusterInspection:
+    """Views of one cluster (``MiniCluster.inspection``).
 
-    backend: str
-    dispatcher: Any
-    _running: bool
-    _resource_manager: Any
-    _dispatcher: Any
-    _backend: Any
+    ``backend`` is the name of the cluster's backend; ``dispatcher`` gives the jobs' status
+    snapshots, ``resource_manager`` the slots and the TaskManagers' heartbeats,
+    ``taskmanagers`` the backend's object that describes and reaches TaskManagers
+    (:mod:`.taskmanagers`); all three are None for a cluster never started.
+    ``is_running`` tells whether the cluster runs (a stopped one is not asked for heartbeats).
+    """
+
+    def __init__(self, backend: str, dispatcher: Optional[Dispatcher], resource_manager: Optional[ResourceManager],
+                 taskmanagers: Any, is_running: Callable[[], bool]) -> None:
+        self.backend = backend
+        self._dispatcher = dispatcher
+        self._resource_manager = resource_manager
+        self._backend = taskmanagers
+        self._is_running = is_running
 
     def describe_taskmanager(self, taskmanager_id: str) -> dict:
         """Where a TaskManager runs: ``backend``, ``host``, ``pid`` where known (for the cockpit)."""
@@ -79,20 +91,23 @@ class MiniClusterInspection:
             raise ValueError(f"peek: limit must be an int >= 1, got {limit!r}")
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
             raise ValueError(f"peek: seconds must be a number > 0, got {seconds!r}")
-        master = self.dispatcher.job_master(job_id if isinstance(job_id, JobID) else JobID.from_hex_string(str(job_id)))
-        targets = operator_nodes(master.job_graph, operator)
+        if self._dispatcher is None:
+            raise InvalidProgramError("MiniCluster.inspection.peek: the cluster was never started; call start() first")
+        details = self._dispatcher.request_job_details(
+            job_id if isinstance(job_id, JobID) else JobID.from_hex_string(str(job_id)))
+        job_graph = details.require_job_graph()
+        targets = operator_nodes(job_graph, operator)
         if not targets:
-            raise unknown_operator(master.job_graph, f"job {master.job_name!r}", operator)
+            raise unknown_operator(job_graph, f"job {details.job_name!r}", operator)
         vertex_id, node_id = targets[0]
-        details = master.request_job_details()
         vertex = next(v for v in details.vertices if v.vertex_id == vertex_id)
         running = [s for s in vertex.subtasks if s.state.name == "RUNNING" and s.taskmanager_id is not None]
         if not running:
-            raise ValueError(f"no subtask of operator {operator!r} of job {master.job_name!r} is running "
+            raise ValueError(f"no subtask of operator {operator!r} of job {details.job_name!r} is running "
                              f"(the job is {details.status.name})")
 
         def one(sub: Any) -> list:
-            attempt = ExecutionAttemptId(master.job_id, vertex_id, sub.subtask_index, sub.attempt_number)
+            attempt = ExecutionAttemptId(details.job_id, vertex_id, sub.subtask_index, sub.attempt_number)
             return [(sub.name, record, ts) for record, ts in
                     self._backend.peek(sub.taskmanager_id, attempt, node_id, limit, seconds)]
 
@@ -100,7 +115,7 @@ class MiniClusterInspection:
             return [row for rows in pool.map(one, running) for row in rows]
 
     def _heartbeats(self) -> dict[str, TaskExecutorHeartbeat]:
-        if self._resource_manager is None or not self._running:
+        if self._resource_manager is None or not self._is_running():
             return {}
         beats = {}
         for taskmanager_id in self._resource_manager.taskmanager_ids:
@@ -113,7 +128,7 @@ class MiniClusterInspection:
     @property
     def taskmanagers(self) -> tuple[TaskManagerInfo, ...]:
         """Every TaskManager with its slots: the job holding each and the subtasks in it."""
-        if self._resource_manager is None or not self._running:
+        if self._resource_manager is None or not self._is_running():
             return ()
         return self._taskmanager_infos(self._heartbeats())
 
@@ -142,10 +157,11 @@ class MiniClusterInspection:
         if self._resource_manager is None or self._dispatcher is None:
             return {"running": False, "backend": self.backend, "time": now, "taskmanagers": [],
                     "slots": {"total": 0, "free": 0}, "pending_slot_requests": {}, "jobs": []}
+        running = self._is_running()
         beats = self._heartbeats()
         live: dict[ExecutionAttemptId, dict] = {t.attempt_id: dict(t.metrics) for b in beats.values() for t in b.tasks}
-        infos = self._taskmanager_infos(beats) if self._running else ()
-        ages = self._resource_manager.heartbeat_ages_ms() if self._running else {}
+        infos = self._taskmanager_infos(beats) if running else ()
+        ages = self._resource_manager.heartbeat_ages_ms() if running else {}
         slots = [s for info in infos for s in info.slots]
         jobs = []
         for details in self._dispatcher.list_jobs():
@@ -157,13 +173,13 @@ class MiniClusterInspection:
                         sub["metrics"] = live[attempt]
             jobs.append(job)
         return {
-            "running": self._running, "backend": self.backend, "time": now,
+            "running": running, "backend": self.backend, "time": now,
             "taskmanagers": [{"id": i.taskmanager_id, "index": i.index, "placement": self.describe_taskmanager(i.taskmanager_id),
                               "heartbeat_age_ms": ages.get(i.taskmanager_id),
                               "slots": [{"slot": str(s.slot_id), "index": s.slot_id.slot_index, "job_id": s.job_id,
                                          "job_name": s.job_name, "tasks": list(s.tasks)} for s in i.slots]}
                              for i in infos],
             "slots": {"total": len(slots), "free": sum(1 for s in slots if s.job_id is None)},
-            "pending_slot_requests": self._resource_manager.pending_requests() if self._running else {},
+            "pending_slot_requests": self._resource_manager.pending_requests() if running else {},
             "jobs": jobs,
         }

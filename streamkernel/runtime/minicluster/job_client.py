@@ -21,15 +21,17 @@ from streamkernel.runtime.jobmaster.job_status import JobDetails, JobResult
 
 __all__ = ["MiniClusterJobClient", "job_execution_error", "to_job_execution_result", "watch_collect_buffers"]
 
-def watch_collect_buffers(dispatcher: Dispatcher, job_id: JobID, stream_graph: Any) -> None:
+def watch_collect_buffers(dispatcher: Dispatcher, job_id: JobID) -> None:
     """End the job's CollectSink buffers with the job: closed when it FINISHED, failed otherwise.
 
     A reader iterating over ``sink.buffer`` then stops, or raises the job's
     JobExecutionError, even when no sink subtask ever ran (a job that failed to restore or
-    to get slots) or the sink subtasks ran in another process.
+    to get slots) or the sink subtasks ran in another process. The sinks are those of the
+    job's StreamGraph as its published status snapshot carries it.
     """
     from streamkernel.datastream.connectors.collect import CollectSink
 
+    stream_graph = dispatcher.request_job_details(job_id).require_job_graph().stream_graph
     sinks = [getattr(node.operator, "sink", None) for node in stream_graph.sinks]
     buffers = [sink.buffer for sink in sinks if isinstance(sink, CollectSink)]
     if not buffers:

@@ -10,9 +10,9 @@ False)``): every StreamExecutionEnvironment of the process then submits to it, s
 jobs at once while slots last (session mode). Without one, ``env.execute()`` starts a
 transient cluster sized for the job and stops it afterwards, as PyFlink's local mode does.
 
-Everything a notebook shows comes from :meth:`MiniCluster.snapshot`, a plain dict built
-from published snapshots, safe to call from any thread while jobs run; with
-``taskmanagers``, ``describe_taskmanager`` and ``peek`` it lives in :mod:`.minicluster_inspection`.
+What a notebook shows comes from ``cluster.inspection`` (:mod:`.inspection`):
+``snapshot()``, a plain dict built from published snapshots, safe to call from any thread
+while jobs run, ``taskmanagers``, ``describe_taskmanager`` and ``peek``.
 
 Where TaskManagers run is the cluster's *backend* (:mod:`.minicluster_taskmanagers`):
 ``local`` (threads in this process, the default), ``process`` (one child process per
@@ -20,17 +20,20 @@ TaskManager) or ``spark`` (TaskManagers in long-running Spark tasks). Without an
 ``backend`` the configuration's ``streamkernel.backend`` (default: ``$STREAMKERNEL_BACKEND``,
 else ``local``) decides, also for the transient cluster of ``env.execute()``.
 
-Failure injection, to watch recovery: :meth:`MiniCluster.kill_taskmanager` (a TaskManager
-dies; the ResourceManager notices), :meth:`MiniCluster.add_taskmanager`
+Failure injection, to watch recovery, is ``cluster.failures`` (:mod:`.failures`):
+``kill_taskmanager`` (a TaskManager dies; the ResourceManager notices), ``add_taskmanager``
 (a replacement registers its slots, as YARN or Spark would relaunch one) and
-:meth:`MiniCluster.fail_operator` (an operator's running subtasks raise), in
-:mod:`.minicluster_failures`.
+``fail_operator`` (an operator's running subtasks raise).
 
-Checkpoints and savepoints on request, and each job's checkpoint history:
-:meth:`MiniCluster.trigger_checkpoint`, :meth:`~MiniCluster.trigger_savepoint`,
-:meth:`~MiniCluster.stop_with_savepoint`, :meth:`~MiniCluster.checkpoint_history`
-(:mod:`.minicluster_checkpoints`). A job restores a savepoint when it is submitted with
+Checkpoints and savepoints on request, and each job's checkpoint history, are
+``cluster.checkpoints`` (:mod:`.checkpoints`): ``trigger_checkpoint``,
+``trigger_savepoint``, ``stop_with_savepoint``, ``checkpoint_stats``,
+``checkpoint_history``. A job restores a savepoint when it is submitted with
 ``execution.state-recovery.path`` set.
+
+Each of the three is a small object built from exactly the components it uses (the
+Dispatcher, the ResourceManager, the TaskManagers' backend); the MiniCluster itself keeps
+the lifecycle and the jobs.
 
 >>> with MiniCluster(taskmanagers=1, slots_per_taskmanager=2) as cluster:   # doctest: +SKIP
 ...     env.execute("word count")        # runs on `cluster`
@@ -52,10 +55,10 @@ from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.core.clock import Clock, SystemClock
 from streamkernel.runtime.dispatcher.dispatcher import Dispatcher
 from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
-from streamkernel.runtime.minicluster.checkpoints import MiniClusterCheckpoints
+from streamkernel.runtime.minicluster.checkpoints import ClusterCheckpoints
 from streamkernel.runtime.minicluster.exit import cluster_started, cluster_stopped
-from streamkernel.runtime.minicluster.failures import MiniClusterFailureInjection
-from streamkernel.runtime.minicluster.inspection import MiniClusterInspection, SlotOccupancy, TaskManagerInfo
+from streamkernel.runtime.minicluster.failures import FailureInjection
+from streamkernel.runtime.minicluster.inspection import ClusterInspection, SlotOccupancy, TaskManagerInfo
 from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient, watch_collect_buffers
 from streamkernel.runtime.minicluster.taskmanagers import (
     BACKENDS,
@@ -98,7 +101,7 @@ class JobInfo:
     end_time: Optional[int] = None
 
 
-class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClusterInspection):
+class MiniCluster:
     """A JobManager (Dispatcher + ResourceManager + a JobMaster per job) and its TaskManagers.
 
     ``taskmanagers`` and ``slots_per_taskmanager`` default to the configuration's
@@ -147,6 +150,9 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
         self._backend: Any = None  # the TaskManagers (minicluster_taskmanagers)
         self._working_dir: Optional[str] = None
         self.shuffle: Any = None
+        self._inspection = ClusterInspection(self.backend, None, None, None, lambda: self._running)
+        self._checkpoints: Optional[ClusterCheckpoints] = None
+        self._failures: Optional[FailureInjection] = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, make_current: bool = True) -> "MiniCluster":
@@ -184,6 +190,11 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
             shutil.rmtree(self._working_dir, ignore_errors=True)
             raise
         self._resource_manager.start_heartbeats()
+        self._inspection = ClusterInspection(self.backend, self._dispatcher, self._resource_manager, self._backend,
+                                             lambda: self._running)
+        self._checkpoints = ClusterCheckpoints(self._dispatcher)
+        self._failures = FailureInjection(self._dispatcher, self._resource_manager, self._backend,
+                                          self.slots_per_taskmanager, self._lifecycle, lambda: self._running)
         self._running = True
         cluster_started(self)  # stopped at interpreter exit unless stopped before
 
@@ -246,6 +257,28 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
         self._check_running("taskmanager_backend")
         return self._backend
 
+    @property
+    def inspection(self) -> ClusterInspection:
+        """Views of the cluster: ``snapshot()``, ``taskmanagers``, ``describe_taskmanager``, ``peek``
+        (:mod:`.inspection`); usable before start (an empty, not running cluster)."""
+        return self._inspection
+
+    @property
+    def checkpoints(self) -> ClusterCheckpoints:
+        """Checkpoints and savepoints on request and the jobs' checkpoint history
+        (:mod:`.checkpoints`; raises if the cluster was never started)."""
+        if self._checkpoints is None:  # never started, or its first start failed
+            raise InvalidProgramError("MiniCluster.checkpoints: the cluster was never started; call start() first")
+        return self._checkpoints
+
+    @property
+    def failures(self) -> FailureInjection:
+        """Failure injection: ``kill_taskmanager``, ``add_taskmanager``, ``fail_operator``
+        (:mod:`.failures`; raises if the cluster was never started)."""
+        if self._failures is None:  # never started, or its first start failed
+            raise InvalidProgramError("MiniCluster.failures: the cluster was never started; call start() first")
+        return self._failures
+
     def _check_running(self, what: str) -> None:
         if not self._running and self._dispatcher is None:
             raise InvalidProgramError(f"MiniCluster.{what}: the cluster was never started; call start() first")
@@ -269,7 +302,7 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
             raise InvalidProgramError(
                 f"cannot submit job {stream_graph.job_name!r}: the MiniCluster is not running; call start() first")
         job_id = self.dispatcher.submit_job(stream_graph, job_graph=job_graph)
-        watch_collect_buffers(self.dispatcher, job_id, stream_graph)
+        watch_collect_buffers(self.dispatcher, job_id)
         return MiniClusterJobClient(self.dispatcher, job_id)
 
     def jobs(self) -> list[JobInfo]:
@@ -284,7 +317,7 @@ class MiniCluster(MiniClusterCheckpoints, MiniClusterFailureInjection, MiniClust
         if self._dispatcher is None:
             raise KeyError(f"no job {job_id}: the cluster was never started")
         job = job_id if isinstance(job_id, JobID) else JobID.from_hex_string(str(job_id))
-        self._dispatcher.job_master(job)  # raises UnknownJobError (a KeyError)
+        self._dispatcher.request_job_details(job)  # raises UnknownJobError (a KeyError)
         return MiniClusterJobClient(self._dispatcher, job)
 
     def __repr__(self) -> str:
