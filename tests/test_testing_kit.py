@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import collections
+import doctest
+import pathlib
 import threading
 import time
 
@@ -166,3 +168,26 @@ def _read_all_held(reader) -> list:
     while (batch := reader.read_batch(3)) is not None and batch[0]:
         out.extend(batch[0])
     return out
+
+
+def test_a_file_gate_is_one_gate_across_pickled_copies(tmp_path: pathlib.Path) -> None:
+    import pickle
+
+    from streamkernel.testing import FileGate
+
+    gate = FileGate(tmp_path, "mid-job")
+    copy = pickle.loads(pickle.dumps(gate))  # what a TaskManager process gets
+    assert not gate.reached and not gate.wait_reached(0.05)
+    assert copy._hold() and gate.reached and gate.wait_reached(0) and not gate.is_open
+    gate.open()
+    assert copy.is_open and not copy._hold()
+    assert repr(gate) == f"FileGate('mid-job' in {str(tmp_path)!r}, open)"
+
+
+@pytest.mark.parametrize("module", ["streamkernel.testing", "streamkernel.testing.markers",
+                                    "streamkernel.testing.scripted_source", "streamkernel.testing.waiting"])
+def test_the_kits_examples_hold(module: str) -> None:
+    import importlib
+
+    failed, attempted = doctest.testmod(importlib.import_module(module))
+    assert attempted > 0 and failed == 0

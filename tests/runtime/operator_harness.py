@@ -162,3 +162,31 @@ class OperatorHarness:
 
     def close(self) -> None:
         self.operator.close()
+
+
+# ---------------------------------------------------------------- window operator tests
+def first(record: Any) -> Any:
+    """The key selector of the window tests: a record's first field."""
+    return record[0]
+
+
+def add_counts(a: Any, b: Any) -> Any:
+    """The reduce function of the window tests: (key, count) pairs summed."""
+    return a[0], a[1] + b[1]
+
+
+def entries(h: OperatorHarness, state: str = "window-contents") -> list:
+    """(key, namespace) of every entry of the keyed state ``state``, read from a snapshot."""
+    states = h.backend.snapshot()["states"]
+    groups = states[state]["key_groups"] if state in states else {}
+    return sorted(((k, ns) for group in groups.values() for k, ns, _ in group), key=repr)
+
+
+def window_harness(build: Any, **kwargs: Any) -> OperatorHarness:
+    """A harness running the window operator that ``build(data_stream)`` creates through the API."""
+    from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    stream = build(env.from_collection([("x", 0)]))
+    return OperatorHarness(stream._transformation.operator, keyed=True, **kwargs)
+

@@ -75,6 +75,7 @@ from streamkernel.runtime.jobmaster.job_events import (
     TaskStateChanged,
 )
 from streamkernel.runtime.jobmaster.job_state_machine import JobStateMachine
+from streamkernel.runtime.jobmaster.job_details_publisher import JobDetailsPublisher
 from streamkernel.runtime.jobmaster.job_status import JobDetails, JobResult
 from streamkernel.runtime.resourcemanager.resource_manager import SlotRequestCancelledError
 from streamkernel.runtime.jobmaster.restart import RestartStrategy, create_restart_strategy
@@ -131,15 +132,13 @@ class JobMaster:
             recovery=StateRecovery(self._checkpointing.storage, self.configuration, self.job_graph),
             checkpointing=self._checkpointing, report=lambda update: self._events.put(TaskStateChanged(update)),
             report_warning=self._machine.report_warning, now_ms=_now_ms)
-        self._details = self._with_checkpoints(self._machine.details(_now_ms()))
+        self._published = JobDetailsPublisher(self.job_name, self._details_now())
         self._events: "queue.SimpleQueue[JobEvent]" = queue.SimpleQueue()
         # Guards _closed: checkpoint requests are queued only while the event loop still runs.
         self._requests_lock = threading.Lock()
         self._closed = False
         self._restart_at: Optional[float] = None
         self._on_terminated = on_terminated
-        self._listeners: list[Callable[[JobDetails], None]] = []
-        self._listeners_lock = threading.Lock()  # guards _listeners (added from any thread)
         self.result_future: CompletableFuture[JobResult] = CompletableFuture()
         self._thread = threading.Thread(target=self._run, name=f"JobMaster {self.job_name!r} {job_id[:8]}",
                                         daemon=True)
@@ -175,7 +174,7 @@ class JobMaster:
 
     def request_job_details(self) -> JobDetails:
         """The latest published status snapshot (safe from any thread)."""
-        return self._details
+        return self._published.details
 
     # ------------------------------------------------------- checkpoints on request
     def trigger_checkpoint(self) -> CompletableFuture[str]:
@@ -204,7 +203,7 @@ class JobMaster:
             if not self._closed:
                 self._events.put(CheckpointRequested(request))
                 return request.future
-        status = self._details.status.name
+        status = self._published.details.status.name
         request.future.complete_exceptionally(CheckpointFailedError(
             f"cannot take a {request.kind} of job {self.job_name!r}: the job is {status}"))
         return request.future
@@ -215,34 +214,18 @@ class JobMaster:
         self._events.put(CancelRequested())
 
     def add_status_listener(self, listener: Callable[[JobDetails], None]) -> None:
-        """Call ``listener(details)`` now and after every change of the job's status.
+        """Call ``listener(details)`` now and after every change of the job's status (from the
+        JobMaster's thread: quick, never blocking; it may see the same status twice)."""
+        self._published.add_listener(listener)
 
-        Later calls come from the JobMaster's thread: a listener must be quick and must not
-        block (e.g. unblock a collect buffer). It may see the same status twice.
-        """
-        with self._listeners_lock:
-            self._listeners.append(listener)
-        self._notify(listener, self._details)
-
-    def _notify(self, listener: Callable[[JobDetails], None], details: JobDetails) -> None:
-        try:
-            listener(details)
-        except Exception:  # noqa: BLE001 - a listener must not break the job
-            _LOG.exception("status listener of job %r failed", self.job_name)
-
-    def _with_checkpoints(self, details: JobDetails) -> JobDetails:
+    def _details_now(self) -> JobDetails:
         """What the JobMaster publishes: the state machine's picture, the checkpoint
         statistics and the (immutable) JobGraph that readers resolve operators against."""
-        return dataclasses.replace(details, checkpoints=self._checkpointing.stats(), job_graph=self.job_graph)
+        return dataclasses.replace(self._machine.details(_now_ms()), checkpoints=self._checkpointing.stats(),
+                                   job_graph=self.job_graph)
 
     def _publish(self) -> None:
-        previous = self._details.status
-        self._details = self._with_checkpoints(self._machine.details(_now_ms()))
-        if self._details.status is not previous:
-            with self._listeners_lock:
-                listeners = list(self._listeners)
-            for listener in listeners:
-                self._notify(listener, self._details)
+        self._published.publish(self._details_now())
 
     # --------------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -304,7 +287,7 @@ class JobMaster:
         """The event loop ended: checkpoint requests still queued fail (the job is over)."""
         with self._requests_lock:
             self._closed = True
-        status = self._details.status.name
+        status = self._published.details.status.name
         while True:
             try:
                 event = self._events.get_nowait()
@@ -419,4 +402,4 @@ class JobMaster:
         return self._deployer.restored_state_for(attempt)
 
     def __repr__(self) -> str:
-        return f"JobMaster({self.job_name!r}, {self._job_id}, {self._details.status.name})"
+        return f"JobMaster({self.job_name!r}, {self._job_id}, {self._published.details.status.name})"

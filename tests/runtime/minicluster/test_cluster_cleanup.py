@@ -28,7 +28,7 @@ import pytest
 from streamkernel.common import Configuration, WatermarkStrategy
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
-from streamkernel.testing import Gate, ScriptedSource, wait_until
+from streamkernel.testing import FileGate, ScriptedSource, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process backend on Linux")
 
@@ -40,36 +40,6 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 def leftovers(directory: pathlib.Path) -> list[str]:
     """Everything under ``directory`` (relative paths), sorted."""
     return sorted(str(p.relative_to(directory)) for p in directory.rglob("*"))
-
-
-class FileGate(Gate):
-    """A Gate across processes: open once ``<dir>/<name>.open`` exists (``<name>.reached`` when held)."""
-
-    def __init__(self, directory: Any, name: str = "gate") -> None:  # plain data, no Events
-        self.directory, self.name = str(directory), name
-
-    def _path(self, suffix: str) -> pathlib.Path:
-        return pathlib.Path(self.directory) / f"{self.name}.{suffix}"
-
-    def open(self) -> None:
-        self._path("open").touch()
-
-    @property
-    def is_open(self) -> bool:
-        return self._path("open").exists()
-
-    @property
-    def reached(self) -> bool:
-        return self._path("reached").exists()
-
-    def _hold(self) -> bool:
-        if self.is_open:
-            return False
-        self._path("reached").touch()
-        return True
-
-    def __reduce__(self) -> tuple:
-        return FileGate, (self.directory, self.name)
 
 
 def to_pair(word: str) -> tuple:

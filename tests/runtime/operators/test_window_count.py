@@ -7,33 +7,19 @@ import operator_harness as harness  # tests/runtime/operator_harness.py (on sys.
 from streamkernel.common.watermark_strategy import MAX_WATERMARK
 from streamkernel.datastream.function_base import AggregateFunction
 from streamkernel.datastream.function_window import ProcessAllWindowFunction, ProcessWindowFunction
-from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.datastream.window import CountTrigger, CountTumblingWindowAssigner, CountWindow, PurgingTrigger
 from streamkernel.datastream.windows import MAX_LONG_VALUE
 
 OperatorHarness = harness.OperatorHarness
-
-
-def first(record):
-    return record[0]
-
-
-def add_counts(a, b):
-    return a[0], a[1] + b[1]
-
-
-def entries(h, state="window-contents"):
-    """(key, namespace) of every entry of the keyed state ``state``, read from a snapshot."""
-    states = h.backend.snapshot()["states"]
-    groups = states[state]["key_groups"] if state in states else {}
-    return sorted(((k, ns) for group in groups.values() for k, ns, _ in group), key=repr)
+first = harness.first
+add_counts = harness.add_counts
+entries = harness.entries
 
 
 def window_harness(build, **kwargs) -> OperatorHarness:
-    env = StreamExecutionEnvironment.get_execution_environment()
-    stream = build(env.from_collection([("x", 0)]))
-    assert stream._transformation.operator.kind == "count_window"
-    return OperatorHarness(stream._transformation.operator, keyed=True, **kwargs)
+    h = harness.window_harness(build, **kwargs)
+    assert h.operator.spec.kind == "count_window"
+    return h
 
 
 class Contents(ProcessWindowFunction):

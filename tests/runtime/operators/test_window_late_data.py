@@ -18,16 +18,11 @@ from streamkernel.datastream.window import (
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 
 OperatorHarness = harness.OperatorHarness
+first = harness.first
+add_counts = harness.add_counts
+entries = harness.entries
 
 LATE = OutputTag("late")
-
-
-def first(record):
-    return record[0]
-
-
-def add_counts(a, b):
-    return a[0], a[1] + b[1]
 
 
 class GeneralEventTimeTrigger(EventTimeTrigger):
@@ -35,13 +30,6 @@ class GeneralEventTimeTrigger(EventTimeTrigger):
 
 
 PATHS = pytest.mark.parametrize("trigger", [None, GeneralEventTimeTrigger()], ids=["fast", "general"])
-
-
-def entries(h, state="window-contents"):
-    """(key, namespace) of every entry of the keyed state ``state``, read from a snapshot."""
-    states = h.backend.snapshot()["states"]
-    groups = states[state]["key_groups"] if state in states else {}
-    return sorted(((k, ns) for group in groups.values() for k, ns, _ in group), key=repr)
 
 
 def window_harness(assigner, trigger=None, lateness=0, late_tag=None, function=None, **kwargs) -> OperatorHarness:

@@ -14,7 +14,6 @@ from streamkernel.datastream.function_base import AggregateFunction
 from streamkernel.datastream.function_window import ProcessAllWindowFunction, ProcessWindowFunction, WindowFunction
 from streamkernel.datastream.output_tag import OutputTag
 from streamkernel.datastream.state import ValueStateDescriptor
-from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.datastream.window import (
     ContinuousEventTimeTrigger,
     CountTrigger,
@@ -30,28 +29,10 @@ from streamkernel.errors import InvalidProgramError, UserFunctionError
 from streamkernel.runtime.state.heap import HeapKeyedStateBackend
 
 OperatorHarness = harness.OperatorHarness
-
-
-def first(record):
-    return record[0]
-
-
-def add_counts(a, b):
-    return a[0], a[1] + b[1]
-
-
-def entries(h, state="window-contents"):
-    """(key, namespace) of every entry of the keyed state ``state``, read from a snapshot."""
-    states = h.backend.snapshot()["states"]
-    groups = states[state]["key_groups"] if state in states else {}
-    return sorted(((k, ns) for group in groups.values() for k, ns, _ in group), key=repr)
-
-
-def window_harness(build, **kwargs) -> OperatorHarness:
-    """A harness running the window operator that ``build(data_stream)`` creates through the API."""
-    env = StreamExecutionEnvironment.get_execution_environment()
-    stream = build(env.from_collection([("x", 0)]))
-    return OperatorHarness(stream._transformation.operator, keyed=True, **kwargs)
+first = harness.first
+add_counts = harness.add_counts
+entries = harness.entries
+window_harness = harness.window_harness
 
 
 class GeneralEventTimeTrigger(EventTimeTrigger):

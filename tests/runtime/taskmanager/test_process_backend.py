@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import collections
 import os
-import pathlib
 import socket
 import sys
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -28,7 +26,7 @@ from streamkernel.datastream.window import TumblingEventTimeWindows
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.runtime.taskmanager.process import ProcessTaskManagerLauncher
 from streamkernel.runtime.resourcemanager.remote_taskmanagers import RemoteTaskManagers, TaskManagerStartError
-from streamkernel.testing import Gate, Pause, ScriptedSource, wait_until
+from streamkernel.testing import FileGate, Pause, ScriptedSource, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="checks processes through /proc")
 
@@ -36,43 +34,6 @@ WORDS = [f"w{(i * 7) % 13}" for i in range(1200)]
 
 
 # ------------------------------------------------------------------------------- helpers
-class FileGate(Gate):
-    """A Gate across processes: open once ``<dir>/<name>.open`` exists; reached leaves ``<name>.reached``."""
-
-    def __init__(self, directory: Any, name: str = "gate") -> None:  # noqa: D107 - no Events: plain data
-        self.name = name
-        self.directory = str(directory)
-
-    def _path(self, suffix: str) -> pathlib.Path:
-        return pathlib.Path(self.directory) / f"{self.name}.{suffix}"
-
-    def open(self) -> None:
-        self._path("open").touch()
-
-    @property
-    def is_open(self) -> bool:
-        return self._path("open").exists()
-
-    @property
-    def reached(self) -> bool:
-        return self._path("reached").exists()
-
-    def wait_reached(self, timeout: float | None = None) -> bool:
-        deadline = time.monotonic() + (timeout or 1e9)
-        while not self.reached and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return self.reached
-
-    def _hold(self) -> bool:
-        if self.is_open:
-            return False
-        self._path("reached").touch()
-        return True
-
-    def __reduce__(self) -> tuple:
-        return FileGate, (self.directory, self.name)
-
-
 
 def paced(words: list, chunk: int = 50, pause_ms: int = 10) -> list:
     script: list = []

@@ -1,183 +1,15 @@
-"""A public test kit: scripted sources, failure markers, a manual clock.
-
-Use it to test your own streaming logic, and to watch recovery work: a
-:class:`ScriptedSource` emits the records of a script in order, and markers in the script
-control time and failures:
-
-* :class:`Pause` ``(ms)`` — the source has nothing for ``ms`` milliseconds (watermarks and
-  checkpoints happen meanwhile);
-* :class:`Fail` ``(message, times=1)`` — the source raises the first ``times`` times it
-  reaches this point (a task failure the job must recover from); after that it passes;
-* :class:`Gate` — every source subtask holds here, idle, until the test calls
-  :meth:`Gate.open` (the job keeps running and checkpointing meanwhile; it cannot finish);
-* :class:`End` — the source ends here (records after it are ignored).
-
-:func:`wait_until` waits for a condition the code exposes (a job's status, a Gate reached,
-a count of results) with a deadline, and fails naming what it waited for: tests wait on
-what they need instead of sleeping and hoping the machine was fast enough.
-
-A Gate makes recovery tests deterministic: put one after the records that must flow
-before a failure is injected, inject the failure (``MiniCluster.failures.fail_operator``,
-``kill_taskmanager``, a savepoint), then open the gate. Without it a fast job may end
-before the failure, and the test races the job::
-
-    gate = Gate()
-    source = ScriptedSource(words[:100] + [gate] + words[100:])
-    ...  # submit, wait for the first results, kill a TaskManager
-    gate.open()
-
-The source is replayable: its position is the index in the script, so a job restored from
-a checkpoint continues exactly after the last record the checkpoint covers. Records are
-split between source subtasks round-robin (record *i* goes to subtask ``i % parallelism``).
-
->>> from streamkernel.testing import ScriptedSource, Fail
->>> source = ScriptedSource([1, 2, Fail("boom"), 3])
->>> source.records()
-[1, 2, 3]
-"""
+"""Sources for tests: a ScriptedSource plays a script of records and markers; a GatedSource
+holds any source at a Gate."""
 
 from __future__ import annotations
 
-import threading
-import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import Any, Callable, Optional, Sequence
 
 from streamkernel.datastream.connectors.base import Boundedness, Source
-from streamkernel.runtime.core.clock import ManualClock
 from streamkernel.runtime.sources.base import DEFAULT_POLL_DELAY_SECONDS, SourceReader
+from streamkernel.testing.markers import MARKERS, End, Fail, Gate, Pause
 
-__all__ = ["ScriptedSource", "Pause", "Fail", "Gate", "End", "ManualClock", "InjectedFailure", "wait_until",
-           "DEFAULT_WAIT_TIMEOUT_SECONDS", "GatedSource"]
-
-#: How long :func:`wait_until` waits by default: generous, because a loaded machine (a CI
-#: runner, a laptop running other tests) can be many times slower than an idle one; a
-#: condition that holds returns at once, so only a failing test pays the whole deadline.
-DEFAULT_WAIT_TIMEOUT_SECONDS = 60.0
-
-_T = TypeVar("_T")
-
-
-def wait_until(condition: Callable[[], _T], timeout: float = DEFAULT_WAIT_TIMEOUT_SECONDS,
-               message: str = "the condition", interval: float = 0.01) -> _T:
-    """Poll ``condition()`` until it returns something truthy, and return that.
-
-    Fails with ``AssertionError("timed out after 60.0 s waiting for <message> ...")`` once
-    ``timeout`` seconds passed without it (the last value it returned is in the message).
-    ``message`` says what the test waits for: "the job to be RUNNING", "3 results".
-    The polls back off from ``interval`` to at most 0.1 s.
-
-    >>> wait_until(lambda: 42, message="the answer")
-    42
-    >>> wait_until(lambda: [], timeout=0.05, message="a result")
-    Traceback (most recent call last):
-    ...
-    AssertionError: timed out after 0.05 s waiting for a result (last seen: [])
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"timed out after {timeout} s waiting for {message} (last seen: {value!r})")
-        time.sleep(min(interval, remaining))
-        interval = min(interval * 1.5, 0.1)
-
-
-
-class InjectedFailure(RuntimeError):
-    """The failure a :class:`Fail` marker raises."""
-
-
-@dataclass(frozen=True)
-class Pause:
-    """Nothing to read for ``millis`` milliseconds."""
-
-    millis: int
-
-
-@dataclass
-class Fail:
-    """Raise :class:`InjectedFailure` the first ``times`` times the source reaches this point."""
-
-    message: str = "injected failure"
-    times: int = 1
-    _fired: int = field(default=0, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def fire(self) -> None:
-        """Raise if this marker still has failures left (shared by every attempt of the job)."""
-        with self._lock:
-            if self._fired >= self.times:
-                return
-            self._fired += 1
-        raise InjectedFailure(f"{self.message} (scripted failure {self._fired} of {self.times})")
-
-    @property
-    def fired(self) -> int:
-        """How often it has raised so far."""
-        return self._fired
-
-
-class Gate:
-    """A point in the script where every source subtask holds until :meth:`open` is called.
-
-    A held subtask emits nothing and stays responsive (checkpoints, cancellation, injected
-    failures). Its position stays *at* the gate, so a checkpoint taken while it holds
-    restores to the gate, and the restored job holds again unless the gate is open by then.
-    One Gate is shared by every subtask and every attempt of the job; once open it stays
-    open. Opening is thread-safe (call it from the test while the job runs).
-
-    >>> gate = Gate("after part one")
-    >>> gate.is_open, gate.reached
-    (False, False)
-    >>> gate.open()
-    >>> gate.is_open
-    True
-    """
-
-    def __init__(self, name: str = "gate") -> None:
-        self.name = name
-        self._opened = threading.Event()
-        self._reached = threading.Event()
-
-    def open(self) -> None:
-        """Let every subtask held here (and every later one) pass."""
-        self._opened.set()
-
-    @property
-    def is_open(self) -> bool:
-        """True once :meth:`open` was called."""
-        return self._opened.is_set()
-
-    @property
-    def reached(self) -> bool:
-        """True once a source subtask has held here (it emitted everything before the gate)."""
-        return self._reached.is_set()
-
-    def wait_reached(self, timeout: Optional[float] = None) -> bool:
-        """Block until a source subtask holds here (or ``timeout`` seconds); returns :attr:`reached`."""
-        return self._reached.wait(timeout)
-
-    def _hold(self) -> bool:
-        """Called by a reader at the gate: True while it must hold."""
-        if self._opened.is_set():
-            return False
-        self._reached.set()
-        return True
-
-    def __repr__(self) -> str:
-        return f"Gate({self.name!r}, {'open' if self.is_open else 'closed'})"
-
-
-@dataclass(frozen=True)
-class End:
-    """The source ends here."""
-
-
-_MARKERS = (Pause, Fail, Gate, End)
+__all__ = ["ScriptedSource", "ScriptedReader", "GatedSource", "GatedReader"]
 
 
 class ScriptedSource(Source):
@@ -198,7 +30,7 @@ class ScriptedSource(Source):
         for item in self.script:
             if isinstance(item, End):
                 break
-            if not isinstance(item, _MARKERS):
+            if not isinstance(item, MARKERS):
                 out.append(item)
         return out
 
