@@ -86,9 +86,9 @@ def initialize_and_open_operators(task: "StreamTask", chain: OperatorChain) -> N
 
 
 def _operator_context(task: "StreamTask", node: StreamNode, operator: StreamOperator) -> OperatorContext:
+    from streamkernel.runtime.operators.timers import InternalTimerService
     from streamkernel.runtime.state.factory import create_keyed_backend
     from streamkernel.runtime.state.operator_state import DefaultOperatorStateBackend
-    from streamkernel.runtime.operators.timers import InternalTimerService
 
     tdd = task.tdd
     services = task.services
