@@ -66,6 +66,7 @@ from streamkernel.runtime.checkpoint.actions import (
     TriggerCheckpoint,
     TriggerRejected,
 )
+from streamkernel.runtime.checkpoint.channel_state import channel_state_stats
 from streamkernel.runtime.checkpoint.history import CheckpointStatsHistory
 from streamkernel.runtime.checkpoint.settings import CheckpointCoordinatorConfiguration, CheckpointPlan
 
@@ -292,7 +293,9 @@ class CheckpointCoordinator:
         pending.not_yet_acknowledged.discard(subtask)
         pending.acknowledged[subtask] = state_handle
         size = getattr(state_handle, "size", None)
-        self.history.report_acknowledged(checkpoint_id, subtask, now_ms, size if isinstance(size, int) else None)
+        unaligned, persisted = channel_state_stats(state_handle)
+        self.history.report_acknowledged(checkpoint_id, subtask, now_ms, size if isinstance(size, int) else None,
+                                         unaligned=unaligned, persisted_data=persisted)
         if not pending.is_fully_acknowledged():
             return []
         pending.finalizing = True

@@ -52,7 +52,8 @@ class SubtaskCheckpointStats:
 
     ``duration_ms`` runs from the checkpoint's trigger to this acknowledgement;
     ``state_size`` is the size in bytes of what the subtask stored (None when unknown,
-    e.g. a snapshot handed over in memory).
+    e.g. a snapshot handed over in memory); ``unaligned``: the subtask took it unaligned,
+    storing ``persisted_data`` bytes of in-flight records (Flink's "Persisted data").
     """
 
     vertex_id: int
@@ -60,6 +61,8 @@ class SubtaskCheckpointStats:
     ack_timestamp: int
     duration_ms: int
     state_size: Optional[int]
+    unaligned: bool = False
+    persisted_data: int = 0
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,16 @@ class CheckpointStats:
         return sum(stats.state_size or 0 for stats in self.acknowledged.values())
 
     @property
+    def unaligned(self) -> bool:
+        """Whether a subtask took this checkpoint unaligned (Flink's "Unaligned" column)."""
+        return any(stats.unaligned for stats in self.acknowledged.values())
+
+    @property
+    def persisted_data(self) -> int:
+        """Bytes of in-flight records stored by the subtasks (Flink's "Persisted data")."""
+        return sum(stats.persisted_data for stats in self.acknowledged.values())
+
+    @property
     def duration_ms(self) -> Optional[int]:
         """End-to-end duration: trigger to completion or failure (None while in progress)."""
         return None if self.end_timestamp is None else self.end_timestamp - self.trigger_timestamp
@@ -105,6 +118,8 @@ class CheckpointStats:
             "trigger_timestamp": self.trigger_timestamp,
             "duration_ms": self.duration_ms,
             "state_size": self.state_size,
+            "unaligned": self.unaligned,
+            "persisted_data": self.persisted_data,
             "acknowledged": f"{self.num_acknowledged}/{self.num_subtasks}",
             "path": self.external_path,
             "failure": self.failure_reason,
@@ -114,7 +129,8 @@ class CheckpointStats:
         """One line per acknowledging subtask (``%flink checkpoints`` details)."""
         return [
             {"vertex_id": s.vertex_id, "subtask": s.subtask_index, "ack_timestamp": s.ack_timestamp,
-             "duration_ms": s.duration_ms, "state_size": s.state_size}
+             "duration_ms": s.duration_ms, "state_size": s.state_size, "unaligned": s.unaligned,
+             "persisted_data": s.persisted_data}
             for _, s in sorted(self.acknowledged.items())
         ]
 
@@ -194,15 +210,17 @@ class CheckpointStatsHistory:
                 self._entries.popitem(last=False)
 
     def report_acknowledged(self, checkpoint_id: int, subtask: SubtaskKey, ack_timestamp: int,
-                            state_size: Optional[int]) -> None:
-        """``subtask`` acknowledged ``checkpoint_id`` having stored ``state_size`` bytes."""
+                            state_size: Optional[int], *, unaligned: bool = False, persisted_data: int = 0) -> None:
+        """``subtask`` acknowledged ``checkpoint_id`` having stored ``state_size`` bytes (of which
+        ``persisted_data`` in-flight records, when it took the checkpoint ``unaligned``)."""
         with self._lock:
             stats = self._entries.get(checkpoint_id)
             if stats is None or stats.status is not CheckpointStatus.IN_PROGRESS:
                 return
             acknowledged = dict(stats.acknowledged)
             acknowledged[subtask] = SubtaskCheckpointStats(
-                subtask[0], subtask[1], ack_timestamp, ack_timestamp - stats.trigger_timestamp, state_size)
+                subtask[0], subtask[1], ack_timestamp, ack_timestamp - stats.trigger_timestamp, state_size,
+                unaligned, persisted_data)
             self._entries[checkpoint_id] = replace(stats, acknowledged=MappingProxyType(acknowledged))
 
     def report_completed(self, checkpoint_id: int, end_timestamp: int, external_path: Optional[str] = None) -> None:

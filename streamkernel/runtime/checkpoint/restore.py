@@ -27,6 +27,12 @@ The result maps ``(vertex id, subtask index)`` to ``{operator key: {"keyed": [sn
 ``TaskDeploymentDescriptor.restored_state`` (see :mod:`streamkernel.runtime.tasks.task_checkpoint`);
 subtasks that get nothing are absent.
 
+* **in-flight records** of an unaligned checkpoint (``"channel_state"`` of a chain's head,
+  :mod:`.channel_state`): subtask *i* gets old subtask *i*'s, fed to the operator before
+  any new record. They were routed to that subtask (by key, for a keyed input), so an
+  operator that holds some cannot change its parallelism: the restore fails naming the
+  checkpoint and the operator (Flink redistributes them; not done here).
+
 State of an operator that no longer exists fails the restore unless unclaimed state is
 allowed (Flink's ``allowNonRestoredState``: ``execution.state-recovery.ignore-unclaimed-state``,
 1.x ``execution.savepoint.ignore-unclaimed-state``). Operators without state never count.
@@ -42,6 +48,7 @@ from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.keygroups import key_group_range_for_operator
 from streamkernel.graph.stream_graph import StreamGraph, StreamNode
+from streamkernel.runtime.checkpoint.channel_state import has_channel_state
 from streamkernel.runtime.checkpoint.metadata import CompletedCheckpoint, operator_key
 from streamkernel.runtime.state.key_groups_snapshot import TIMER_DOMAINS, select_key_groups
 from streamkernel.runtime.state.operator_state import redistribute_operator_state
@@ -88,6 +95,8 @@ def operator_has_state(state: Optional[Mapping[str, Any]]) -> bool:
     its values is non-empty, so a stateless sink's ``{"writer": None}`` does not)."""
     if not state:
         return False
+    if has_channel_state(state):
+        return True
     keyed = state.get("keyed")
     if keyed and any(groups for s in keyed.get("states", {}).values() for groups in s["key_groups"].values()):
         return True
@@ -181,6 +190,12 @@ def _assign_operator(completed: CompletedCheckpoint, key: str, by_index: dict[in
                 f"cannot change (set_max_parallelism({old_max}) on the operator or the environment)")
         max_parallelism = old_max or max_parallelism
     rescaled = len(old) != new_parallelism
+    if rescaled and any(has_channel_state(state) for state in old):
+        raise InvalidProgramError(
+            f"cannot restore {name} at parallelism {new_parallelism} from unaligned {_kind(completed)} "
+            f"{completed.checkpoint_id}: its {len(old)} subtasks stored in-flight records (channel state), "
+            "which cannot be redistributed to another parallelism here; restore it at parallelism "
+            f"{len(old)}, or rescale from a savepoint or an aligned checkpoint (savepoints are always aligned)")
     operator_snapshots = [state.get("operator") for state in old]
     has_operator_state = any(operator_snapshots)
     redistributed = redistribute_operator_state(operator_snapshots, new_parallelism) if has_operator_state else None
@@ -207,6 +222,8 @@ def _assign_operator(completed: CompletedCheckpoint, key: str, by_index: dict[in
                 state["raw_all"] = list(raws)
         else:
             state["raw"] = raws[index]
+            if has_channel_state(old[index]):
+                state["channel_state"] = old[index]["channel_state"]
         result.append(state if _assigned_has_state(state) else None)
     return result
 
@@ -217,7 +234,7 @@ def _assigned_has_state(state: dict) -> bool:
         return True
     if operator_has_state({"timers": state["timers"], "operator": state["operator"]}):
         return True
-    return state["raw"] is not None or "raw_all" in state
+    return state["raw"] is not None or "raw_all" in state or "channel_state" in state
 
 
 def _kind(completed: CompletedCheckpoint) -> str:

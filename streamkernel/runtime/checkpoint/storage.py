@@ -43,6 +43,7 @@ from streamkernel.common.config_options import ConfigOption
 from streamkernel.common.options import CheckpointingOptions
 from streamkernel.errors import CheckpointCorruptedError, IllegalConfigurationError
 from streamkernel.runtime.checkpoint import filesystem as fs
+from streamkernel.runtime.checkpoint.channel_state import snapshot_channel_stats
 from streamkernel.runtime.checkpoint.metadata import (
     METADATA_FILE,
     CheckpointMetadata,
@@ -124,11 +125,14 @@ def resolve_savepoint_dir(conf: Mapping[str, Any], target_dir: Optional[PathLike
 @dataclass(frozen=True)
 class StateHandle:
     """Where a subtask's state for one checkpoint was written (Flink's ``StreamStateHandle``):
-    the file, its size and its SHA-256."""
+    the file, its size and its SHA-256; ``unaligned`` / ``persisted_data``: whether the
+    subtask took the checkpoint unaligned and the bytes of in-flight records it stored."""
 
     path: str
     size: int
     sha256: str
+    unaligned: bool = False
+    persisted_data: int = 0
 
 
 @dataclass(frozen=True)
@@ -189,7 +193,8 @@ class CheckpointStorage:
         except (pickle.PicklingError, TypeError, AttributeError) as error:  # say whose state it was
             raise TypeError(f"checkpoint {checkpoint_id}: the state of subtask {subtask_index} of vertex "
                             f"{vertex_id} cannot be pickled: {error}") from error
-        return StateHandle(path, size, sha256)
+        unaligned, persisted = snapshot_channel_stats(snapshot)
+        return StateHandle(path, size, sha256, unaligned, persisted)
 
     def finalize(self, checkpoint_id: int, handles: Mapping[SubtaskKey, Any], job_info: JobCheckpointInfo,
                  *, timestamp: Optional[int] = None) -> CompletedCheckpoint:

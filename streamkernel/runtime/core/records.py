@@ -29,6 +29,7 @@ __all__ = [
     "MAX_WATERMARK",
     "MIN_WATERMARK",
     "LatencyMarker",
+    "EventAnnouncement",
 ]
 
 
@@ -60,6 +61,18 @@ class CheckpointBarrier:
     checkpoint_id: int
     timestamp: int
     is_savepoint: bool = False
+
+
+@dataclass(frozen=True)
+class EventAnnouncement:
+    """A priority notice that ``barrier`` was put into a channel (Flink's ``EventAnnouncement``).
+
+    The input gate hands it to the task before the channel's queued buffers, so that an
+    unaligned checkpoint can take the barrier out of the queue at once (the barrier
+    overtakes the buffers in front of it, which become the checkpoint's in-flight data).
+    """
+
+    barrier: CheckpointBarrier
 
 
 @dataclass(frozen=True)

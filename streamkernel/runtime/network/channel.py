@@ -119,6 +119,33 @@ class LocalChannel:
                 "(the job was cancelled, failed or is restarting)")
         return time.perf_counter_ns() - start
 
+    def send_overdraft(self, item: Any) -> None:
+        """Append ``item`` without waiting for credit (Flink's overdraft buffers).
+
+        For unaligned checkpoints: a task that snapshots must put its partly filled buffers
+        and the barrier into the channel at once, even when the receiver is backpressuring.
+        The credits go negative; the sender's next :meth:`send` waits until the receiver
+        caught up, so the queue holds at most a few items more than its credits.
+        """
+        with self._lock:
+            if self._cancelled or self._gate is None:  # not attached yet: wait for the gate's credits
+                if self._credits <= 0 or self._cancelled:
+                    self._wait_for_credit()
+            self._credits -= 1
+            self._queue.append(item)
+            if self._listed or self._blocked:
+                return
+            self._listed = True
+            gate = self._gate
+        gate._channel_has_data(self)  # type: ignore[union-attr]
+
+    def announce(self, barrier: Any) -> None:
+        """Tell the receiving gate, ahead of the queued items, that ``barrier`` is in the channel."""
+        gate = self._gate
+        if gate is None:
+            raise ChannelCancelledError(f"channel {self.name!r} has no input gate to announce a barrier to")
+        gate._announce(self, barrier)
+
     # ----------------------------------------------------------------- receiver side
     def _attach(self, gate: "InputGate", index: int, input_index: int, credits: int) -> None:
         """Connect the channel to ``gate`` at position ``index`` and grant ``credits``."""

@@ -15,6 +15,11 @@ recycled; here the item is handed to the task, which holds at most one at a time
 Barrier alignment (checkpoints): a *blocked* channel keeps receiving while it has credit
 but ``poll`` does not return its items until it is unblocked.
 
+Unaligned checkpoints: a sender puts its barrier into the channel without waiting for credit
+and *announces* it; ``poll`` returns the announcement (an :class:`EventAnnouncement`) before
+any queued item, and :meth:`InputGate.pull_barrier` takes the barrier out of the queue,
+returning the buffers it overtook (Flink's priority events and ``convertToPriorityEvent``).
+
 Locking: one lock for the gate's queue of channels with data; each channel has its own
 lock for its items and credits; the order is always gate -> channel.
 """
@@ -26,6 +31,7 @@ import time
 from collections import deque
 from typing import Any, Optional
 
+from streamkernel.runtime.core.records import CheckpointBarrier, DataBuffer, EventAnnouncement
 from streamkernel.runtime.network.channel import LocalChannel
 
 __all__ = ["InputGate"]
@@ -51,6 +57,7 @@ class InputGate:
         # exactly while its _listed flag is True); the waiting pollers; cancel/wakeup flags.
         self._data_cond = threading.Condition(self._lock)
         self._available: deque[LocalChannel] = deque()
+        self._announcements: deque[tuple[LocalChannel, EventAnnouncement]] = deque()
         self._waiters = 0
         self._cancelled = False
         self._wakeup = False
@@ -93,6 +100,8 @@ class InputGate:
             while True:
                 if self._cancelled:
                     return None
+                if self._announcements:  # priority events first (unaligned checkpoints)
+                    return self._announcements.popleft()
                 while available:
                     channel = available.popleft()
                     with channel._lock:
@@ -133,6 +142,34 @@ class InputGate:
             self._available.append(channel)
             if self._waiters:
                 self._data_cond.notify()
+
+    def _announce(self, channel: LocalChannel, barrier: CheckpointBarrier) -> None:
+        """Called by a channel's sender after it put ``barrier`` into the channel (unaligned)."""
+        with self._lock:
+            self._announcements.append((channel, EventAnnouncement(barrier)))
+            if self._waiters:
+                self._data_cond.notify()
+
+    def pull_barrier(self, channel: LocalChannel, checkpoint_id: int) -> Optional[list[DataBuffer]]:
+        """Take barrier ``checkpoint_id`` out of ``channel``'s queue, ahead of the items before it.
+
+        Returns the data buffers the barrier overtook (they stay queued and are processed as
+        usual: they are the checkpoint's in-flight data of this channel), or None when the
+        barrier is not in the queue (it was already taken, or has not arrived).
+        """
+        self._check_owned(channel)
+        with self._lock, channel._lock:
+            queue = channel._queue
+            position = next((i for i, item in enumerate(queue)
+                             if type(item) is CheckpointBarrier and item.checkpoint_id == checkpoint_id), -1)
+            if position < 0:
+                return None
+            overtaken = [queue[i] for i in range(position) if type(queue[i]) is DataBuffer]
+            del queue[position]
+            channel._credits += 1  # the barrier's slot is free again
+            if channel._sender_waiting:
+                channel._credit_cond.notify()
+            return overtaken
 
     def wakeup(self) -> None:
         """Make one blocked (or the next) ``poll`` return None early.

@@ -174,6 +174,23 @@ class RecordWriter:
         for channel in self.channels:
             self._account(self._send(channel, event))
 
+    def broadcast_unaligned_barrier(self, barrier: Any) -> None:
+        """Put ``barrier`` into every channel at once, without waiting for credit, and announce it.
+
+        Unaligned checkpoints (Flink's priority events): the partly filled buffers go in first
+        (their records were emitted before the snapshot), then the barrier; the receiver takes
+        the barrier out ahead of the queued buffers and stores those as in-flight data.
+        """
+        for c, channel in enumerate(self.channels):
+            if self._values[c]:
+                buffer = DataBuffer(self._values[c], self._timestamps[c] if self._with_ts else None)
+                self._values[c] = []
+                self._timestamps[c] = []
+                self.buffers_out += 1
+                channel.send_overdraft(buffer)
+            channel.send_overdraft(barrier)
+            channel.announce(barrier)
+
     @property
     def pending_records(self) -> int:
         """Records buffered but not yet sent."""

@@ -19,8 +19,14 @@ from streamkernel.runtime.operators.batch_execution import batch_input
 from streamkernel.runtime.tasks.barriers import BarrierHandler
 from streamkernel.runtime.tasks.stream_task import IDLE_POLL_S, StreamTask
 from streamkernel.runtime.tasks.task_input import InputProcessor
+from streamkernel.runtime.tasks.unaligned_barriers import UnalignedBarrierHandler
 
 __all__ = ["InputStreamTask"]
+
+
+def _wall_ms() -> int:
+    """Wall-clock ms, the clock of a barrier's timestamp (the coordinator's trigger time)."""
+    return time.time_ns() // 1_000_000
 
 
 class InputStreamTask(StreamTask):
@@ -28,13 +34,14 @@ class InputStreamTask(StreamTask):
 
     def _run_loop(self, head: StreamOperator) -> None:
         """Take buffers and events from the input gate until every channel ended."""
-        exactly_once = CheckpointingOptions.CHECKPOINTING_MODE.get(self.tdd.configuration) == "EXACTLY_ONCE"
-        barriers = BarrierHandler(self.gate, self.gate.channels, exactly_once, self.checkpointer.perform,
-                                  self._decline_aborted)
+        barriers = self._barrier_handler()
+        timeout_checks = isinstance(barriers, UnalignedBarrierHandler) and barriers.timeout_ms > 0
         two_input = isinstance(head, TwoInputStreamOperator)
         fed = batch_input(head, self.tdd.nodes[0], self.tdd.configuration, two_input)  # the head itself when streaming
         processor = InputProcessor(self.gate, fed, two_input, self.metrics,
                                    self._on_latency_marker, barriers)
+        for input_index, buffer in self.checkpointer.restored_in_flight():  # before any new record
+            processor.feed(input_index, buffer)
         poll = self.gate.poll
         perf = time.perf_counter_ns
         metrics = self.metrics
@@ -43,6 +50,8 @@ class InputStreamTask(StreamTask):
             polled = poll(self._timer_wait(IDLE_POLL_S))
             busy_start = perf()
             metrics.idle_ns += busy_start - idle_start
+            if timeout_checks and barriers.aligning is not None:
+                barriers.check_timeout()  # type: ignore[union-attr]
             if polled is None:
                 self._flush_all()
                 self._between_batches()
@@ -57,8 +66,22 @@ class InputStreamTask(StreamTask):
             self._between_batches()
         self._check_cancelled()
 
+    def _barrier_handler(self) -> "BarrierHandler | UnalignedBarrierHandler":
+        """Aligned (or counting) barrier handling, or unaligned checkpoints when they are on."""
+        config = self.tdd.configuration
+        checkpointer = self.checkpointer
+        if checkpointer.unaligned:
+            timeout = CheckpointingOptions.ALIGNED_CHECKPOINT_TIMEOUT.get(config).to_milliseconds()
+            return UnalignedBarrierHandler(self.gate, self.gate.channels, timeout, _wall_ms,
+                                           checkpointer.perform, checkpointer.start_unaligned,
+                                           checkpointer.finish_unaligned, self._decline_aborted)
+        exactly_once = CheckpointingOptions.CHECKPOINTING_MODE.get(config) == "EXACTLY_ONCE"
+        return BarrierHandler(self.gate, self.gate.channels, exactly_once, checkpointer.perform,
+                              self._decline_aborted)
+
     def _decline_aborted(self, checkpoint_id: int) -> None:
         """A newer barrier overtook checkpoint ``checkpoint_id`` while it aligned: decline it."""
+        self.checkpointer.abort_unaligned(checkpoint_id)
         responder = self.services.checkpoint_responder
         if responder is not None:
             responder.decline(self.tdd.attempt_id, checkpoint_id, "a newer checkpoint's barrier overtook it")

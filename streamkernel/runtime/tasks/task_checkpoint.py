@@ -14,16 +14,26 @@ A task snapshot maps each operator's key (its uid, or ``node-<generated id>`` wi
 and restored state comes in the same shape, except that ``keyed`` and ``timers`` are lists
 of snapshots (after rescaling, a subtask's key groups may come from several old subtasks)
 and ``raw_all`` may hold every old subtask's raw state when the parallelism changed.
+
+Unaligned checkpoints (``execution.checkpointing.unaligned.enabled``, EXACTLY_ONCE, not for
+savepoints): barriers go out ahead of queued output (``broadcast_unaligned_barrier``); a task
+with inputs snapshots on the first barrier (:meth:`TaskCheckpointer.start_unaligned`, the
+snapshot is frozen at once) and stores it when every input barrier was seen, with the
+in-flight records as the head operator's ``"channel_state"``
+(:mod:`streamkernel.runtime.checkpoint.channel_state`), fed back first on restore.
 """
 
 from __future__ import annotations
 
 import logging
+import pickle
 from typing import TYPE_CHECKING, Any, Optional
 
+from streamkernel.common.options import CheckpointingOptions
 from streamkernel.graph.stream_graph import StreamNode
+from streamkernel.runtime.checkpoint.channel_state import make_channel_state
 from streamkernel.runtime.checkpoint.metadata import operator_key
-from streamkernel.runtime.core.records import CheckpointBarrier
+from streamkernel.runtime.core.records import CheckpointBarrier, DataBuffer
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.operators.base import OperatorContext, StreamOperator
@@ -40,6 +50,12 @@ class TaskCheckpointer:
     def __init__(self, task: "StreamTask") -> None:
         self.task = task
         self.contexts: dict[int, "OperatorContext"] = {}
+        config = task.tdd.configuration
+        #: barriers of checkpoints (not savepoints) overtake queued output; inputs need not align
+        self.unaligned = (CheckpointingOptions.ENABLE_UNALIGNED.get(config)
+                          and CheckpointingOptions.CHECKPOINTING_MODE.get(config) == "EXACTLY_ONCE")
+        # the unaligned checkpoint in progress: (checkpoint id, pickled snapshot or the error)
+        self._frozen: Optional[tuple[int, Any]] = None
 
     # ---------------------------------------------------------------- restore
     def restored_for(self, node: StreamNode) -> Optional[dict]:
@@ -93,13 +109,67 @@ class TaskCheckpointer:
             _log.warning("%s: checkpoint %d failed: %s", task.tdd.name_with_subtask, barrier.checkpoint_id, exc)
             for writer in task.writers:
                 writer.broadcast_event(barrier)
+            self._forward(barrier)
             if responder is not None:
                 responder.decline(task.tdd.attempt_id, barrier.checkpoint_id, f"{type(exc).__name__}: {exc}")
             return
-        for writer in task.writers:
-            writer.broadcast_event(barrier)
+        self._forward(barrier)
         if responder is not None:
             responder.acknowledge(task.tdd.attempt_id, barrier.checkpoint_id, handle)
+
+    def _forward(self, barrier: CheckpointBarrier) -> None:
+        """The barrier to every output channel: ahead of queued output when unaligned."""
+        unaligned = self.unaligned and not barrier.is_savepoint
+        for writer in self.task.writers:
+            if unaligned:
+                writer.broadcast_unaligned_barrier(barrier)
+            else:
+                writer.broadcast_event(barrier)
+
+    # --------------------------------------------------------------- unaligned
+    def start_unaligned(self, barrier: CheckpointBarrier) -> None:
+        """First barrier of an unaligned checkpoint: snapshot now (frozen), forward the barrier."""
+        try:
+            frozen: Any = pickle.dumps(self.snapshot(barrier.checkpoint_id), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - declined when the checkpoint finishes
+            frozen = exc
+        self._frozen = (barrier.checkpoint_id, frozen)
+        self._forward(barrier)
+
+    def finish_unaligned(self, barrier: CheckpointBarrier, in_flight: list[tuple[int, DataBuffer]]) -> None:
+        """Every input barrier of an unaligned checkpoint was seen: store the snapshot taken at
+        its start with the in-flight records, then acknowledge (or decline)."""
+        task = self.task
+        responder = task.services.checkpoint_responder
+        frozen = self._frozen[1] if self._frozen is not None and self._frozen[0] == barrier.checkpoint_id else None
+        self._frozen = None
+        try:
+            if frozen is None:
+                raise RuntimeError("its snapshot was not taken (the checkpoint started before a restart)")
+            if isinstance(frozen, Exception):
+                raise frozen
+            snapshot = pickle.loads(frozen)
+            head = operator_key(task.tdd.nodes[0])
+            snapshot[head]["channel_state"] = make_channel_state(in_flight)
+            handle = self._store(barrier, snapshot)
+        except Exception as exc:  # noqa: BLE001 - a failed snapshot declines, it does not kill the job
+            _log.warning("%s: checkpoint %d failed: %s", task.tdd.name_with_subtask, barrier.checkpoint_id, exc)
+            if responder is not None:
+                responder.decline(task.tdd.attempt_id, barrier.checkpoint_id, f"{type(exc).__name__}: {exc}")
+            return
+        if responder is not None:
+            responder.acknowledge(task.tdd.attempt_id, barrier.checkpoint_id, handle)
+
+    def abort_unaligned(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` was overtaken by a newer one: drop its frozen snapshot."""
+        if self._frozen is not None and self._frozen[0] == checkpoint_id:
+            self._frozen = None
+
+    def restored_in_flight(self) -> list[tuple[int, DataBuffer]]:
+        """The in-flight records of the checkpoint this task restores from (fed first)."""
+        restored = self.restored_for(self.task.tdd.nodes[0])
+        channel_state = restored.get("channel_state") if restored else None
+        return [] if not channel_state else [(i, DataBuffer(v, t)) for i, v, t in channel_state["buffers"]]
 
     def _store(self, barrier: CheckpointBarrier, snapshot: dict) -> Any:
         """Write the snapshot to checkpoint storage when the job has one; else hand it over as is."""

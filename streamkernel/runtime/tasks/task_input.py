@@ -14,6 +14,7 @@ from streamkernel.runtime.core.records import (
     END_OF_PARTITION,
     CheckpointBarrier,
     DataBuffer,
+    EventAnnouncement,
     LatencyMarker,
     Watermark,
     WatermarkStatus,
@@ -61,6 +62,11 @@ class InputProcessor:
         """Handle one item from ``channel``; True when every input has ended."""
         if type(item) is DataBuffer:
             values = item.values
+            barriers = self._barriers
+            if barriers is not None and barriers.recording:  # unaligned checkpoint: in-flight records
+                recorded = barriers.recording.get(channel.index)
+                if recorded is not None:
+                    recorded.append(item)
             self.metrics.records_in += len(values)
             self._batch[channel.input_index if self.two_input else 0](values, item.timestamps)
             return False
@@ -85,7 +91,15 @@ class InputProcessor:
         elif type(item) is CheckpointBarrier:
             if self._barriers is not None:
                 self._barriers.on_barrier(channel, item)
+        elif type(item) is EventAnnouncement:
+            if self._barriers is not None and hasattr(self._barriers, "on_announcement"):
+                self._barriers.on_announcement(channel, item.barrier)
         return False
+
+    def feed(self, input_index: int, buffer: DataBuffer) -> None:
+        """Hand restored in-flight records (an unaligned checkpoint's channel state) to the head."""
+        self.metrics.records_in += len(buffer.values)
+        self._batch[input_index if self.two_input else 0](buffer.values, buffer.timestamps)
 
     def _advance(self, input_index: int, watermark: Any) -> None:
         if watermark is not None:

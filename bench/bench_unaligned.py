@@ -1,0 +1,98 @@
+"""Unaligned vs aligned checkpoints of a backpressured job (issue 15).
+
+A fast source feeds a slow keyed operator (2 ms per record, notebook 06's "Enrich"):
+its input channels stay full, so an aligned barrier queues behind every buffered record,
+while an unaligned one overtakes them (they are stored as in-flight data). For each mode
+the bench runs the same job, triggers a checkpoint and prints how long it took, then lets
+periodic checkpoints (300 ms interval) run for N seconds and counts how many completed.
+
+    PYTHONPATH=$PWD python bench/bench_unaligned.py [--seconds 6] [--batch-size 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from typing import Any
+
+from streamkernel.common import Configuration, WatermarkStrategy
+from streamkernel.common.job_status import JobStatus
+from streamkernel.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from streamkernel.datastream.connectors.datagen import DataGeneratorSource
+from streamkernel.datastream.state import ValueStateDescriptor
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
+from streamkernel.testing import wait_until
+
+SLOW_MS = 2.0
+
+
+class SlowCount(KeyedProcessFunction):
+    """Counts per key, 2 ms per record: the backpressuring operator."""
+
+    def open(self, runtime_context: Any) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", None))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        time.sleep(SLOW_MS / 1000)
+        self.count.update((self.count.value() or 0) + 1)
+        yield value[0], self.count.value()
+
+
+def build(unaligned: bool, interval_ms: int, batch_size: int, directory: str) -> StreamExecutionEnvironment:
+    conf = {"execution.checkpointing.dir": directory, "taskmanager.network.batch-size": str(batch_size)}
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
+    env.enable_checkpointing(interval_ms)
+    env.get_checkpoint_config().enable_unaligned_checkpoints(unaligned)
+    env.set_parallelism(1)
+    source = DataGeneratorSource(lambda i: (f"w{i % 5}", i), count=None)
+    (env.from_source(source, WatermarkStrategy.no_watermarks(), "events").uid("events")
+        .key_by(lambda p: p[0]).process(SlowCount()).uid("count").name("SlowCount")
+        .add_sink(lambda pair: None).uid("sink"))
+    return env
+
+
+def running(client: Any) -> bool:
+    return client.get_job_status().result() is JobStatus.RUNNING and all(
+        s.state.value == "RUNNING" for s in client.get_job_details().subtasks)
+
+
+def measure(cluster: MiniCluster, unaligned: bool, seconds: float, batch_size: int) -> dict:
+    directory = tempfile.mkdtemp(prefix="bench-unaligned-")
+    # one triggered checkpoint (periodic ones off: a day's interval)
+    client = build(unaligned, 86_400_000, batch_size, directory).execute_async("triggered")
+    job_id = client.get_job_id()
+    wait_until(lambda: running(client), message="the job running")
+    time.sleep(1.0)  # let the slow operator's input channels fill up (backpressure)
+    start = time.perf_counter()
+    cluster.checkpoints.trigger_checkpoint(job_id, timeout=120)
+    triggered_s = time.perf_counter() - start
+    stats = cluster.checkpoints.checkpoint_stats(job_id).latest_completed
+    client.cancel().result()
+    # periodic checkpoints every 300 ms for ``seconds``
+    client = build(unaligned, 300, batch_size, directory + "-periodic").execute_async("periodic")
+    job_id = client.get_job_id()
+    wait_until(lambda: running(client), message="the job running")
+    time.sleep(seconds)
+    completed = cluster.checkpoints.checkpoint_stats(job_id).num_completed
+    client.cancel().result()
+    return {"mode": "unaligned" if unaligned else "aligned", "checkpoint_s": triggered_s,
+            "unaligned": stats.unaligned, "persisted_bytes": stats.persisted_data,
+            "completed_in_window": completed}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=6.0, help="window of periodic checkpoints")
+    parser.add_argument("--batch-size", type=int, default=256, help="taskmanager.network.batch-size")
+    args = parser.parse_args()
+    with MiniCluster(1, 2) as cluster:
+        for unaligned in (False, True):
+            r = measure(cluster, unaligned, args.seconds, args.batch_size)
+            print(f"{r['mode']:<9}  triggered checkpoint {r['checkpoint_s']:6.2f} s  "
+                  f"(unaligned={r['unaligned']}, persisted {r['persisted_bytes']} bytes)   "
+                  f"periodic 300 ms: {r['completed_in_window']} completed in {args.seconds:g} s")
+
+
+if __name__ == "__main__":
+    main()
