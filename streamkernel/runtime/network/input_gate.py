@@ -171,6 +171,23 @@ class InputGate:
                 channel._credit_cond.notify()
             return overtaken
 
+    def has_announcements(self) -> bool:
+        """True when a priority event waits (the task should poll before it processes more)."""
+        return bool(self._announcements)
+
+    def push_front(self, channel: LocalChannel, item: Any) -> None:
+        """Put ``item`` back at the head of ``channel``'s queue (the unprocessed rest of a buffer
+        the task stops in the middle of, to handle a priority event first)."""
+        self._check_owned(channel)
+        with self._lock:
+            with channel._lock:
+                channel._queue.appendleft(item)
+                channel._credits -= 1  # the slot is taken again
+                if channel._listed or channel._blocked:
+                    return
+                channel._listed = True
+            self._available.appendleft(channel)
+
     def wakeup(self) -> None:
         """Make one blocked (or the next) ``poll`` return None early.
 

@@ -41,7 +41,10 @@ class SourceStreamTask(StreamTask):
         """Read batches from the source until it ends (or the task is cancelled)."""
         batch = self.batch_size
         metrics = self.metrics
+        hold_for_output = self.checkpointer.unaligned
         while not self._cancelled.is_set():
+            if hold_for_output:
+                self._wait_for_output(source)
             backpressured = metrics.backpressured_at_busy_start = metrics.backpressured_ns
             start = metrics.busy_since = time.perf_counter_ns()
             more = source.emit_next(batch)
@@ -61,6 +64,26 @@ class SourceStreamTask(StreamTask):
                     source.wakeup.wait(min(wait, self._timer_wait(IDLE_POLL_S)))
                 self.metrics.idle_ns += time.perf_counter_ns() - idle_start
         self._check_cancelled()
+
+    def _wait_for_output(self, source: Any) -> None:
+        """Unaligned checkpoints: read the next batch only once every output channel has a
+        credit (Flink's output availability), waiting where a checkpoint trigger is seen at
+        once, instead of blocking in a send that only the slow receiver can end."""
+        channels = [c for writer in self.writers for c in writer.channels]
+        if all(getattr(c, "available_credits", 1) > 0 for c in channels):
+            return
+        metrics = self.metrics
+        start = metrics.backpressured_since = time.perf_counter_ns()
+        try:
+            while not self._mail and not self._cancelled.is_set() and any(
+                    getattr(c, "available_credits", 1) <= 0 for c in channels):
+                source.wakeup.clear()  # set by a posted action (the checkpoint trigger) or cancel()
+                if not self._mail:
+                    source.wakeup.wait(0.005)
+        finally:
+            metrics.backpressured_since = 0
+            metrics.backpressured_ns += time.perf_counter_ns() - start
+        self._between_batches()
 
     def _emit_latency_marker(self) -> None:
         """Every latency interval, a marker stamped now travels to the sinks."""

@@ -20,7 +20,11 @@ from streamkernel.runtime.core.records import (
     WatermarkStatus,
 )
 
-__all__ = ["InputProcessor"]
+__all__ = ["InputProcessor", "UNALIGNED_SLICE"]
+
+UNALIGNED_SLICE = 16
+"""Records processed between two looks for a priority event when unaligned checkpoints are on
+(Flink reacts between two records; a whole buffer of a slow operator would take seconds)."""
 
 
 class InputProcessor:
@@ -31,10 +35,13 @@ class InputProcessor:
         from streamkernel.runtime.network.watermark_valve import StatusWatermarkValve
 
         self.head = head
+        self.gate = gate
         self.two_input = two_input
         self.metrics = metrics
         self._on_latency_marker = on_latency_marker
         self._barriers = barriers
+        # unaligned checkpoints: a buffer is processed in slices, a priority event may come between
+        self._slice = UNALIGNED_SLICE if hasattr(barriers, "on_announcement") else 0
         inputs = 2 if two_input else 1
         # channel index in the gate -> (input index, index among that input's channels)
         self._local: dict[int, tuple[int, int]] = {}
@@ -62,6 +69,9 @@ class InputProcessor:
         """Handle one item from ``channel``; True when every input has ended."""
         if type(item) is DataBuffer:
             values = item.values
+            if self._slice and len(values) > self._slice:
+                self._process_in_slices(channel, item)
+                return False
             barriers = self._barriers
             if barriers is not None and barriers.recording:  # unaligned checkpoint: in-flight records
                 recorded = barriers.recording.get(channel.index)
@@ -95,6 +105,24 @@ class InputProcessor:
             if self._barriers is not None and hasattr(self._barriers, "on_announcement"):
                 self._barriers.on_announcement(channel, item.barrier)
         return False
+
+    def _process_in_slices(self, channel: Any, buffer: DataBuffer) -> None:
+        """Process ``buffer`` slice by slice; when a priority event (a barrier's announcement)
+        comes meanwhile, put the rest back at the head of the channel and return."""
+        values, timestamps = buffer
+        size, step = len(values), self._slice
+        for start in range(0, size, step):
+            if start and self.gate.has_announcements():
+                self.gate.push_front(channel, DataBuffer(values[start:],
+                                                         None if timestamps is None else timestamps[start:]))
+                return
+            end = start + step
+            piece = DataBuffer(values[start:end], None if timestamps is None else timestamps[start:end])
+            recording = self._barriers.recording
+            if recording and channel.index in recording:
+                recording[channel.index].append(piece)
+            self.metrics.records_in += len(piece.values)
+            self._batch[channel.input_index if self.two_input else 0](piece.values, piece.timestamps)
 
     def feed(self, input_index: int, buffer: DataBuffer) -> None:
         """Hand restored in-flight records (an unaligned checkpoint's channel state) to the head."""

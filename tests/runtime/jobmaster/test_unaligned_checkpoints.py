@@ -1,0 +1,154 @@
+"""Unaligned checkpoints end to end: a backpressured keyed job, exactly once across a failure.
+
+A slow keyed operator (held on a valve) sits behind a fast source whose records fill its
+input channels. With unaligned checkpoints on, its barrier overtakes the queued buffers,
+which the checkpoint stores as in-flight data; a failure injected after that checkpoint
+completed restores the operator's state, feeds it the in-flight records first, and the
+exactly-once FileSink commits every count exactly once. Savepoints stay aligned, and a
+restore at another parallelism of a checkpoint holding in-flight data is refused up front.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import os
+import pathlib
+import threading
+from typing import Any, Iterator
+
+import pytest
+
+from streamkernel.common import Configuration, WatermarkStrategy
+from streamkernel.common.job_status import JobStatus
+from streamkernel.common.serialization import Encoder
+from streamkernel.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from streamkernel.datastream.connectors import FileSink, RollingPolicy
+from streamkernel.datastream.state import ValueStateDescriptor
+from streamkernel.errors import StreamKernelError
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
+from streamkernel.testing import Gate, ScriptedSource, wait_until
+
+KEYS = ["a", "b", "c", "d", "e"]
+RECORDS = [KEYS[i % len(KEYS)] for i in range(200)]
+BEFORE_GATE = 40  # 20 per source subtask: several buffers of 4 records queue behind the held operator
+
+
+class ValvedCount(KeyedProcessFunction):
+    """Counts per key; every record waits until the test opens the valve (the slow operator)."""
+
+    def __init__(self, valve: threading.Event) -> None:
+        self.valve = valve
+
+    def open(self, runtime_context: Any) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", None))
+
+    def process_element(self, key: str, ctx: Any) -> Iterator[str]:
+        self.valve.wait()
+        count = (self.count.value() or 0) + 1
+        self.count.update(count)
+        yield f"{key}:{count}"
+
+
+def committed_lines(path: pathlib.Path) -> list[str]:
+    """Every line of the FileSink's committed part files."""
+    return [line for file in sorted(path.rglob("*")) if file.is_file() and not file.name.startswith(".")
+            for line in file.read_text().splitlines()]
+
+
+def expected_lines(records: list[str]) -> collections.Counter:
+    """Each key's running counts 1..n, once each (computed from the records, not the engine)."""
+    totals = collections.Counter(records)
+    return collections.Counter(f"{key}:{n}" for key, total in totals.items() for n in range(1, total + 1))
+
+
+def build(tmp_path: pathlib.Path, gate: Gate, valve: threading.Event, parallelism: int = 2,
+          extra: dict | None = None) -> StreamExecutionEnvironment:
+    conf = {"execution.checkpointing.dir": str(tmp_path / "checkpoints"),
+            "execution.checkpointing.unaligned.enabled": "true",
+            "execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION",
+            "taskmanager.network.batch-size": "4",
+            "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "2",
+            "restart-strategy.fixed-delay.delay": "10 ms", **(extra or {})}
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
+    env.enable_checkpointing(3_600_000)  # on, but only the checkpoints the test triggers
+    env.set_parallelism(parallelism)
+    (env.from_source(ScriptedSource(RECORDS[:BEFORE_GATE] + [gate] + RECORDS[BEFORE_GATE:]),
+                     WatermarkStrategy.no_watermarks(), "keys").uid("keys")
+        .key_by(lambda k: k).process(ValvedCount(valve)).uid("count").name("Count")
+        .sink_to(FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
+                 .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build()).uid("out"))
+    return env
+
+
+def running(client: Any) -> bool:
+    return client.get_job_status().result() is JobStatus.RUNNING and all(
+        s.state.value == "RUNNING" for s in client.get_job_details().subtasks)
+
+
+def take_backpressured_checkpoint(cluster: MiniCluster, client: Any, gate: Gate, valve: threading.Event) -> str:
+    """With the operator held and its channels full, trigger a checkpoint, then let the operator go."""
+    job_id = client.get_job_id()
+    wait_until(lambda: gate.reached and running(client), message="the sources at the gate")
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(cluster.checkpoints.trigger_checkpoint, job_id)
+        # the sources acknowledged: their barriers are in the channels, behind the queued buffers
+        wait_until(lambda: [s.num_acknowledged for s in cluster.checkpoints.checkpoint_stats(job_id).history] == [2],
+                   message="the source subtasks' acknowledgements")
+        valve.set()
+        return pending.result(60)
+
+
+def test_an_unaligned_checkpoint_stores_in_flight_records_and_recovery_counts_each_exactly_once(tmp_path) -> None:
+    gate, valve = Gate(), threading.Event()
+    env = build(tmp_path, gate, valve)
+    with MiniCluster(1, 4) as cluster:
+        client = env.execute_async("unaligned exactly once")
+        job_id = client.get_job_id()
+        take_backpressured_checkpoint(cluster, client, gate, valve)
+        stats = cluster.checkpoints.checkpoint_stats(job_id).latest_completed
+        assert cluster.failures.fail_operator(job_id, "out")
+        wait_until(lambda: client.get_job_details().num_restarts == 1 and running(client), message="the restart")
+        gate.open()
+        client.get_job_execution_result().result(60)
+        details = client.get_job_details()
+
+    assert stats.unaligned and stats.persisted_data > 0  # the barrier overtook queued records
+    row = stats.row()
+    assert row["unaligned"] is True and row["persisted_data"] == stats.persisted_data
+    assert details.status is JobStatus.FINISHED
+    assert details.checkpoints.latest_restored.checkpoint_id == stats.checkpoint_id
+    assert collections.Counter(committed_lines(tmp_path / "out")) == expected_lines(RECORDS)
+
+
+def test_savepoints_stay_aligned_with_unaligned_checkpoints_on(tmp_path) -> None:
+    gate, valve = Gate(), threading.Event()
+    valve.set()
+    env = build(tmp_path, gate, valve)
+    with MiniCluster(1, 4) as cluster:
+        client = env.execute_async("aligned savepoint")
+        job_id = client.get_job_id()
+        wait_until(lambda: gate.reached and running(client), message="the sources at the gate")
+        cluster.checkpoints.trigger_savepoint(job_id, str(tmp_path / "savepoints"))
+        savepoint = cluster.checkpoints.checkpoint_stats(job_id).latest_savepoint
+        gate.open()
+        client.get_job_execution_result().result(60)
+
+    assert savepoint.is_savepoint and not savepoint.unaligned and savepoint.persisted_data == 0
+
+
+def test_restoring_in_flight_records_at_another_parallelism_is_refused_naming_the_checkpoint(tmp_path) -> None:
+    gate, valve = Gate(), threading.Event()
+    with MiniCluster(1, 4) as cluster:
+        client = build(tmp_path, gate, valve).execute_async("rescale source")
+        checkpoint = take_backpressured_checkpoint(cluster, client, gate, valve)
+        assert cluster.checkpoints.checkpoint_stats(client.get_job_id()).latest_completed.persisted_data > 0
+        client.cancel().result()
+        rescaled = build(tmp_path, Gate(), valve, parallelism=1,
+                         extra={"execution.state-recovery.path": checkpoint})
+        with pytest.raises(StreamKernelError) as caught:
+            rescaled.execute("rescaled")
+    message = str(caught.value)
+    checkpoint_id = int(os.path.basename(checkpoint)[len("chk-"):])
+    assert f"unaligned checkpoint {checkpoint_id}" in message and "'count'" in message
+    assert "in-flight records" in message and "parallelism 2" in message
