@@ -26,10 +26,10 @@ __all__ = ["CheckpointCommands", "HISTORY_COLUMNS", "ACK_COLUMNS"]
 
 RECOVERY_PATH = "execution.state-recovery.path"
 
-HISTORY_COLUMNS = ["job", "id", "type", "status", "trigger_time", "duration_ms", "state_size", "acknowledged",
-                   "path", "failure"]
+HISTORY_COLUMNS = ["job", "id", "type", "status", "trigger_time", "duration_ms", "state_size", "unaligned",
+                   "persisted_data", "acknowledged", "path", "failure"]
 """The columns of the ``%flink checkpoints`` table (one row per checkpoint, newest first)."""
-ACK_COLUMNS = ["job", "checkpoint", "task", "subtask", "ack_after_ms", "state_size"]
+ACK_COLUMNS = ["job", "checkpoint", "task", "subtask", "ack_after_ms", "state_size", "unaligned", "persisted_data"]
 """The columns of the acknowledgement table of ``%flink checkpoints`` (one row per subtask)."""
 
 
@@ -159,7 +159,9 @@ def history_row(job_name: str, row: dict) -> dict:
     """One line of the ``%flink checkpoints`` table from a ``checkpoint_history`` row."""
     trigger = datetime.datetime.fromtimestamp(row["trigger_timestamp"] / 1000).strftime("%H:%M:%S.%f")[:-3]
     return {"job": job_name, "id": row["id"], "type": row["type"], "status": row["status"], "trigger_time": trigger,
-            "duration_ms": row["duration_ms"], "state_size": row["state_size"], "acknowledged": row["acknowledged"],
+            "duration_ms": row["duration_ms"], "state_size": row["state_size"],
+            "unaligned": row.get("unaligned", False), "persisted_data": row.get("persisted_data", 0),
+            "acknowledged": row["acknowledged"],
             "path": row["path"] or "", "failure": row["failure"] or ""}
 
 
@@ -171,7 +173,8 @@ def ack_rows(job_name: str, row: dict, vertices: dict[int, tuple[str, int]]) -> 
         name, parallelism = vertices.get(ack["vertex_id"], (f"vertex {ack['vertex_id']}", None))
         out.append({"job": job_name, "checkpoint": row["id"], "task": name,
                     "subtask": f"{ack['subtask'] + 1}/{parallelism}" if parallelism else str(ack["subtask"] + 1),
-                    "ack_after_ms": ack["duration_ms"], "state_size": ack["state_size"]})
+                    "ack_after_ms": ack["duration_ms"], "state_size": ack["state_size"],
+                    "unaligned": ack.get("unaligned", False), "persisted_data": ack.get("persisted_data", 0)})
     return out
 
 

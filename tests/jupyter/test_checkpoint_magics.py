@@ -101,6 +101,7 @@ def test_checkpoint_and_the_history_with_per_subtask_acknowledgements(shell, tmp
     # three tasks: the source (parallelism 1), the map and the chained counts -> sink (2 each)
     assert set(history["type"]) == {"checkpoint"} and set(history["acknowledged"]) == {"5/5"}
     assert list(history["path"]) == [second, first] and (history["state_size"] > 0).all()
+    assert not history["unaligned"].any() and (history["persisted_data"] == 0).all()  # aligned (the default)
     assert all(len(t) == 12 and t[2] == ":" for t in history["trigger_time"])  # HH:MM:SS.mmm
     # one row per subtask of the newest completed checkpoint, named as in the job's graph
     assert set(acks["checkpoint"]) == {2}

@@ -54,6 +54,7 @@ def snapshot(time_ms: int, source_out: tuple[int, int], sink_in: tuple[int, int]
                                                "path": None, "failure": "declined by Map (1/2)"},
                                               {"id": 1, "type": "checkpoint", "status": "COMPLETED",
                                                "trigger_timestamp": 3, "duration_ms": 12, "state_size": 3 * 2 ** 20,
+                                               "unaligned": True, "persisted_data": 5 * 2 ** 10,
                                                "acknowledged": "4/4", "path": "/tmp/chk-1", "failure": None}],
                                   "latest_restored": {"id": 7, "type": "checkpoint", "path": "/tmp/chk-7"}}}],
     }
@@ -121,6 +122,7 @@ def test_html_shows_cards_slots_chips_rows_and_escapes_names() -> None:
     checkpoints = html.checkpoints_html(model)
     assert re.findall(r'data-checkpoint="(\d+)" data-status="(\w+)"', checkpoints) == [("2", "FAILED"), ("1", "COMPLETED")]
     assert "3.0 MiB" in checkpoints and "declined by Map (1/2)" in checkpoints
+    assert "<td>yes</td><td>5.0 KiB</td>" in checkpoints and "<th>persisted data</th>" in checkpoints  # unaligned
 
 
 def test_text_shows_the_same_for_a_terminal() -> None:

@@ -184,11 +184,13 @@ def checkpoints_html(model: JobModel) -> str:
         f'<tr class="sk-checkpoint-row" data-checkpoint="{c.id}" data-status="{_e(c.status)}">'
         f'<td>{c.id}</td><td class="sk-l">{_e(c.type)}</td><td class="sk-l">{_e(c.status)}</td><td>{_time(c.trigger_timestamp)}</td>'
         f'<td>{"-" if c.duration_ms is None else f"{c.duration_ms} ms"}</td><td>{format_bytes(c.state_size)}</td>'
+        f'<td>{"yes" if c.unaligned else "no"}</td><td>{format_bytes(c.persisted_data)}</td>'
         f'<td>{_e(c.acknowledged)}</td><td class="sk-l">{_e(c.failure or c.path or "")}</td></tr>'
         for c in model.checkpoints)
     empty = '' if rows else '<div class="sk-muted">No checkpoint yet.</div>'
     return (f'{STYLE}<div class="sk"><div class="sk-muted">{counts}</div>{empty}<table><tr><th>id</th><th class="sk-l">type</th>'
-            f'<th class="sk-l">status</th><th>triggered</th><th>duration</th><th>size</th><th>acks</th>'
+            f'<th class="sk-l">status</th><th>triggered</th><th>duration</th><th>size</th><th>unaligned</th>'
+            f'<th>persisted data</th><th>acks</th>'
             f'<th class="sk-l">path / failure</th></tr>{rows}</table></div>')
 
 

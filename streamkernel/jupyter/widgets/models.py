@@ -195,6 +195,8 @@ class CheckpointRow:
     acknowledged: str
     path: Optional[str]
     failure: Optional[str]
+    unaligned: bool = False
+    persisted_data: int = 0
 
 
 @dataclass(frozen=True)
@@ -259,7 +261,8 @@ def job_model(job: Mapping[str, Any], history: Optional[MetricsHistory] = None) 
     stats = job.get("checkpoints") or {}
     checkpoints = tuple(CheckpointRow(
         int(c["id"]), str(c.get("type", "checkpoint")), str(c.get("status", "")), c.get("trigger_timestamp"),
-        c.get("duration_ms"), c.get("state_size"), str(c.get("acknowledged", "")), c.get("path"), c.get("failure"))
+        c.get("duration_ms"), c.get("state_size"), str(c.get("acknowledged", "")), c.get("path"), c.get("failure"),
+        bool(c.get("unaligned")), int(c.get("persisted_data") or 0))
         for c in stats.get("history") or ())
     restored = stats.get("latest_restored")
     return JobModel(

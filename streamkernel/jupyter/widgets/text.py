@@ -58,7 +58,8 @@ def subtasks_frame(model: JobModel) -> Any:
 def checkpoints_frame(model: JobModel) -> Any:
     """One row per checkpoint or savepoint, newest first."""
     return _frame([{"id": c.id, "type": c.type, "status": c.status, "duration_ms": c.duration_ms,
-                    "size": format_bytes(c.state_size), "acks": c.acknowledged, "path": c.path or "",
+                    "size": format_bytes(c.state_size), "unaligned": c.unaligned,
+                    "persisted": format_bytes(c.persisted_data), "acks": c.acknowledged, "path": c.path or "",
                     "failure": c.failure or ""} for c in model.checkpoints])
 
 

@@ -152,3 +152,16 @@ def test_restoring_in_flight_records_at_another_parallelism_is_refused_naming_th
     checkpoint_id = int(os.path.basename(checkpoint)[len("chk-"):])
     assert f"unaligned checkpoint {checkpoint_id}" in message and "'count'" in message
     assert "in-flight records" in message and "parallelism 2" in message
+
+
+@pytest.mark.parametrize("backend", ["process", "spark"])
+def test_unaligned_checkpoints_on_a_backend_with_tcp_channels_are_refused_before_anything_starts(
+        tmp_path, backend: str) -> None:
+    from streamkernel.errors import IllegalConfigurationError
+
+    env = build(tmp_path, Gate(), threading.Event())
+    cluster = MiniCluster(1, 1, backend=backend)  # never started: the check comes first
+    with pytest.raises(IllegalConfigurationError) as caught:
+        cluster.submit(env.get_stream_graph())
+    message = str(caught.value)
+    assert "execution.checkpointing.unaligned.enabled" in message and repr(backend) in message
