@@ -6,7 +6,7 @@ while an unaligned one overtakes them (they are stored as in-flight data). For e
 the bench runs the same job, triggers a checkpoint and prints how long it took, then lets
 periodic checkpoints (300 ms interval) run for N seconds and counts how many completed.
 
-    PYTHONPATH=$PWD python bench/bench_unaligned.py [--seconds 6] [--batch-size 64]
+    PYTHONPATH=$PWD python bench/bench_unaligned.py [--seconds 6] [--batch-size 256]
 """
 
 from __future__ import annotations
@@ -40,7 +40,9 @@ class SlowCount(KeyedProcessFunction):
 
 
 def build(unaligned: bool, interval_ms: int, batch_size: int, directory: str) -> StreamExecutionEnvironment:
-    conf = {"execution.checkpointing.dir": directory, "taskmanager.network.batch-size": str(batch_size)}
+    conf = {"execution.checkpointing.dir": directory}
+    if batch_size:
+        conf["taskmanager.network.batch-size"] = str(batch_size)
     env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
     env.enable_checkpointing(interval_ms)
     env.get_checkpoint_config().enable_unaligned_checkpoints(unaligned)
@@ -84,7 +86,8 @@ def measure(cluster: MiniCluster, unaligned: bool, seconds: float, batch_size: i
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=6.0, help="window of periodic checkpoints")
-    parser.add_argument("--batch-size", type=int, default=256, help="taskmanager.network.batch-size")
+    parser.add_argument("--batch-size", type=int, default=0,
+                        help="taskmanager.network.batch-size (0: the default, 1024 records)")
     args = parser.parse_args()
     with MiniCluster(1, 2) as cluster:
         for unaligned in (False, True):

@@ -239,7 +239,9 @@ class CheckpointConfig:
     def enable_unaligned_checkpoints(self, enabled: bool = True) -> "CheckpointConfig":
         """Let barriers overtake in-flight records, which are then stored in the checkpoint.
 
-        Checkpoints stay fast under backpressure. Only effective in EXACTLY_ONCE mode.
+        Checkpoints stay fast under backpressure. Only effective in EXACTLY_ONCE mode, for
+        checkpoints (savepoints stay aligned), on the local backend (the ``process`` and
+        ``spark`` backends refuse such a job at submission).
         """
         self._unaligned = _bool_arg(enabled, "enable_unaligned_checkpoints: enabled")
         return self
@@ -250,7 +252,8 @@ class CheckpointConfig:
         return self
 
     def set_aligned_checkpoint_timeout(self, alignment_timeout: Union[Duration, int]) -> "CheckpointConfig":
-        """With unaligned checkpoints on: start aligned and switch to unaligned after this long.
+        """With unaligned checkpoints on: start aligned and switch to unaligned once this long
+        passed since the checkpoint was triggered (Flink's aligned checkpoint timeout).
 
         0 (the default) starts every checkpoint unaligned.
         """

@@ -168,6 +168,16 @@ class RecordWriter:
             if pending:
                 self._send_pending(c)
 
+    def flush_available(self) -> None:
+        """Send the non-empty pending buffers of the channels that have a credit now (never waits).
+
+        The timed flush with unaligned checkpoints: a task must not block in a flush while a
+        barrier announcement waits for it; what stays pending goes out with the next send.
+        """
+        for c, pending in enumerate(self._values):
+            if pending and getattr(self.channels[c], "available_credits", 1) > 0:
+                self._send_pending(c)
+
     def broadcast_event(self, event: Any) -> None:
         """Flush, then send ``event`` (Watermark, CheckpointBarrier, END_OF_PARTITION, ...) to every channel."""
         self.flush()

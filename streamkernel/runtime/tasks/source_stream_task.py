@@ -69,21 +69,21 @@ class SourceStreamTask(StreamTask):
         """Unaligned checkpoints: read the next batch only once every output channel has a
         credit (Flink's output availability), waiting where a checkpoint trigger is seen at
         once, instead of blocking in a send that only the slow receiver can end."""
-        channels = [c for writer in self.writers for c in writer.channels]
-        if all(getattr(c, "available_credits", 1) > 0 for c in channels):
+        if self.outputs_have_credit():
             return
         metrics = self.metrics
         start = metrics.backpressured_since = time.perf_counter_ns()
         try:
-            while not self._mail and not self._cancelled.is_set() and any(
-                    getattr(c, "available_credits", 1) <= 0 for c in channels):
-                source.wakeup.clear()  # set by a posted action (the checkpoint trigger) or cancel()
+            while not self._cancelled.is_set() and not self.outputs_have_credit():
+                if self._mail:  # a checkpoint trigger, a notification: run it while we wait
+                    self._between_batches()
+                    continue
+                source.wakeup.clear()  # set by a posted action or cancel()
                 if not self._mail:
                     source.wakeup.wait(0.005)
         finally:
             metrics.backpressured_since = 0
             metrics.backpressured_ns += time.perf_counter_ns() - start
-        self._between_batches()
 
     def _emit_latency_marker(self) -> None:
         """Every latency interval, a marker stamped now travels to the sinks."""

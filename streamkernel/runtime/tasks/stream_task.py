@@ -149,8 +149,15 @@ class StreamTask:
         the records before it, so it measures how long records take to get through)."""
         if self._has_sink:
             self.metrics.latency_ms.append(max(0, self.services.clock.now_ms() - marker.marked_time))
+        if self.checkpointer.unaligned and not self.outputs_have_credit(2):
+            return  # with unaligned checkpoints a task never blocks for a marker: it is dropped
         for writer in self.writers:
             writer.broadcast_event(marker)
+
+    def outputs_have_credit(self, credits: int = 1) -> bool:
+        """Whether every output channel can take ``credits`` items now without waiting."""
+        return all(getattr(channel, "available_credits", credits) >= credits
+                   for writer in self.writers for channel in writer.channels)
 
     def _timer_wait(self, longest: float) -> float:
         deadline = self.processing_time.next_deadline()
@@ -178,8 +185,12 @@ class StreamTask:
             metrics.records_in = self._head_metrics.records_out
 
     def _flush_all(self, now: Optional[float] = None) -> None:
+        unaligned = self.checkpointer.unaligned  # never block in a flush: a barrier may be announced
         for writer in self.writers:
-            writer.flush()
+            if unaligned:
+                writer.flush_available()
+            else:
+                writer.flush()
         self._last_flush = time.monotonic() if now is None else now
 
     def _finish(self) -> None:
