@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from streamkernel.common.options import CheckpointingOptions
 from streamkernel.graph.stream_graph import StreamNode
-from streamkernel.runtime.checkpoint.channel_state import make_channel_state
+from streamkernel.errors import InvalidProgramError
+from streamkernel.runtime.checkpoint.channel_state import has_channel_state, make_channel_state
 from streamkernel.runtime.checkpoint.metadata import operator_key
 from streamkernel.runtime.core.records import CheckpointBarrier, DataBuffer
 
@@ -68,6 +69,11 @@ class TaskCheckpointer:
         restored = self.restored_for(node)
         if not restored:
             return
+        if has_channel_state(restored) and node is not self.task.tdd.nodes[0]:
+            raise InvalidProgramError(
+                f"operator {node.name!r} holds in-flight records of an unaligned checkpoint but is no longer the "
+                "first operator of its task (its chaining changed); restore with the chaining it had, or from a "
+                "savepoint or an aligned checkpoint")
         if context.keyed_backend is not None and restored.get("keyed"):
             context.keyed_backend.restore([s for s in restored["keyed"] if s])
         if restored.get("operator"):

@@ -15,6 +15,7 @@ import concurrent.futures
 import os
 import pathlib
 import threading
+import time
 from typing import Any, Iterator
 
 import pytest
@@ -86,8 +87,10 @@ def running(client: Any) -> bool:
         s.state.value == "RUNNING" for s in client.get_job_details().subtasks)
 
 
-def take_backpressured_checkpoint(cluster: MiniCluster, client: Any, gate: Gate, valve: threading.Event) -> str:
-    """With the operator held and its channels full, trigger a checkpoint, then let the operator go."""
+def take_backpressured_checkpoint(cluster: MiniCluster, client: Any, gate: Gate, valve: threading.Event,
+                                  held_ms: int = 0) -> str:
+    """With the operator held and its channels full, trigger a checkpoint, then let the operator go
+    (once ``held_ms`` passed since the trigger)."""
     job_id = client.get_job_id()
     wait_until(lambda: gate.reached and running(client), message="the sources at the gate")
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
@@ -95,6 +98,8 @@ def take_backpressured_checkpoint(cluster: MiniCluster, client: Any, gate: Gate,
         # the sources acknowledged: their barriers are in the channels, behind the queued buffers
         wait_until(lambda: [s.num_acknowledged for s in cluster.checkpoints.checkpoint_stats(job_id).history] == [2],
                    message="the source subtasks' acknowledgements")
+        triggered = cluster.checkpoints.checkpoint_stats(job_id).history[0].trigger_timestamp
+        wait_until(lambda: time.time_ns() // 1_000_000 >= triggered + held_ms, message=f"{held_ms} ms held")
         valve.set()
         return pending.result(60)
 
@@ -165,3 +170,19 @@ def test_unaligned_checkpoints_on_a_backend_with_tcp_channels_are_refused_before
         cluster.submit(env.get_stream_graph())
     message = str(caught.value)
     assert "execution.checkpointing.unaligned.enabled" in message and repr(backend) in message
+
+
+@pytest.mark.parametrize("timeout_ms, unaligned", [(3_600_000, False), (50, True)])
+def test_a_checkpoint_aligns_until_the_aligned_checkpoint_timeout_then_goes_unaligned(
+        tmp_path, timeout_ms: int, unaligned: bool) -> None:
+    gate, valve = Gate(), threading.Event()
+    env = build(tmp_path, gate, valve, extra={"execution.checkpointing.aligned-checkpoint-timeout": f"{timeout_ms} ms"})
+    with MiniCluster(1, 4) as cluster:
+        client = env.execute_async("aligned timeout")
+        take_backpressured_checkpoint(cluster, client, gate, valve, held_ms=100)  # longer than 50 ms
+        stats = cluster.checkpoints.checkpoint_stats(client.get_job_id()).latest_completed
+        gate.open()
+        client.get_job_execution_result().result(60)
+
+    assert stats.unaligned is unaligned and (stats.persisted_data > 0) is unaligned
+    assert collections.Counter(committed_lines(tmp_path / "out")) == expected_lines(RECORDS)
