@@ -64,7 +64,7 @@ class LocalChannel:
     """
 
     __slots__ = ("name", "index", "input_index", "_gate", "_lock", "_credit_cond", "_queue",
-                 "_credits", "_blocked", "_listed", "_cancelled", "_sender_waiting")
+                 "_credits", "_blocked", "_listed", "_cancelled", "_sender_waiting", "_credit_event")
 
     def __init__(self, name: str = "") -> None:
         self.name = name
@@ -81,6 +81,7 @@ class LocalChannel:
         self._listed = False  # True while the channel is in its gate's list of channels with data
         self._cancelled = False
         self._sender_waiting = False
+        self._credit_event: Optional[threading.Event] = None  # set when a credit comes back (await_credit)
 
     # ------------------------------------------------------------------ sender side
     def send(self, item: Any) -> int:
@@ -139,6 +140,29 @@ class LocalChannel:
             gate = self._gate
         gate._channel_has_data(self)  # type: ignore[union-attr]
 
+    def await_credit(self, event: threading.Event) -> bool:
+        """True if a credit is free now; else ``event`` is set when one comes back (or the
+        channel is cancelled) and False is returned. The sender calls :meth:`stop_awaiting`
+        when it stops waiting. Lets a task wait for output and for its mailbox at once."""
+        with self._lock:
+            if self._credits > 0 or self._cancelled:
+                return True
+            self._credit_event = event
+            self._sender_waiting = True
+            return False
+
+    def stop_awaiting(self) -> None:
+        """End an :meth:`await_credit`."""
+        with self._lock:
+            self._credit_event = None
+            self._sender_waiting = False
+
+    def _notify_sender(self) -> None:
+        """(Receiver, holding ``_lock``) a credit came back: wake the waiting sender."""
+        self._credit_cond.notify()
+        if self._credit_event is not None:
+            self._credit_event.set()
+
     def announce(self, barrier: Any) -> None:
         """Tell the receiving gate, ahead of the queued items, that ``barrier`` is in the channel."""
         gate = self._gate
@@ -167,6 +191,8 @@ class LocalChannel:
         with self._lock:
             self._cancelled = True
             self._credit_cond.notify_all()
+            if self._credit_event is not None:
+                self._credit_event.set()
 
     # ---------------------------------------------------------------------- status
     def queued(self) -> int:

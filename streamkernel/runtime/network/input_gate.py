@@ -112,7 +112,7 @@ class InputGate:
                         item = queue.popleft()
                         channel._credits += 1  # the freed slot: a credit back to the sender
                         if channel._sender_waiting:
-                            channel._credit_cond.notify()
+                            channel._notify_sender()
                         if queue:
                             available.append(channel)  # round-robin: to the back of the queue
                         else:
@@ -168,7 +168,7 @@ class InputGate:
             del queue[position]
             channel._credits += 1  # the barrier's slot is free again
             if channel._sender_waiting:
-                channel._credit_cond.notify()
+                channel._notify_sender()
             return overtaken
 
     def has_announcements(self) -> bool:

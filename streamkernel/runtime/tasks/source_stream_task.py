@@ -73,14 +73,23 @@ class SourceStreamTask(StreamTask):
             return
         metrics = self.metrics
         start = metrics.backpressured_since = time.perf_counter_ns()
+        wakeup = source.wakeup  # set by a returned credit, a posted action or cancel()
         try:
-            while not self._cancelled.is_set() and not self.outputs_have_credit():
+            while not self._cancelled.is_set():
                 if self._mail:  # a checkpoint trigger, a notification: run it while we wait
                     self._between_batches()
                     continue
-                source.wakeup.clear()  # set by a posted action or cancel()
-                if not self._mail:
-                    source.wakeup.wait(0.005)
+                wakeup.clear()
+                waiting = [c for writer in self.writers for c in writer.channels
+                           if hasattr(c, "await_credit") and not c.await_credit(wakeup)]
+                try:
+                    if not waiting:
+                        return
+                    if not self._mail:
+                        wakeup.wait(IDLE_POLL_S)
+                finally:
+                    for channel in waiting:
+                        channel.stop_awaiting()
         finally:
             metrics.backpressured_since = 0
             metrics.backpressured_ns += time.perf_counter_ns() - start

@@ -7,6 +7,7 @@ channel of an input ends that input; a two-input head receives each input separa
 
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 from streamkernel.runtime.core.metrics import TaskMetrics
@@ -23,8 +24,12 @@ from streamkernel.runtime.core.records import (
 __all__ = ["InputProcessor", "UNALIGNED_SLICE"]
 
 UNALIGNED_SLICE = 16
-"""Records processed between two looks for a priority event when unaligned checkpoints are on
-(Flink reacts between two records; a whole buffer of a slow operator would take seconds)."""
+"""With unaligned checkpoints on, a buffer is processed in slices and the task looks for a
+priority event (a barrier's announcement) between two: Flink reacts between two records, and
+a whole buffer of a slow operator takes seconds. The first slice has this many records; then
+a slice is as many records as the operator processes in :data:`SLICE_TARGET_NS`, so a fast
+operator processes whole buffers (no cost) and a slow one reacts within a few milliseconds."""
+SLICE_TARGET_NS = 5_000_000
 
 
 class InputProcessor:
@@ -69,7 +74,7 @@ class InputProcessor:
         """Handle one item from ``channel``; True when every input has ended."""
         if type(item) is DataBuffer:
             values = item.values
-            if self._slice and len(values) > self._slice:
+            if self._slice:  # unaligned checkpoints: slices (a whole buffer when the operator is fast)
                 self._process_in_slices(channel, item)
                 return False
             barriers = self._barriers
@@ -110,19 +115,26 @@ class InputProcessor:
         """Process ``buffer`` slice by slice; when a priority event (a barrier's announcement)
         comes meanwhile, put the rest back at the head of the channel and return."""
         values, timestamps = buffer
-        size, step = len(values), self._slice
-        for start in range(0, size, step):
+        size, start = len(values), 0
+        process = self._batch[channel.input_index if self.two_input else 0]
+        while start < size:
             if start and self.gate.has_announcements():
                 self.gate.push_front(channel, DataBuffer(values[start:],
                                                          None if timestamps is None else timestamps[start:]))
                 return
-            end = start + step
-            piece = DataBuffer(values[start:end], None if timestamps is None else timestamps[start:end])
+            end = start + self._slice
+            piece = values if start == 0 and end >= size else values[start:end]
+            piece_ts = timestamps if piece is values or timestamps is None else timestamps[start:end]
             recording = self._barriers.recording
             if recording and channel.index in recording:
-                recording[channel.index].append(piece)
-            self.metrics.records_in += len(piece.values)
-            self._batch[channel.input_index if self.two_input else 0](piece.values, piece.timestamps)
+                recording[channel.index].append(DataBuffer(piece, piece_ts))
+            self.metrics.records_in += len(piece)
+            began = time.perf_counter_ns()
+            process(piece, piece_ts)
+            elapsed = time.perf_counter_ns() - began
+            # as many records as take SLICE_TARGET_NS (at least one)
+            self._slice = max(1, int(SLICE_TARGET_NS * len(piece) / elapsed)) if elapsed > 0 else size
+            start += len(piece)
 
     def feed(self, input_index: int, buffer: DataBuffer) -> None:
         """Hand restored in-flight records (an unaligned checkpoint's channel state) to the head."""

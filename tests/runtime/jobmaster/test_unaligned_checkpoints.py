@@ -87,6 +87,12 @@ def running(client: Any) -> bool:
         s.state.value == "RUNNING" for s in client.get_job_details().subtasks)
 
 
+def latest_completed(cluster: MiniCluster, job_id: Any) -> Any:
+    """The statistics of the job's (only) completed checkpoint, once they are reported."""
+    return wait_until(lambda: cluster.checkpoints.checkpoint_stats(job_id).latest_completed,
+                      message="the completed checkpoint's statistics")
+
+
 def take_backpressured_checkpoint(cluster: MiniCluster, client: Any, gate: Gate, valve: threading.Event,
                                   held_ms: int = 0) -> str:
     """With the operator held and its channels full, trigger a checkpoint, then let the operator go
@@ -111,7 +117,7 @@ def test_an_unaligned_checkpoint_stores_in_flight_records_and_recovery_counts_ea
         client = env.execute_async("unaligned exactly once")
         job_id = client.get_job_id()
         take_backpressured_checkpoint(cluster, client, gate, valve)
-        stats = cluster.checkpoints.checkpoint_stats(job_id).latest_completed
+        stats = latest_completed(cluster, job_id)
         assert cluster.failures.fail_operator(job_id, "out")
         wait_until(lambda: client.get_job_details().num_restarts == 1 and running(client), message="the restart")
         gate.open()
@@ -135,7 +141,8 @@ def test_savepoints_stay_aligned_with_unaligned_checkpoints_on(tmp_path) -> None
         job_id = client.get_job_id()
         wait_until(lambda: gate.reached and running(client), message="the sources at the gate")
         cluster.checkpoints.trigger_savepoint(job_id, str(tmp_path / "savepoints"))
-        savepoint = cluster.checkpoints.checkpoint_stats(job_id).latest_savepoint
+        savepoint = wait_until(lambda: cluster.checkpoints.checkpoint_stats(job_id).latest_savepoint,
+                               message="the savepoint's statistics")
         gate.open()
         client.get_job_execution_result().result(60)
 
@@ -147,7 +154,7 @@ def test_restoring_in_flight_records_at_another_parallelism_is_refused_naming_th
     with MiniCluster(1, 4) as cluster:
         client = build(tmp_path, gate, valve).execute_async("rescale source")
         checkpoint = take_backpressured_checkpoint(cluster, client, gate, valve)
-        assert cluster.checkpoints.checkpoint_stats(client.get_job_id()).latest_completed.persisted_data > 0
+        assert latest_completed(cluster, client.get_job_id()).persisted_data > 0
         client.cancel().result()
         rescaled = build(tmp_path, Gate(), valve, parallelism=1,
                          extra={"execution.state-recovery.path": checkpoint})
@@ -180,7 +187,7 @@ def test_a_checkpoint_aligns_until_the_aligned_checkpoint_timeout_then_goes_unal
     with MiniCluster(1, 4) as cluster:
         client = env.execute_async("aligned timeout")
         take_backpressured_checkpoint(cluster, client, gate, valve, held_ms=100)  # longer than 50 ms
-        stats = cluster.checkpoints.checkpoint_stats(client.get_job_id()).latest_completed
+        stats = latest_completed(cluster, client.get_job_id())
         gate.open()
         client.get_job_execution_result().result(60)
 

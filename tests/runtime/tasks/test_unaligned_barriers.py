@@ -175,3 +175,17 @@ def test_a_record_writer_puts_its_pending_records_and_the_barrier_in_without_cre
     announcement = gate.poll(0)[1]
     assert announcement.barrier == barrier  # ahead of the queued items
     assert [b.values for b in gate.pull_barrier(channel, 3)] == [[0], [1, 2]]
+
+
+def test_await_credit_sets_the_event_when_the_receiver_frees_a_slot() -> None:
+    import threading
+
+    gate = InputGate("Sink (1/1)")
+    channel = gate.create_channel(0, credits=1)
+    event = threading.Event()
+    assert channel.await_credit(event)  # a credit is free: no waiting
+    channel.send(DataBuffer([1], None))
+    assert not channel.await_credit(event) and not event.is_set()
+    gate.poll(0)
+    assert event.is_set() and channel.available_credits == 1
+    channel.stop_awaiting()
