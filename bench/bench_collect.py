@@ -7,7 +7,7 @@ streams (``type_info=``, ``output_type=``) and the results read back with
 ``with ds.execute_and_collect() as it: for x in it: ...``. The clock runs from
 ``execute_and_collect()`` to the last record read (the input list is built before). Every
 workload runs once on 1,000 records first (imports and first-use costs), then ``R`` times
-on ``N`` records, as the plain loop calling the same functions in the same run; the
+on ``N`` records, alternating with the plain loop calling the same functions; the
 medians, streamkernel's records/s and the ratio are printed with the issue's target.
 
 * C1: ``from_collection(range, type_info=LONG)``, map x*3+1 (``output_type=LONG``), filter
@@ -159,13 +159,19 @@ ROWS = [("C1", plain_c1, streamkernel_c1, 1.5), ("C2", plain_c2, streamkernel_c2
         ("C3", plain_c3, streamkernel_c3, 3.0)]
 
 
-def _median(fn: Callable[[int], tuple[float, Any]], n: int, repeat: int) -> tuple[float, Any]:
-    times, result = [], None
+def _medians(plain: Callable[[int], tuple[float, Any]], engine: Callable[[int], tuple[float, Any]], n: int,
+             repeat: int) -> tuple[float, Any, float, Any]:
+    """Median times and results of ``plain`` and ``engine``, run alternately (both see the same load)."""
+    plain_times, engine_times = [], []
+    plain_result = engine_result = None
     for _ in range(repeat):
         gc.collect()
-        elapsed, result = fn(n)
-        times.append(elapsed)
-    return statistics.median(times), result
+        elapsed, plain_result = plain(n)
+        plain_times.append(elapsed)
+        gc.collect()
+        elapsed, engine_result = engine(n)
+        engine_times.append(elapsed)
+    return statistics.median(plain_times), plain_result, statistics.median(engine_times), engine_result
 
 
 def _profile(name: str, n: int) -> None:
@@ -211,8 +217,7 @@ def main() -> None:
         plain(1000)
         engine(1000)
     for name, plain, engine, target in ROWS:
-        plain_s, plain_result = _median(plain, n, args.repeat)
-        engine_s, engine_result = _median(engine, n, args.repeat)
+        plain_s, plain_result, engine_s, engine_result = _medians(plain, engine, n, args.repeat)
         ok = "same" if engine_result == plain_result else f"DIFFERENT: {engine_result} vs {plain_result}"
         print(f"{name:<9}{plain_s:>11.3f}s{engine_s:>13.3f}s{n / engine_s:>14,.0f}{engine_s / plain_s:>7.2f}x"
               f"{'<=' + str(target) + 'x':>8}  {ok}")
