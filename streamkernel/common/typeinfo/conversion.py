@@ -54,7 +54,7 @@ from streamkernel.common.typeinfo.composite import (
     _ElementTypeInfo,
 )
 
-__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "first_mismatch"]
+__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "first_mismatch", "passes_as_is"]
 
 BatchConverter = Callable[[list], list]
 
@@ -114,6 +114,29 @@ def batch_converter(type_info: Any, strict_rows: bool = False) -> Optional[Batch
     if isinstance(type_info, TupleTypeInfo):
         return _tuples(type_info, strict_rows)
     return None
+
+
+def passes_as_is(type_info: Any, values: list) -> bool:
+    """True when ``values`` already are exactly what PyFlink's coder of ``type_info`` gives back,
+    so neither ``to_internal_type``/``from_internal_type`` nor the batch conversion changes
+    them: numbers, bools and strings (``BYTE`` ... ``DOUBLE`` but ``FLOAT``, ``BOOLEAN``,
+    ``STRING``) and tuples of those, each value already of its Python type and in range."""
+    if not _plain(type_info):
+        return False
+    convert = batch_converter(type_info)
+    try:
+        return convert is None or convert(values) is values
+    except TypeMismatch:
+        return False
+
+
+def _plain(type_info: Any) -> bool:
+    if isinstance(type_info, BasicTypeInfo) and type(type_info) is BasicTypeInfo:
+        basic = type_info._basic_type
+        return basic in (BasicType.BOOLEAN, BasicType.STRING) or _ARRAY_CODES.get(basic, "f") != "f"
+    if isinstance(type_info, TupleTypeInfo):
+        return all(map(_plain, type_info.get_field_types()))
+    return False
 
 
 def first_mismatch(convert: BatchConverter, values: list) -> tuple[int, Exception]:
@@ -271,18 +294,16 @@ def _maps(keys: Optional[BatchConverter], items: Optional[BatchConverter]) -> Ba
 
 def _columns(converters: list, values: list, what: str, nullable: bool = True) -> tuple[list, list]:
     """The fields of ``values`` (sequences of ``len(converters)`` fields) as columns
-    (``zip(*values)``) and as converted columns, where a column that needs no conversion is
+    and as converted columns, where a column that needs no conversion is
     the very column of the first. Without ``nullable`` a None field raises (a tuple's); with
     it None stays None (a Row's)."""
     arity = len(converters)
-    columns: Optional[list[Any]]
-    try:
-        columns = list(zip(*values, strict=True)) if values else [()] * arity
-    except ValueError:
-        columns = None  # lengths differ: found below
-    if columns is None or len(columns) != arity:
+    if set(map(len, values)) - {arity}:
         bad = next(v for v in values if len(v) != arity)
         raise TypeMismatch(f"{what} has {arity} fields, got {len(bad)}: {_short(bad)}")
+    # a column per field, not ``zip(*values)``: that makes an iterator per record (GC-tracked
+    # objects that trigger collections and reach the old generation, each a full collection's work)
+    columns = [list(map(operator.itemgetter(i), values)) for i in range(arity)]
     out: list[Any] = []
     for convert, column in zip(converters, columns):
         if convert is None:
