@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import enum
+import gc
 
 import pytest
 
@@ -67,3 +68,38 @@ def test_a_row_field_may_be_none_and_other_fields_still_convert():
 
 def _converted(type_info, values):
     return [(type(v), v) for v in batch_converter(type_info, True)(values)]
+
+
+def test_a_batch_of_tuples_converts_without_per_record_tracked_objects():
+    # ``zip(*values)`` made an iterator per record: enough tracked objects, alive together, to
+    # start garbage collections (and to reach the old generation: full collections of the heap)
+    records = [("k%d" % i, i) for i in range(5000)]
+    convert = batch_converter(Types.TUPLE([Types.STRING(), Types.INT()]), True)
+    threshold = gc.get_threshold()
+    gc.collect()
+    gc.set_threshold(1000, threshold[1], threshold[2])
+    try:
+        before = gc.get_stats()[0]["collections"]
+        out = convert(records)
+        collections = gc.get_stats()[0]["collections"] - before
+    finally:
+        gc.set_threshold(*threshold)
+    assert out == records
+    assert collections == 0, f"{collections} garbage collections while converting one batch"
+
+
+def test_from_collection_checks_its_elements_once_and_keeps_the_callers_later_changes_out():
+    from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
+
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(1)
+    records = [("a", 1), ("b", 2)]
+    typed = env.from_collection(records, type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
+    source = typed._transformation.operator.source
+    assert source.emits_produced_type and source.elements == records and source.elements is not records
+    records.append(("c", 3))
+    assert list(typed.execute_and_collect()) == [("a", 1), ("b", 2)]
+    # values that need converting (a list, a bool field) still convert as PyFlink's coders
+    mixed = env.from_collection([["a", True]], type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
+    assert not mixed._transformation.operator.source.emits_produced_type
+    assert [(r, type(r[1])) for r in mixed.execute_and_collect()] == [(("a", 1), int)]
