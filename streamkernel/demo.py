@@ -47,8 +47,7 @@ def _section(title: str) -> None:
 
 def run_demo(out_dir: str = "out/demo", parallelism: int = 2) -> int:
     """Build, draw and run the word count; returns an exit status."""
-    from streamkernel.viz.display import dot_available, save_svg
-    from streamkernel.viz.display import render
+    from streamkernel.viz.display import dot_available, render, save_svg
     from streamkernel.viz.text import to_text
 
     env = StreamExecutionEnvironment.get_execution_environment()

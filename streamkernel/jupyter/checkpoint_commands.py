@@ -99,8 +99,8 @@ class CheckpointCommands:
     @staticmethod
     def _check_assignment(env: Any, completed: Any, args: argparse.Namespace) -> None:
         from streamkernel.errors import InvalidProgramError
-        from streamkernel.runtime.checkpoint.restore import assign_restored_state
         from streamkernel.runtime.checkpoint.metadata import operator_key
+        from streamkernel.runtime.checkpoint.restore import assign_restored_state
 
         graph = env.get_stream_graph()
         for node in graph.nodes:

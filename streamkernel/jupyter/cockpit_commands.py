@@ -156,8 +156,8 @@ class CockpitCommands:
         if "streamkernel.runtime.minicluster.minicluster" not in sys.modules:
             return
         from streamkernel.jupyter.widgets.cockpit import JOB_PARTS
-        from streamkernel.runtime.minicluster.minicluster import current_cluster
         from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient
+        from streamkernel.runtime.minicluster.minicluster import current_cluster
 
         cluster = current_cluster()
         if cluster is None or not self.live:

@@ -42,10 +42,9 @@ from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.keygroups import key_group_range_for_operator
 from streamkernel.graph.stream_graph import StreamGraph, StreamNode
-from streamkernel.runtime.checkpoint.metadata import CompletedCheckpoint
+from streamkernel.runtime.checkpoint.metadata import CompletedCheckpoint, operator_key
 from streamkernel.runtime.state.key_groups_snapshot import TIMER_DOMAINS, select_key_groups
 from streamkernel.runtime.state.operator_state import redistribute_operator_state
-from streamkernel.runtime.checkpoint.metadata import operator_key
 
 __all__ = [
     "STATE_RECOVERY_PATH",

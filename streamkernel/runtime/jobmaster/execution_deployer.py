@@ -28,12 +28,12 @@ from streamkernel.errors import CheckpointCorruptedError
 from streamkernel.graph.job_graph import JobGraph
 from streamkernel.runtime.core.deployment import ExecutionState, TaskDeploymentDescriptor
 from streamkernel.runtime.jobmaster.checkpointing import JobCheckpointing
+from streamkernel.runtime.jobmaster.gateway import JobMasterGateway
 from streamkernel.runtime.jobmaster.job_actions import CancelTask, DeployTask
 from streamkernel.runtime.jobmaster.scheduler import SubtaskKey, build_deployment_descriptors, shuffle_addresses
 from streamkernel.runtime.jobmaster.state_recovery import StateRecovery
-from streamkernel.runtime.taskmanager.gateway import AllocatedSlot, TaskExecutionState
 from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway
-from streamkernel.runtime.jobmaster.gateway import JobMasterGateway
+from streamkernel.runtime.taskmanager.gateway import AllocatedSlot, TaskExecutionState
 
 __all__ = ["ExecutionDeployer", "slot_request_timeout_ms", "DEFAULT_SLOT_REQUEST_TIMEOUT_MS"]
 

@@ -64,6 +64,7 @@ from streamkernel.runtime.jobmaster.job_actions import (
     RequestSlots,
     ScheduleRestart,
 )
+from streamkernel.runtime.jobmaster.job_details_publisher import JobDetailsPublisher
 from streamkernel.runtime.jobmaster.job_events import (
     CancelRequested,
     CheckpointAcknowledged,
@@ -75,14 +76,13 @@ from streamkernel.runtime.jobmaster.job_events import (
     TaskStateChanged,
 )
 from streamkernel.runtime.jobmaster.job_state_machine import JobStateMachine
-from streamkernel.runtime.jobmaster.job_details_publisher import JobDetailsPublisher
 from streamkernel.runtime.jobmaster.job_status import JobDetails, JobResult
-from streamkernel.runtime.resourcemanager.resource_manager import SlotRequestCancelledError
 from streamkernel.runtime.jobmaster.restart import RestartStrategy, create_restart_strategy
 from streamkernel.runtime.jobmaster.scheduler import SubtaskKey, assign_slots
 from streamkernel.runtime.jobmaster.state_recovery import StateRecovery
-from streamkernel.runtime.taskmanager.gateway import TaskExecutionState
 from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway
+from streamkernel.runtime.resourcemanager.resource_manager import SlotRequestCancelledError
+from streamkernel.runtime.taskmanager.gateway import TaskExecutionState
 
 __all__ = ["JobMaster", "slot_request_timeout_ms", "DEFAULT_SLOT_REQUEST_TIMEOUT_MS"]
 

@@ -7,7 +7,7 @@ as many slots as the job needs), started for this job and stopped when the job e
 PyFlink's local mode starts a fresh cluster per ``execute()``. ``execute()`` and the end
 (or close) of ``execute_and_collect()``'s iterator stop it in the caller's thread, so it is
 gone when they return; a transient cluster whose results were not read to the end stops
-when its job ends, at the latest when the interpreter exits (:mod:`.minicluster_exit`).
+when its job ends, at the latest when the interpreter exits (:mod:`.exit`).
 
 Waiting is interruptible: a KeyboardInterrupt (interrupting a notebook cell) cancels the
 job, waits briefly for it to stop, and is re-raised.
@@ -76,7 +76,7 @@ def submit_stream_graph(env: Any, stream_graph: StreamGraph) -> MiniClusterJobCl
     """Submit the job to the current cluster (or a transient one) and return its JobClient at once.
 
     A transient cluster stops by itself once the job reaches a terminal state (and at the
-    latest when the interpreter exits: :mod:`.minicluster_exit`).
+    latest when the interpreter exits: :mod:`.exit`).
     """
     return _submit(stream_graph)[0]
 

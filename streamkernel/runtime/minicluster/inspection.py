@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Optional, Union
 
 from streamkernel.common.job_status import JobID
-from streamkernel.graph.execution_graph import SlotId
 from streamkernel.errors import InvalidProgramError
+from streamkernel.graph.execution_graph import SlotId
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
 from streamkernel.runtime.dispatcher.dispatcher import Dispatcher
 from streamkernel.runtime.jobmaster.failure_injection import operator_nodes, unknown_operator

@@ -207,8 +207,11 @@ def _check_local_master(master: str, taskmanagers: int, configuration: Mapping[s
                         cpu_count: Optional[int]) -> None:
     """A named ``local[N]`` master hosts N // spark.task.cpus TaskManagers: refuse more now
     (Spark would wait silently for the rest)."""
-    from streamkernel.runtime.taskmanager.spark_resources import (check_task_slots, local_master_threads,
-                                                                  spark_task_slots)
+    from streamkernel.runtime.taskmanager.spark_resources import (
+        check_task_slots,
+        local_master_threads,
+        spark_task_slots,
+    )
 
     threads = local_master_threads(master, cpu_count or os.cpu_count() or 1)
     if threads is None:  # local-cluster[...]: the launcher counts its executors

@@ -14,7 +14,7 @@ What a notebook shows comes from ``cluster.inspection`` (:mod:`.inspection`):
 ``snapshot()``, a plain dict built from published snapshots, safe to call from any thread
 while jobs run, ``taskmanagers``, ``describe_taskmanager`` and ``peek``.
 
-Where TaskManagers run is the cluster's *backend* (:mod:`.minicluster_taskmanagers`):
+Where TaskManagers run is the cluster's *backend* (:mod:`.taskmanagers`):
 ``local`` (threads in this process, the default), ``process`` (one child process per
 TaskManager) or ``spark`` (TaskManagers in long-running Spark tasks). Without an explicit
 ``backend`` the configuration's ``streamkernel.backend`` (default: ``$STREAMKERNEL_BACKEND``,
@@ -54,12 +54,12 @@ from streamkernel.graph.job_graph import JobGraph
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.core.clock import Clock, SystemClock
 from streamkernel.runtime.dispatcher.dispatcher import Dispatcher
-from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
 from streamkernel.runtime.minicluster.checkpoints import ClusterCheckpoints
 from streamkernel.runtime.minicluster.exit import cluster_started, cluster_stopped
 from streamkernel.runtime.minicluster.failures import FailureInjection
 from streamkernel.runtime.minicluster.inspection import ClusterInspection, SlotOccupancy, TaskManagerInfo
 from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient, watch_collect_buffers
+from streamkernel.runtime.minicluster.limits import check_cluster_size, configured_count
 from streamkernel.runtime.minicluster.taskmanagers import (
     BACKENDS,
     LOCAL_HEARTBEAT_DEFAULTS,
@@ -67,7 +67,7 @@ from streamkernel.runtime.minicluster.taskmanagers import (
     heartbeat_defaults,
     resolve_backend,
 )
-from streamkernel.runtime.minicluster.limits import check_cluster_size, configured_count
+from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
 
 __all__ = ["MiniCluster", "JobInfo", "SlotOccupancy", "TaskManagerInfo", "current_cluster", "set_current_cluster",
            "BACKENDS", "LOCAL_HEARTBEAT_DEFAULTS"]
@@ -107,7 +107,7 @@ class MiniCluster:
     ``taskmanagers`` and ``slots_per_taskmanager`` default to the configuration's
     ``minicluster.number-of-taskmanagers`` and ``taskmanager.numberOfTaskSlots``, else 1;
     counts above what the backend can host raise ClusterSizeError at once, before anything
-    starts (:mod:`.minicluster_limits`: the limits and the keys that raise them).
+    starts (:mod:`.limits`: the limits and the keys that raise them).
     ``backend`` is where TaskManagers run (:data:`BACKENDS`; None: the configuration's
     ``streamkernel.backend``, else ``$STREAMKERNEL_BACKEND``, else ``local``).
     ``configuration`` holds Flink keys for the cluster (``slot.request.timeout``,
@@ -125,7 +125,7 @@ class MiniCluster:
         conf = {k: str(v) for k, v in dict(configuration or {}).items()}
         explicit_local = task_factory is not None or shuffle is not None or clock is not None
         self.backend = resolve_backend(backend or ("local" if explicit_local else None), conf)
-        # Sizes are checked against what the backend can host before anything starts (minicluster_limits).
+        # Sizes are checked against what the backend can host before anything starts (limits.py).
         tm_option, slots_option = MiniClusterOptions.NUM_TASK_MANAGERS, TaskManagerOptions.NUM_TASK_SLOTS
         tm_from = "taskmanagers" if taskmanagers is not None else f"configuration key {tm_option.key()}"
         slots_from = ("slots_per_taskmanager" if slots_per_taskmanager is not None
@@ -147,7 +147,7 @@ class MiniCluster:
         self._running = False
         self._resource_manager: Optional[ResourceManager] = None
         self._dispatcher: Optional[Dispatcher] = None
-        self._backend: Any = None  # the TaskManagers (minicluster_taskmanagers)
+        self._backend: Any = None  # the TaskManagers (taskmanagers.py)
         self._working_dir: Optional[str] = None
         self.shuffle: Any = None
         self._inspection = ClusterInspection(self.backend, None, None, None, lambda: self._running)
@@ -205,7 +205,7 @@ class MiniCluster:
         processes are asked to shut down, then killed), then removes the cluster's working
         directory (its TaskManagers' too). Stopping a stopped cluster does nothing; a stopped
         cluster may be started again. A cluster still running when the interpreter exits is
-        stopped then (:mod:`.minicluster_exit`).
+        stopped then (:mod:`.exit`).
         """
         global _current
         with self._lifecycle:

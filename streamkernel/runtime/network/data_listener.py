@@ -40,10 +40,10 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any, Callable, Optional
 
+from streamkernel.runtime.core.records import END_OF_PARTITION
 from streamkernel.runtime.network import wire
 from streamkernel.runtime.network.channel import LocalChannel
 from streamkernel.runtime.network.remote_channel import shutdown_connection
-from streamkernel.runtime.core.records import END_OF_PARTITION
 from streamkernel.runtime.rpc.transport import Address, AuthenticatedListener
 
 __all__ = ["RemoteFeed", "InboundConnection", "DataListener"]

@@ -25,8 +25,8 @@ from streamkernel.runtime.operators.key_group_check import KeyGroupCheck
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.graph.stream_graph import StreamNode
     from streamkernel.runtime.core.metrics import OperatorMetrics
-    from streamkernel.runtime.state.api import KeyedStateBackend, OperatorStateBackend
     from streamkernel.runtime.operators.timers import InternalTimerService, ProcessingTimeService, Triggerable
+    from streamkernel.runtime.state.api import KeyedStateBackend, OperatorStateBackend
 
 __all__ = ["Output", "TaskInfo", "OperatorContext", "StreamOperator", "TwoInputStreamOperator", "key_function"]
 

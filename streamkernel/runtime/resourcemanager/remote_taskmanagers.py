@@ -37,9 +37,9 @@ from streamkernel.common.options import BackendOptions, HeartbeatManagerOptions,
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.resourcemanager.resource_manager import TaskManagerLostError
 from streamkernel.runtime.rpc.connection import RpcConnection
-from streamkernel.runtime.taskmanager.proxy import TaskExecutorProxy
 from streamkernel.runtime.rpc.transport import AuthenticatedListener, bind_host, new_cluster_secret
 from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RESOURCE_MANAGER, DriverServices
+from streamkernel.runtime.taskmanager.proxy import TaskExecutorProxy
 from streamkernel.runtime.taskmanager.worker import WORKING_DIR_KEY, rpc_timeout_seconds
 
 __all__ = ["RemoteTaskManagers", "TaskManagerStartError", "REMOTE_HEARTBEAT_DEFAULTS", "REPLACE_LOST_KEY",

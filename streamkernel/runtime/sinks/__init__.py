@@ -11,8 +11,8 @@ from typing import Any
 
 from streamkernel.datastream.connectors.base import SinkFunction
 from streamkernel.errors import InvalidProgramError
-from streamkernel.runtime.operators.base import OperatorContext
 from streamkernel.runtime.core.registry import lookup, resolve
+from streamkernel.runtime.operators.base import OperatorContext
 from streamkernel.runtime.sinks.base import BatchSinkWriter
 
 __all__ = ["BatchSinkWriter", "create_sink_writer", "WRITERS"]

@@ -31,6 +31,7 @@ from streamkernel.graph.keygroups import assign_to_key_group
 from streamkernel.runtime.core.clock import Clock, SystemClock
 from streamkernel.runtime.state.api import VOID_NAMESPACE
 from streamkernel.runtime.state.heap import state_type_of
+from streamkernel.runtime.state.rocksdb_collection_states import RocksDBListState, RocksDBMapState
 from streamkernel.runtime.state.rocksdb_format import (
     decode_term,
     encode_term,
@@ -39,7 +40,7 @@ from streamkernel.runtime.state.rocksdb_format import (
     name_part,
     split_entry_key,
 )
-from streamkernel.runtime.state.rocksdb_collection_states import RocksDBListState, RocksDBMapState
+from streamkernel.runtime.state.rocksdb_snapshot import full_snapshot, restore_snapshots
 from streamkernel.runtime.state.rocksdb_states import (
     LIVE_NAMESPACE,
     RocksDBAggregatingState,
@@ -47,7 +48,6 @@ from streamkernel.runtime.state.rocksdb_states import (
     RocksDBValueState,
     dumps,
 )
-from streamkernel.runtime.state.rocksdb_snapshot import full_snapshot, restore_snapshots
 
 __all__ = ["RocksDBKeyedStateBackend", "MAX_KEY_GROUPS"]
 

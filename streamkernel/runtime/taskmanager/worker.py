@@ -81,8 +81,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     ConnectionRefusedByPeerError when the JobManager cannot be reached or refuses the secret.
     """
     from streamkernel.runtime.core.clock import SystemClock
-    from streamkernel.runtime.tasks.task import TaskServices
     from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
+    from streamkernel.runtime.tasks.task import TaskServices
 
     conf = {str(k): str(v) for k, v in configuration.items()}
     timeout = rpc_timeout_seconds(conf)

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional
 
 from streamkernel.graph.stream_graph import StreamEdge, StreamNode
-from streamkernel.runtime.operators.base import Output, StreamOperator
 from streamkernel.runtime.core.records import Watermark, WatermarkStatus
+from streamkernel.runtime.operators.base import Output, StreamOperator
 from streamkernel.runtime.tasks.typed_output import typed_output
 
 __all__ = ["ChainingOutput", "RecordWriterOutput", "RouterOutput", "OperatorChain", "NO_OUTPUT"]

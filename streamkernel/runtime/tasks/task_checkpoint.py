@@ -27,7 +27,7 @@ from streamkernel.runtime.core.records import CheckpointBarrier
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.operators.base import OperatorContext, StreamOperator
-    from streamkernel.runtime.tasks.task import Task
+    from streamkernel.runtime.tasks.stream_task import StreamTask
 
 __all__ = ["TaskCheckpointer"]
 
@@ -37,7 +37,7 @@ _log = logging.getLogger(__name__)
 class TaskCheckpointer:
     """Snapshots, stores and restores the state of one task's operator chain."""
 
-    def __init__(self, task: "Task") -> None:
+    def __init__(self, task: "StreamTask") -> None:
         self.task = task
         self.contexts: dict[int, "OperatorContext"] = {}
 
@@ -70,7 +70,7 @@ class TaskCheckpointer:
     # --------------------------------------------------------------- snapshot
     def snapshot(self, checkpoint_id: int) -> dict:
         """Every operator's state now (the caller is the task thread, between batches)."""
-        chain = self.task._chain
+        chain = self.task.chain
         result: dict[str, dict] = {}
         for node, operator in chain.in_order():  # type: ignore[union-attr]
             context = self.contexts[node.id]
@@ -91,12 +91,12 @@ class TaskCheckpointer:
             handle = self._store(barrier, snapshot)
         except Exception as exc:  # noqa: BLE001 - a failed snapshot declines, it does not kill the job
             _log.warning("%s: checkpoint %d failed: %s", task.tdd.name_with_subtask, barrier.checkpoint_id, exc)
-            for writer in task._writers:
+            for writer in task.writers:
                 writer.broadcast_event(barrier)
             if responder is not None:
                 responder.decline(task.tdd.attempt_id, barrier.checkpoint_id, f"{type(exc).__name__}: {exc}")
             return
-        for writer in task._writers:
+        for writer in task.writers:
             writer.broadcast_event(barrier)
         if responder is not None:
             responder.acknowledge(task.tdd.attempt_id, barrier.checkpoint_id, handle)
@@ -112,5 +112,5 @@ class TaskCheckpointer:
 
     def notify_complete(self, checkpoint_id: int) -> None:
         """The checkpoint completed everywhere: let operators commit (two-phase-commit sinks)."""
-        for _, operator in self.task._chain.in_order():  # type: ignore[union-attr]
+        for _, operator in self.task.chain.in_order():  # type: ignore[union-attr]
             operator.notify_checkpoint_complete(checkpoint_id)
