@@ -27,16 +27,15 @@ import argparse
 import json
 import os
 import runpy
-import signal
 import subprocess
 import sys
-import threading
 import traceback
-from typing import Any, Sequence
+from typing import Sequence
 
 __all__ = ["run_parser", "main", "run", "CONTEXT_CONFIGURATION_ENV"]
 
 from streamkernel.arguments import positive_int
+from streamkernel.sigterm import exit_on_sigterm
 from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV, context_configuration
 from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
 
@@ -114,7 +113,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if cluster is not None:
         cluster.start()
     saved_argv, saved_path = sys.argv, list(sys.path)
-    saved_sigterm = _exit_on_sigterm()
+    restore_sigterm = exit_on_sigterm()
     sys.argv = [args.script, *arguments]
     sys.path.insert(0, os.path.dirname(os.path.abspath(args.script)))
     try:
@@ -131,24 +130,10 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-        if saved_sigterm is not None:
-            signal.signal(signal.SIGTERM, saved_sigterm)
+        if restore_sigterm is not None:
+            restore_sigterm()
         if cluster is not None:
             cluster.stop()
-
-
-def _exit_on_sigterm() -> Any:
-    """Make SIGTERM (``kill PID``, how a detached run is stopped) a SystemExit(143) in the main thread,
-    so the clusters stop and remove their files (the default action would end the process at once);
-    returns the handler to restore, None when not on the main thread or SIGTERM is not at its default."""
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return None
-
-    def terminate(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    return signal.signal(signal.SIGTERM, terminate)
 
 
 def _detach(args: argparse.Namespace, argv: Sequence[str]) -> int:

@@ -35,6 +35,7 @@ RUNTIME_ORDER = ["core", "rpc", "state", "network", "checkpoint", "sources", "op
 #: The top-level modules and what they may import at module level (entry points may import anything).
 TOP_LEVEL = {
     "errors": set(),
+    "sigterm": set(),
     "arguments": {"errors"},
     "testing": {"errors", "common", "datastream", "runtime.core", "runtime.sources"},
     "state": {"errors", "common", "graph", "runtime.checkpoint", "runtime.state"},

@@ -43,6 +43,7 @@ from streamkernel.graph.partitioners import (
     ShufflePartitioner,
     StreamPartitioner,
 )
+from streamkernel.runtime.core.keys import key_function
 from streamkernel.runtime.core.records import DataBuffer
 
 __all__ = ["RecordWriter", "PartitioningError"]
@@ -59,13 +60,6 @@ class PartitioningError(StreamKernelError, ValueError):
 def _short(record: Any, limit: int = 200) -> str:
     text = repr(record)
     return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _key_function(selector: Any) -> Callable[[Any], Any]:
-    """The cheapest callable for a key selector: a KeySelector's ``get_key`` (for a
-    wrapped lambda that *is* the lambda), else the callable itself."""
-    get_key = getattr(selector, "get_key", None)
-    return get_key if callable(get_key) else selector
 
 
 class _KeyChannelCache(dict):
@@ -134,13 +128,13 @@ class RecordWriter:
         if isinstance(partitioner, BroadcastPartitioner):
             return self._emit_broadcast if n > 1 else self._emit_single
         if isinstance(partitioner, CustomPartitionerWrapper):
-            self._key_fn = _key_function(partitioner.key_selector)
+            self._key_fn = key_function(partitioner.key_selector)
             self._partition_fn = getattr(partitioner.partitioner, "partition", partitioner.partitioner)
             return self._emit_custom
         if n == 1 or isinstance(partitioner, (ForwardPartitioner, GlobalPartitioner)):
             return self._emit_single  # channel 0: the whole batch, no per-record work
         if isinstance(partitioner, KeyGroupStreamPartitioner):
-            self._key_fn = _key_function(partitioner.key_selector)
+            self._key_fn = key_function(partitioner.key_selector)
             max_par = partitioner.max_parallelism or default_max_parallelism(n)
             self._cache = _KeyChannelCache(max_par, n, partitioner.key_type)
             return self._emit_hash

@@ -18,7 +18,8 @@ from streamkernel.graph.operator_specs import (
     OperatorSpec,
     TwoInputSpec,
 )
-from streamkernel.runtime.operators.base import TwoInputStreamOperator, key_function
+from streamkernel.runtime.core.keys import key_function
+from streamkernel.runtime.operators.base import TwoInputStreamOperator
 from streamkernel.runtime.operators.contexts import (
     BroadcastContext,
     BroadcastStates,

@@ -17,7 +17,8 @@ from streamkernel.common.watermark_strategy import MAX_WATERMARK
 from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.time_domain import TimeDomain
 from streamkernel.graph.operator_specs import KeyedSpec
-from streamkernel.runtime.operators.base import StreamOperator, key_function
+from streamkernel.runtime.core.keys import key_function
+from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.operators.contexts import (
     KeyedProcessContext,
     SideOutputCollector,

@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from streamkernel.graph.operator_specs import OneInputSpec, OperatorSpec
-from streamkernel.runtime.operators.base import StreamOperator, key_function
+from streamkernel.runtime.core.keys import key_function
+from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.operators.contexts import (
     NonKeyedTimerService,
     ProcessContext,

@@ -60,7 +60,8 @@ from streamkernel.datastream.window_triggers import CountTrigger, PurgingTrigger
 from streamkernel.datastream.windows import MAX_LONG_VALUE, CountWindow
 from streamkernel.errors import InvalidProgramError, UserFunctionError
 from streamkernel.graph.operator_specs import WindowSpec
-from streamkernel.runtime.operators.base import StreamOperator, key_function
+from streamkernel.runtime.core.keys import key_function
+from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.operators.contexts import SideOutputCollector, collect_results, describe_record, wrap_user_error
 from streamkernel.runtime.operators.key_group_check import KeyGroupOwnershipError
 from streamkernel.runtime.operators.merging_window_set import (
