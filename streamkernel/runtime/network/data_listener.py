@@ -182,7 +182,7 @@ class InboundConnection:
             self._finish(reason)
 
     def _read_frames(self) -> str:
-        recv = self._conn.recv_bytes
+        recv = wire.FrameReader(self._conn).read  # several frames per read (see FrameReader)
         feeds = self.feeds
         loads = wire.loads
         offset = wire.STREAM_HEADER_SIZE

@@ -237,8 +237,9 @@ class OutboundConnection:
     def _read_loop(self) -> None:
         reason = "the connection was closed"
         try:
+            recv = wire.FrameReader(self._conn).read  # credits come in bursts: several per read
             while True:
-                frame = self._conn.recv_bytes()
+                frame = recv()
                 kind = frame[0]
                 if kind == wire.CREDIT:
                     stream, credits = wire.parse_credit(frame)

@@ -43,6 +43,7 @@ never pickled twice. Either output is read by plain ``pickle.loads``.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import struct
 from typing import Any
@@ -51,7 +52,7 @@ from streamkernel.errors import StreamKernelError
 
 __all__ = ["HELLO", "OPEN", "DATA", "CREDIT", "CANCEL", "FAIL", "CLOSE", "ItemSerializer", "SerializationError",
            "hello_frame", "open_frame", "data_header", "credit_frame", "text_frame", "parse_stream",
-           "parse_credit", "parse_text", "parse_hello", "loads"]
+           "parse_credit", "parse_text", "parse_hello", "loads", "FrameReader"]
 
 PROTOCOL = 5
 
@@ -60,6 +61,11 @@ HELLO, OPEN, DATA, CREDIT, CANCEL, FAIL, CLOSE = range(1, 8)
 _STREAM = struct.Struct("!BI")  # kind, stream
 _CREDIT = struct.Struct("!BII")  # kind, stream, credits
 STREAM_HEADER_SIZE = _STREAM.size
+_LENGTH = struct.Struct("!i")  # multiprocessing.connection's message header (-1: an 8-byte length follows)
+_LONG_LENGTH = struct.Struct("!Q")
+
+#: bytes a FrameReader asks the kernel for at once (several frames per read)
+READ_CHUNK = 1 << 18
 
 #: pickle.loads: what the receiving network thread runs on a DATA body
 loads = pickle.loads
@@ -157,3 +163,67 @@ class ItemSerializer:
                 "(by pickle or cloudpickle): avoid open files, sockets, locks or generators in records") from exc
         self.uses_cloudpickle = True
         return self._header + body
+
+
+class FrameReader:
+    """Reads the frames ``Connection.send_bytes`` wrote, several per system call.
+
+    ``Connection.recv_bytes`` makes two or more ``read`` calls per frame (length, then
+    body), and every one releases the GIL: in a TaskManager whose task threads keep the
+    GIL busy, each of them waits up to the switch interval (5 ms) to get it back, which
+    made the network threads, not the tasks, the limit of a keyed exchange. This reader
+    asks for up to :data:`READ_CHUNK` bytes at once and cuts every whole frame out of
+    them, so a network thread that fell behind catches up with one read.
+
+    The only reader of its connection once the handshake is done (the handshake itself
+    reads through the Connection, with nothing buffered beyond its messages).
+
+    >>> from multiprocessing import Pipe
+    >>> a, b = Pipe(duplex=False)
+    >>> b.send_bytes(b"one"); b.send_bytes(b"two")
+    >>> reader = FrameReader(a)
+    >>> bytes(reader.read()), bytes(reader.read())
+    (b'one', b'two')
+    """
+
+    __slots__ = ("_fd", "_buffer", "_start")
+
+    def __init__(self, conn: Any) -> None:
+        self._fd = conn.fileno()
+        self._buffer = bytearray()
+        self._start = 0  # where the next frame's length starts in _buffer
+
+    def read(self) -> bytearray:
+        """The next frame (a copy: it stays valid); EOFError at the end of the stream,
+        OSError when it ends inside a frame."""
+        buffer = self._buffer
+        while True:
+            start = self._start
+            available = len(buffer) - start
+            if available >= 4:
+                size = _LENGTH.unpack_from(buffer, start)[0]
+                header = 4
+                if size == -1:
+                    if available < 12:
+                        size = -2  # the long length is not all here yet
+                    else:
+                        size = _LONG_LENGTH.unpack_from(buffer, start + 4)[0]
+                        header = 12
+                if size >= 0 and available >= header + size:
+                    end = start + header + size
+                    frame = buffer[start + header:end]
+                    self._start = end
+                    return frame
+            self._fill(available)
+
+    def _fill(self, available: int) -> None:
+        buffer = self._buffer
+        if self._start:
+            del buffer[:self._start]  # keep only the partial frame
+            self._start = 0
+        chunk = os.read(self._fd, READ_CHUNK)
+        if not chunk:
+            if available:
+                raise OSError("got end of file during message")
+            raise EOFError
+        buffer += chunk
