@@ -70,11 +70,19 @@ class StreamExecutionEnvironment(EnvSettings):
             raise InvalidProgramError(
                 f"from_collection: collection must be an iterable of elements (a list, tuple, range ...), "
                 f"got {type(collection).__name__}")
-        if type_info is not None and callable(getattr(type_info, "need_conversion", None)) \
-                and type_info.need_conversion():
-            collection = [type_info.from_internal_type(type_info.to_internal_type(e)) for e in collection]
-        return self._add_source_transformation(CollectionSource(collection), "Collection Source", type_info,
-                                               parallelism=1)
+        source = None
+        if type_info is not None:
+            from streamkernel.common.typeinfo.conversion import passes_as_is
+
+            elements = list(collection)
+            if passes_as_is(type_info, elements):  # ints, strs, tuples of them ...: nothing to convert, ever
+                source = CollectionSource(elements, produced_type=type_info)
+            elif callable(getattr(type_info, "need_conversion", None)) and type_info.need_conversion():
+                collection = [type_info.from_internal_type(type_info.to_internal_type(e)) for e in elements]
+            else:
+                collection = elements
+        return self._add_source_transformation(source or CollectionSource(collection), "Collection Source",
+                                               type_info, parallelism=1)
 
     def from_source(self, source: Source, watermark_strategy: Any, source_name: str,
                     type_info: Any = None) -> "DataStream":

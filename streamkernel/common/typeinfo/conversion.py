@@ -34,6 +34,7 @@ True
 from __future__ import annotations
 
 import datetime
+import operator
 from array import array
 from decimal import Decimal
 from typing import Any, Callable, Optional
@@ -53,7 +54,7 @@ from streamkernel.common.typeinfo.composite import (
     _ElementTypeInfo,
 )
 
-__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "first_mismatch"]
+__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "first_mismatch", "passes_as_is"]
 
 BatchConverter = Callable[[list], list]
 
@@ -66,6 +67,9 @@ class TypeMismatch(ValueError):
 # (PyFlink's coder of BIG_INT is its LONG coder: 64 bits)
 _ARRAY_CODES = {BasicType.BYTE: "b", BasicType.SHORT: "h", BasicType.INT: "i", BasicType.LONG: "q",
                 BasicType.BIG_INT: "q", BasicType.FLOAT: "f", BasicType.DOUBLE: "d"}
+_BOUNDS = {code: (-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1)
+           for code, size in (("b", 1), ("h", 2), ("i", 4), ("q", 8))}
+_BOUNDS["B"] = (0, 255)
 _RANGES = {"B": "0..255", "b": "-128..127", "h": "-32768..32767", "i": "-2147483648..2147483647",
            "q": "-9223372036854775808..9223372036854775807"}
 
@@ -112,6 +116,29 @@ def batch_converter(type_info: Any, strict_rows: bool = False) -> Optional[Batch
     return None
 
 
+def passes_as_is(type_info: Any, values: list) -> bool:
+    """True when ``values`` already are exactly what PyFlink's coder of ``type_info`` gives back,
+    so neither ``to_internal_type``/``from_internal_type`` nor the batch conversion changes
+    them: numbers, bools and strings (``BYTE`` ... ``DOUBLE`` but ``FLOAT``, ``BOOLEAN``,
+    ``STRING``) and tuples of those, each value already of its Python type and in range."""
+    if not _plain(type_info):
+        return False
+    convert = batch_converter(type_info)
+    try:
+        return convert is None or convert(values) is values
+    except TypeMismatch:
+        return False
+
+
+def _plain(type_info: Any) -> bool:
+    if isinstance(type_info, BasicTypeInfo) and type(type_info) is BasicTypeInfo:
+        basic = type_info._basic_type
+        return basic in (BasicType.BOOLEAN, BasicType.STRING) or _ARRAY_CODES.get(basic, "f") != "f"
+    if isinstance(type_info, TupleTypeInfo):
+        return all(map(_plain, type_info.get_field_types()))
+    return False
+
+
 def first_mismatch(convert: BatchConverter, values: list) -> tuple[int, Exception]:
     """The index of the first record of ``values`` that ``convert`` rejects, and its error."""
     for i, value in enumerate(values):
@@ -124,8 +151,15 @@ def first_mismatch(convert: BatchConverter, values: list) -> tuple[int, Exceptio
 
 def _numbers(code: str, type_info: Any) -> BatchConverter:
     integral = code not in "fd"
+    # values that already are what the coder gives back pass as they are (the same list): ints
+    # in range for the integral types, floats for DOUBLE; FLOAT always rounds to 32 bits
+    fits = {int} if integral else {float} if code == "d" else None
+    low, high = _BOUNDS.get(code, (0, 0))
 
     def convert(values: list) -> list:
+        if fits is not None and set(map(type, values)) <= fits \
+                and (not integral or not values or (low <= min(values) and max(values) <= high)):
+            return values
         try:
             try:
                 return array(code, values).tolist()
@@ -163,6 +197,8 @@ def _number_problem(code: str, type_info: Any, values: list, exc: Exception) -> 
 
 def _booleans(values: list) -> list:
     # PyFlink writes a bool as an unsigned byte and reads it back as ``not not byte``
+    if set(map(type, values)) <= {bool}:
+        return values
     return [bool(v) for v in _BYTES(values)]
 
 
@@ -256,15 +292,43 @@ def _maps(keys: Optional[BatchConverter], items: Optional[BatchConverter]) -> Ba
     return convert
 
 
-def _columns(converters: list, values: list, what: str) -> list:
-    """The fields of ``values`` (sequences of ``len(converters)`` fields) as converted columns."""
+def _columns(converters: list, values: list, what: str, nullable: bool = True) -> tuple[list, list]:
+    """The fields of ``values`` (sequences of ``len(converters)`` fields) as columns
+    and as converted columns, where a column that needs no conversion is
+    the very column of the first. Without ``nullable`` a None field raises (a tuple's); with
+    it None stays None (a Row's)."""
     arity = len(converters)
     if set(map(len, values)) - {arity}:
         bad = next(v for v in values if len(v) != arity)
         raise TypeMismatch(f"{what} has {arity} fields, got {len(bad)}: {_short(bad)}")
-    columns = list(zip(*values)) if values else [()] * arity
-    return [column if convert is None else _or_none(convert, list(column))  # None stays None (null mask)
-            for convert, column in zip(converters, columns)]
+    # a column per field, not ``zip(*values)``: that makes an iterator per record (GC-tracked
+    # objects that trigger collections and reach the old generation, each a full collection's work)
+    columns = [list(map(operator.itemgetter(i), values)) for i in range(arity)]
+    out: list[Any] = []
+    for convert, column in zip(converters, columns):
+        if convert is None:
+            if not nullable and None in column:
+                _none_field(values, what)
+            out.append(column)
+            continue
+        try:  # every converter rejects None: a column without None converts in one go
+            out.append(convert(column))
+        except TypeMismatch:
+            if None not in column:
+                raise
+            converted = _or_none(convert, column)  # None stays None; raises for another bad field
+            if not nullable:
+                _none_field(values, what)
+            out.append(converted)
+    return columns, out
+
+
+def _none_field(values: list, what: str) -> None:
+    bad = next(v for v in values if None in v)
+    raise TypeMismatch(f"a field of {what} cannot be None (a Row's can): {_short(bad)}")
+
+
+_NONE_TYPE = type(None)
 
 
 def _rows(type_info: RowTypeInfo, strict: bool) -> BatchConverter:
@@ -303,7 +367,7 @@ def _rows(type_info: RowTypeInfo, strict: bool) -> BatchConverter:
         if not values:
             return []
         _not_none(values, f"a record of {type_info!r}")
-        columns = _columns(converters, list(map(fields, values)), repr(type_info))
+        columns = _columns(converters, list(map(fields, values)), repr(type_info))[1]
         kinds = [getattr(v, "_row_kind", insert) for v in values]
         return list(map(make, zip(*columns), kinds))
     return convert
@@ -315,15 +379,15 @@ def _tuples(type_info: TupleTypeInfo, strict: bool) -> BatchConverter:
     def convert(values: list) -> list:
         if not values:
             return []
-        _not_none(values, f"a record of {type_info!r}")
-        if not set(map(type, values)) <= {tuple, list}:
+        types = set(map(type, values))
+        if _NONE_TYPE in types:
+            raise TypeMismatch(f"a record of {type_info!r} cannot be None")
+        if not types <= {tuple, list}:
             bad = next(v for v in values if not isinstance(v, (tuple, list)))
             raise TypeMismatch(f"{type_info!r} needs a tuple, got {type(bad).__name__} {_short(bad)}")
-        columns = _columns(converters, values, repr(type_info))
-        for column in columns:
-            if None in column:
-                bad = next(v for v in values if None in v)
-                raise TypeMismatch(f"a field of {type_info!r} cannot be None (a Row's can): {_short(bad)}")
+        fields, columns = _columns(converters, values, repr(type_info), nullable=False)
+        if types == {tuple} and all(map(operator.is_, columns, fields)):
+            return values  # tuples whose fields already fit: the same records, no new tuples
         return list(zip(*columns))
     return convert
 

@@ -23,6 +23,7 @@ in another process registers a forwarding buffer under the same id
 from __future__ import annotations
 
 import collections
+import itertools
 import threading
 from typing import Any, Iterator, Optional
 
@@ -181,10 +182,11 @@ class CollectBuffer:
             self._cond.notify_all()
             return batch
 
-    def __iter__(self) -> Iterator[Any]:
-        """Yields the records as they arrive until the job ends; raises the job's error."""
+    def batches(self) -> Iterator[list]:
+        """Yields the batches as they arrive until the job ends; raises the job's error."""
+        poll = self.poll_batch
         while True:
-            batch = self.poll_batch(timeout=0.1)
+            batch = poll(timeout=0.1)
             if batch is None:
                 with self._cond:
                     if self._error is not None and not self._batches:
@@ -192,7 +194,12 @@ class CollectBuffer:
                     if self._closed and not self._batches:
                         return
                 continue
-            yield from batch
+            yield batch
+
+    def __iter__(self) -> Iterator[Any]:
+        """The records as they arrive until the job ends (raises the job's error): a C-level
+        iterator over :meth:`batches`, no Python call per record."""
+        return itertools.chain.from_iterable(self.batches())
 
     def __repr__(self) -> str:
         state = "failed" if self._error else "closed" if self._closed else "open"

@@ -19,8 +19,16 @@ class CollectionSource(Source):
 
     default_name = "Collection Source"
 
-    def __init__(self, elements: Iterable[Any]) -> None:
+    def __init__(self, elements: Iterable[Any], produced_type: Any = None) -> None:
         self.elements: list[Any] = list(elements)
+        #: set by ``from_collection`` when every element already is a value of ``type_info`` as
+        #: PyFlink gives it (checked once, when the source is made): no conversion in the job
+        self._produced_type = produced_type
+        self.emits_produced_type = produced_type is not None
+
+    def get_produced_type(self) -> Any:
+        """The type every element was checked to be (None: not checked)."""
+        return self._produced_type
 
     def get_boundedness(self) -> Boundedness:
         """Always BOUNDED."""

@@ -191,13 +191,13 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
 
     result_future = dispatcher.job_result_future(client.get_job_id())
 
-    def records() -> Any:
+    def batches() -> Any:
         # Stops a transient cluster when the records end or fail and the job ended (another
         # branch of it may run on), not when the generator is merely closed or collected
         # (GeneratorExit; the garbage collector's thread is arbitrary).
         ended = False
         try:
-            yield from job_records()
+            yield from job_batches()
             ended = True
         except Exception:
             ended = True
@@ -208,9 +208,13 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
 
     convert = collect_converter(data_stream.get_type())
 
-    def job_records() -> Any:
+    def job_batches() -> Any:
         try:
-            yield from (buffer if convert is None else map(convert, buffer))
+            if convert is None:
+                yield from buffer.batches()
+            else:
+                for batch in buffer.batches():
+                    yield list(map(convert, batch))
         except Exception:
             if not closed.is_set():
                 raise  # the JobExecutionError set by on_status, its cause chained
@@ -224,7 +228,7 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
         if result.status is JobStatus.FAILED:
             to_job_execution_result(result)  # raises JobExecutionError from the cause
 
-    iterator = CloseableIterator(records(), close)
+    iterator = CloseableIterator(close=close, batches=batches())
     if limit is None:
         return iterator
     try:

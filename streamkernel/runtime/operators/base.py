@@ -28,7 +28,15 @@ if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.operators.timers import InternalTimerService, ProcessingTimeService, Triggerable
     from streamkernel.runtime.state.api import KeyedStateBackend, OperatorStateBackend
 
-__all__ = ["Output", "TaskInfo", "OperatorContext", "StreamOperator", "TwoInputStreamOperator"]
+__all__ = ["Output", "TaskInfo", "OperatorContext", "StreamOperator", "TwoInputStreamOperator", "key_function"]
+
+
+def key_function(selector: Any) -> Any:
+    """The cheapest callable for a key selector, what operators call per record: a KeySelector's
+    ``get_key`` (for ``key_by(lambda ...)``'s wrapper that *is* the lambda: no wrapper frame per
+    record), else the callable itself; None stays None."""
+    get_key = getattr(selector, "get_key", None)
+    return get_key if callable(get_key) else selector
 
 
 class Output(Protocol):

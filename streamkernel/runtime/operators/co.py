@@ -18,7 +18,7 @@ from streamkernel.graph.operator_specs import (
     OperatorSpec,
     TwoInputSpec,
 )
-from streamkernel.runtime.operators.base import TwoInputStreamOperator
+from streamkernel.runtime.operators.base import TwoInputStreamOperator, key_function
 from streamkernel.runtime.operators.contexts import (
     BroadcastContext,
     BroadcastStates,
@@ -48,7 +48,8 @@ class _CoOperator(TwoInputStreamOperator):
     def __init__(self, spec: OperatorSpec) -> None:
         super().__init__(spec)
         self._key_selectors: tuple[Optional[Callable[[Any], Any]], Optional[Callable[[Any], Any]]] = (
-            (spec.key_selector1, spec.key_selector2) if isinstance(spec, TwoInputSpec) else (None, None))
+            (key_function(spec.key_selector1), key_function(spec.key_selector2)) if isinstance(spec, TwoInputSpec)
+            else (None, None))
         self._backend: Any = None
 
     def open(self) -> None:
@@ -250,7 +251,7 @@ class KeyedBroadcastProcessOperator(_KeyedTimersMixin, BroadcastProcessOperator)
 
     def __init__(self, spec: KeyedBroadcastProcessSpec) -> None:
         super().__init__(spec)
-        self._key_selectors = (spec.key_selector, None)
+        self._key_selectors = (key_function(spec.key_selector), None)
 
     def open(self) -> None:
         """Create the "user-timers" timer service and the reused contexts."""

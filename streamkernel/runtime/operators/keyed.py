@@ -17,7 +17,7 @@ from streamkernel.common.watermark_strategy import MAX_WATERMARK
 from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.time_domain import TimeDomain
 from streamkernel.graph.operator_specs import KeyedSpec
-from streamkernel.runtime.operators.base import StreamOperator
+from streamkernel.runtime.operators.base import StreamOperator, key_function
 from streamkernel.runtime.operators.contexts import (
     KeyedProcessContext,
     SideOutputCollector,
@@ -130,7 +130,7 @@ class KeyedProcessOperator(StreamOperator):
 
     def __init__(self, spec: KeyedSpec) -> None:
         super().__init__(spec)
-        self._key_selector: Callable[[Any], Any] = spec.key_selector  # type: ignore[assignment]  # required
+        self._key_selector: Callable[[Any], Any] = key_function(spec.key_selector)  # required
         self._side = SideOutputCollector()
         self._backend: Any = None
         self._ctx: KeyedProcessContext = None  # type: ignore[assignment]
@@ -189,7 +189,7 @@ class ReduceOperator(StreamOperator):
 
     def __init__(self, spec: KeyedSpec) -> None:
         super().__init__(spec)
-        self._key_selector: Callable[[Any], Any] = spec.key_selector  # type: ignore[assignment]  # required
+        self._key_selector: Callable[[Any], Any] = key_function(spec.key_selector)  # required
         self._reduce: Callable[[Any, Any], Any] = None  # type: ignore[assignment]
         self._table: Optional[dict] = None
         self._state: Any = None

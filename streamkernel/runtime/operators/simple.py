@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from streamkernel.graph.operator_specs import OneInputSpec, OperatorSpec
-from streamkernel.runtime.operators.base import StreamOperator
+from streamkernel.runtime.operators.base import StreamOperator, key_function
 from streamkernel.runtime.operators.contexts import (
     NonKeyedTimerService,
     ProcessContext,
@@ -69,7 +69,7 @@ class _OneInputOperator(StreamOperator):
 
     def __init__(self, spec: OneInputSpec) -> None:
         super().__init__(spec)
-        self._key_selector: Optional[Callable[[Any], Any]] = spec.key_selector
+        self._key_selector: Optional[Callable[[Any], Any]] = key_function(spec.key_selector)
         self._call: Callable[..., Any] = None  # type: ignore[assignment]  # bound in open
         self._backend: Any = None
 

@@ -60,7 +60,7 @@ from streamkernel.datastream.window_triggers import CountTrigger, PurgingTrigger
 from streamkernel.datastream.windows import MAX_LONG_VALUE, CountWindow
 from streamkernel.errors import InvalidProgramError, UserFunctionError
 from streamkernel.graph.operator_specs import WindowSpec
-from streamkernel.runtime.operators.base import StreamOperator
+from streamkernel.runtime.operators.base import StreamOperator, key_function
 from streamkernel.runtime.operators.contexts import SideOutputCollector, collect_results, describe_record, wrap_user_error
 from streamkernel.runtime.operators.key_group_check import KeyGroupOwnershipError
 from streamkernel.runtime.operators.merging_window_set import (
@@ -124,7 +124,7 @@ class WindowOperator(StreamOperator):
         self.internal_function: InternalWindowFunction = spec.internal_window_function
         selector = spec.key_selector
         self.non_keyed = bool(spec.non_keyed)
-        self.key_of = None if self.non_keyed or selector is None else getattr(selector, "get_key", selector)
+        self.key_of = None if self.non_keyed or selector is None else key_function(selector)
         self.is_event_time: bool = self.assigner.is_event_time()
         self._merging = isinstance(self.assigner, MergingWindowAssigner)
         self.pass_through = _is_pass_through(self.internal_function)
