@@ -32,6 +32,11 @@ SparkSession start, cluster start (every TaskManager registered), and from the s
 to the first record of a first job at the driver (a collect of a small sequence), and stop.
 
 ``--quick`` runs everything small and once: a smoke run whose figures mean nothing.
+
+The machine's own ceiling is printed too, measured before and after the runs: how much
+faster two processes run plain Python work than one process runs it twice. On a shared
+or virtual machine (2 vCPUs on one physical core's hyperthreads, other tenants) it can be
+far below 2x, and no backend can scale beyond it.
 """
 
 from __future__ import annotations
@@ -143,6 +148,33 @@ class BackendFigures:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+def _spin(n: int) -> float:
+    """Plain Python work (a loop), seconds it took."""
+    start = time.perf_counter()
+    total = 0
+    for i in range(n):
+        total += i % 7
+    return time.perf_counter() - start
+
+
+def machine_ceiling(n: int = 3_000_000, repeat: int = 3) -> float:
+    """How much faster two processes do two units of plain Python work than one process
+    doing both (median of ``repeat``): the best speedup any parallelism-2 run can show here."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    ratios = []
+    with ProcessPoolExecutor(2) as pool:
+        list(pool.map(_spin, [1000, 1000]))  # the processes are started before the clock
+        for _ in range(repeat):
+            start = time.perf_counter()
+            _spin(n), _spin(n)
+            serial = time.perf_counter() - start
+            start = time.perf_counter()
+            list(pool.map(_spin, [n, n]))
+            ratios.append(serial / (time.perf_counter() - start))
+    return statistics.median(ratios)
+
+
 def _timed(run: Callable[[], int], expected: int, what: str, repeat: int) -> float:
     """Median seconds of ``repeat`` runs; each result is checked against ``expected``."""
     times = []
@@ -239,6 +271,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     sizes = {"W1": args.w1, "W2": args.w2}
     expected = {"W1": plain_w1(args.w1), "W2": args.w2}
     directory = tempfile.mkdtemp(prefix="bench-scaleout-")
+    ceiling = [machine_ceiling()]
     try:
         results = []
         for backend in backends:
@@ -246,7 +279,10 @@ def main(argv: Optional[list[str]] = None) -> int:
             results.append(measure(backend, args.w1, args.w2, args.repeat, directory, expected))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+    ceiling.append(machine_ceiling())
     report(results, sizes)
+    print(f"machine ceiling: plain Python in 2 processes vs 1: {ceiling[0]:.2f}x before the runs, "
+          f"{ceiling[1]:.2f}x after")
     return 0
 
 

@@ -31,6 +31,11 @@ class TaskManagerOptions:
                                         "PyFlink programs).")
     FORWARD_OUTPUT = _key("taskmanager.forward-output").boolean_type().default_value(True).with_description(
         "streamkernel: whether a TaskManager process forwards its stdout/stderr to the client's.")
+    SWITCH_INTERVAL = _key("streamkernel.taskmanager.switch-interval").duration_type() \
+        .default_value(Duration.of_millis(1)).with_description(
+            "streamkernel: the Python switch interval (sys.setswitchinterval) of a TaskManager process of the process "
+            "and spark backends: how long a busy task thread keeps the GIL while a network thread waits for it. "
+            "Python's 5 ms made every hop of a record batch and its credit between TaskManagers wait up to 5 ms.")
     WORKING_DIR = _key("streamkernel.taskmanager.working-dir").string_type().no_default_value().with_description(
         "streamkernel: the directory a cluster owns for its TaskManagers (each works in <dir>/<taskmanager id>; "
         "the cluster sets it); unset: each makes a temporary directory under io.tmp.dirs.")

@@ -182,20 +182,21 @@ class InboundConnection:
             self._finish(reason)
 
     def _read_frames(self) -> str:
-        recv = self._conn.recv_bytes
+        recv = wire.FrameReader(self._conn).read  # several frames per read (see FrameReader)
         feeds = self.feeds
-        loads = wire.loads
+        loads, loads_marshalled = wire.loads, wire.loads_marshalled
         offset = wire.STREAM_HEADER_SIZE
         while True:
             frame = recv()
             self.bytes_received += len(frame)
             kind = frame[0]
-            if kind == wire.DATA:  # the hot path: one item (a buffer of records, or an event)
+            if kind == wire.DATA_MARSHAL or kind == wire.DATA:  # the hot path: a buffer of records, or an event
                 feed = feeds.get(wire.parse_stream(frame))
                 if feed is None or feed.failed:
                     continue  # a released channel: dropped
                 try:
-                    item = loads(memoryview(frame)[offset:])
+                    body = memoryview(frame)[offset:]
+                    item = loads_marshalled(body) if kind == wire.DATA_MARSHAL else loads(body)
                 except Exception as exc:  # noqa: BLE001 - the producer's task fails with the reason
                     self._refuse(feed, f"could not read an item in {self.describe_self()}: {type(exc).__name__}: "
                                        f"{exc} (is the record's class importable there? classes defined in a "

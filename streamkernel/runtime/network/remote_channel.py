@@ -99,7 +99,7 @@ class RemoteOutputChannel:
         Raises ChannelCancelledError if the receiver cancelled the channel (or the job was
         released), RemoteChannelError if the connection or the peer failed.
         """
-        frame = self._serializer.frame(item)  # before waiting: pickling overlaps the receiver's work
+        frame = self._serializer.frame(item, self._connection.peer_reads_marshal)  # before waiting: pickling overlaps the receiver's work
         waited = 0
         with self._lock:
             if self._credits <= 0 or self._error is not None:
@@ -181,6 +181,7 @@ class OutboundConnection:
         self.address = (str(address[0]), int(address[1]))
         self.job_id = job_id
         self.peer_taskmanager = "?"
+        self.peer_reads_marshal = False  # set from the consumer's HELLO: pickle until then
         self._conn = connect(self.address, authkey, timeout)
         self._write_lock = threading.Lock()  # one frame at a time on the socket
         self._lock = threading.Lock()
@@ -237,8 +238,9 @@ class OutboundConnection:
     def _read_loop(self) -> None:
         reason = "the connection was closed"
         try:
+            recv = wire.FrameReader(self._conn).read  # credits come in bursts: several per read
             while True:
-                frame = self._conn.recv_bytes()
+                frame = recv()
                 kind = frame[0]
                 if kind == wire.CREDIT:
                     stream, credits = wire.parse_credit(frame)
@@ -253,6 +255,7 @@ class OutboundConnection:
                         channel._fail(error, f"channel {channel.name} to {self.describe_peer()}: {text}")
                 elif kind == wire.HELLO:
                     self.peer_taskmanager, _ = wire.parse_hello(frame)
+                    self.peer_reads_marshal = wire.reads_marshal(frame)
                 else:
                     reason = f"protocol error: unexpected frame kind {kind}"
                     break

@@ -99,6 +99,9 @@ class ProcessTaskManagerLauncher:
     def launch(self, ids: Sequence[str], slots: int, jobmanager_address: tuple[str, int], secret: bytes,
                configuration: Mapping[str, str]) -> None:
         """Start one child process per id; each connects back and registers."""
+        from streamkernel.runtime.taskmanager.worker import switch_interval_seconds
+
+        switch_interval_seconds(configuration)  # a bad value fails here, not in every child
         env = self._environment(secret)
         for taskmanager_id in ids:
             command = worker_command(self._python, jobmanager_address, taskmanager_id, slots, configuration)

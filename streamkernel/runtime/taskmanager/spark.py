@@ -75,7 +75,7 @@ from streamkernel.runtime.taskmanager.spark_session import (OwnedSession, SparkH
                                                             obtain_session, python_exec_for, task_tries,
                                                             taskmanager_python)
 from streamkernel.runtime.taskmanager.spark_stop import active_jobs_of_group, cancel_and_wait, wait_until_gone
-from streamkernel.runtime.taskmanager.worker import WORKING_DIR_KEY
+from streamkernel.runtime.taskmanager.worker import WORKING_DIR_KEY, switch_interval_seconds
 
 __all__ = ["SparkTaskManagerLauncher", "SparkTaskSlotsError", "SparkHostJobError"]
 
@@ -225,6 +225,7 @@ class SparkTaskManagerLauncher:
         ids = [str(i) for i in ids]
         if not ids:
             return
+        switch_interval_seconds(configuration)  # a bad value fails here, not in every Spark task
         with self._launch_lock:
             with self._lock:
                 known = {i for launch in self._launches for i in launch.ids}

@@ -238,6 +238,9 @@ def run_host(partition: int, spec: Mapping[str, Any]) -> list[tuple[str, int, in
     if not (TaskManagerOptions.WORKING_DIR.get(configuration) or "").strip():  # not on the driver's machine
         own_dir = configuration[TaskManagerOptions.WORKING_DIR.key()] = host_working_dir(str(spec.get("cluster", "spark")), launched_as,
                                                                     configuration)
+    from streamkernel.runtime.taskmanager.worker import use_switch_interval
+
+    use_switch_interval(configuration)  # this Python worker hosts the TaskManager alone while it runs
     outcome = "finished"
     try:
         entry(tuple(spec["jobmanager_address"]), secret, taskmanager_id, int(spec["slots"]), configuration)

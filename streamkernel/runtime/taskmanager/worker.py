@@ -33,7 +33,8 @@ from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, ConnectionRefusedByP
 from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RESOURCE_MANAGER
 from streamkernel.runtime.taskmanager.forwarding import WorkerForwarding
 
-__all__ = ["run_taskmanager", "main", "rpc_timeout_seconds", "FORWARD_OUTPUT_KEY", "WORKING_DIR_KEY"]
+__all__ = ["run_taskmanager", "main", "rpc_timeout_seconds", "switch_interval_seconds", "use_switch_interval",
+           "FORWARD_OUTPUT_KEY", "WORKING_DIR_KEY"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -50,6 +51,28 @@ _POLL_S = 0.2
 def rpc_timeout_seconds(configuration: Mapping[str, str]) -> float:
     """Flink's ``pekko.ask.timeout`` (1.x ``akka.ask.timeout``): how long an RPC call waits, default 10 s."""
     return RpcOptions.ASK_TIMEOUT.get(configuration).to_milliseconds() / 1000
+
+
+def switch_interval_seconds(configuration: Mapping[str, str]) -> float:
+    """The switch interval a TaskManager process runs with (``streamkernel.taskmanager.switch-interval``,
+    default 1 ms); a ValueError naming the key when it is not positive (the launcher checks before it starts)."""
+    interval = TaskManagerOptions.SWITCH_INTERVAL.get(configuration)
+    seconds = interval.to_nanos() / 1e9
+    if seconds <= 0:
+        raise ValueError(f"configuration key {TaskManagerOptions.SWITCH_INTERVAL.key()}: the switch interval must be "
+                         f"positive, got {interval}")
+    return seconds
+
+
+def use_switch_interval(configuration: Mapping[str, str]) -> None:
+    """Set this process's switch interval for a TaskManager (a process that hosts nothing else).
+
+    A network thread that wakes up from a read needs the GIL, and a busy task thread gives
+    it up only after the switch interval: with Python's 5 ms, a batch and its credit spend
+    5 ms per hop between two TaskManagers whose tasks keep their GILs busy, so the credits
+    of a channel ran out long before the round trip ended (W2 of bench/bench_scaleout.py).
+    """
+    sys.setswitchinterval(switch_interval_seconds(configuration))
 
 
 def _shuffle_environment(taskmanager_id: str, secret: bytes, configuration: Mapping[str, str]) -> Any:
@@ -169,6 +192,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     host, _, port = args.jobmanager.rpartition(":")
     configuration = dict(entry.split("=", 1) for entry in args.dynamic if "=" in entry)
     logging.basicConfig(level=logging.WARNING, format=f"[{args.taskmanager_id}] %(levelname)s %(name)s: %(message)s")
+    use_switch_interval(configuration)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     threading.Thread(target=_watch_parent, args=(stop,), name="streamkernel-parent-watch", daemon=True).start()

@@ -143,6 +143,44 @@ def test_buffers_and_events_arrive_in_order_with_exact_types(pair):
     assert not channel.uses_cloudpickle  # builtin records: plain pickle
 
 
+def test_builtin_buffers_travel_marshalled_until_a_record_of_another_class(pair, monkeypatch):
+    """marshal for buffers of builtin records; a buffer it cannot write goes by pickle, and the
+    channel stays with pickle (never a buffer written twice)."""
+    from streamkernel.runtime.network import wire
+
+    marshalled: list = []
+    read_marshalled = wire.loads_marshalled
+    monkeypatch.setattr(wire, "loads_marshalled", lambda body: marshalled.append(1) or read_marshalled(body))
+    producer, consumer = pair
+    gate = consumer.create_input_gate("Sink (1/1)", [(_cid(), 0)], credits=3)
+    channel = producer.output_channel(_cid(), consumer.data_address)
+    _wait_for(lambda: channel._connection.peer_reads_marshal, "the consumer's HELLO (it reads marshal)")
+    builtin = [DataBuffer([("k%d" % j, j, j / 2, None, b"x", [j], {"j": j}) for j in range(20)],
+                          list(range(20)) if i % 2 else None) for i in range(6)]
+    sent = builtin[:3] + [Watermark(1), DataBuffer([Point(1, "a"), ("k", 1)], None)] + builtin[3:] + [END_OF_PARTITION]
+    thread, state = _send_in_thread(channel, sent)
+    received = _receive_until_end(gate)
+    thread.join(WAIT)
+    assert state["error"] is None
+    assert received == sent
+    assert [type(r) for b in received if isinstance(b, DataBuffer) for r in b.values] == \
+        [type(r) for b in sent if isinstance(b, DataBuffer) for r in b.values]
+    assert len(marshalled) == 3  # the three builtin buffers before the Point; pickle after it
+    assert not channel._serializer.uses_marshal and not channel.uses_cloudpickle
+
+
+def test_marshal_only_for_a_peer_on_the_same_python():
+    from streamkernel.runtime.network import wire
+
+    other = bytes([wire.HELLO]) + b'{"taskmanager": "tm-9", "job": "j", "marshal": "cpython-2.7-2"}'
+    assert wire.reads_marshal(wire.hello_frame("tm-1", "j")) and not wire.reads_marshal(other)
+    assert wire.parse_hello(other) == ("tm-9", "j")
+    serializer = wire.ItemSerializer("job/edge0/0->1#0", stream=1)
+    assert serializer.frame(DataBuffer([1], None), marshal_ok=False)[0] == wire.DATA
+    assert serializer.frame(DataBuffer([1], None), marshal_ok=True)[0] == wire.DATA_MARSHAL
+    assert serializer.frame(Watermark(3), marshal_ok=True)[0] == wire.DATA  # events: pickle
+
+
 @pytest.mark.parametrize("consumer_first", [True, False])
 def test_consumer_first_and_producer_first_both_connect(pair, consumer_first):
     producer, consumer = pair
