@@ -6,6 +6,7 @@
   JobMaster sends to a TaskManager.
 * :mod:`.clock`: the system clock and the manual clock of tests.
 * :mod:`.metrics`: a task's counters and the job's aggregated metrics.
+* :mod:`.keys`: the key selector's plain function, what the runtime calls per record.
 * :mod:`.registry`: class name -> "module:Class" tables resolved on first use (operators,
   source readers, sink writers).
 """

@@ -9,5 +9,6 @@
   chain itself (operators fused into one task) and its outputs; :mod:`.typed_output`: outputs
   that check declared types; :mod:`.peek`: ``%flink peek``.
 * :mod:`.task_input`: reading the input gates; :mod:`.barriers`: aligning checkpoint barriers;
+  :mod:`.unaligned_barriers`: unaligned checkpoints (in-flight data);
   :mod:`.task_checkpoint`: snapshotting and restoring the operator chain.
 """
