@@ -187,11 +187,7 @@ class RecordWriter:
         """
         for c, channel in enumerate(self.channels):
             if self._values[c]:
-                buffer = DataBuffer(self._values[c], self._timestamps[c] if self._with_ts else None)
-                self._values[c] = []
-                self._timestamps[c] = []
-                self.buffers_out += 1
-                channel.send_overdraft(buffer)
+                channel.send_overdraft(self._take_pending(c))
             channel.send_overdraft(barrier)
             channel.announce(barrier)
 
@@ -219,12 +215,16 @@ class RecordWriter:
             if self.metrics is not None:
                 self.metrics.backpressured_ns += waited
 
-    def _send_pending(self, c: int) -> None:
+    def _take_pending(self, c: int) -> DataBuffer:
+        """Channel ``c``'s pending records as one buffer (counted as sent); its lists start anew."""
         buffer = DataBuffer(self._values[c], self._timestamps[c] if self._with_ts else None)
         self._values[c] = []
         self._timestamps[c] = []
         self.buffers_out += 1
-        self._account(self._send(self.channels[c], buffer))
+        return buffer
+
+    def _send_pending(self, c: int) -> None:
+        self._account(self._send(self.channels[c], self._take_pending(c)))
 
     def _switch_timestamps(self, with_ts: bool) -> None:
         """Records with and without timestamps never share a buffer."""

@@ -39,8 +39,6 @@ class BarrierHandler:
         self._arrived: set[int] = set()
         self._blocked: list[Any] = []
         self.last_completed = 0
-        #: in-flight records being recorded (unaligned checkpoints only: always empty here)
-        self.recording: dict[int, list] = {}
 
     @property
     def aligning(self) -> Optional[int]:

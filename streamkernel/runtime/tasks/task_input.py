@@ -77,11 +77,6 @@ class InputProcessor:
             if self._slice:  # unaligned checkpoints: slices (a whole buffer when the operator is fast)
                 self._process_in_slices(channel, item)
                 return False
-            barriers = self._barriers
-            if barriers is not None and barriers.recording:  # unaligned checkpoint: in-flight records
-                recorded = barriers.recording.get(channel.index)
-                if recorded is not None:
-                    recorded.append(item)
             self.metrics.records_in += len(values)
             self._batch[channel.input_index if self.two_input else 0](values, item.timestamps)
             return False
