@@ -18,11 +18,9 @@ from __future__ import annotations
 import pickle
 from typing import Any, Mapping, Optional
 
-from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.core.records import DataBuffer
 
-__all__ = ["make_channel_state", "channel_state_stats", "has_channel_state", "snapshot_channel_stats",
-           "check_unaligned_backend"]
+__all__ = ["make_channel_state", "channel_state_stats", "has_channel_state", "snapshot_channel_stats"]
 
 
 def make_channel_state(in_flight: list[tuple[int, DataBuffer]]) -> dict:
@@ -57,21 +55,3 @@ def channel_state_stats(state_handle: Any) -> tuple[bool, int]:
         return snapshot_channel_stats(state_handle)
     return bool(getattr(state_handle, "unaligned", False)), int(getattr(state_handle, "persisted_data", 0) or 0)
 
-
-def check_unaligned_backend(backend: str, conf: Mapping[str, Any], job_name: str) -> None:
-    """Unaligned checkpoints need in-process channels: refuse them on another backend, at once.
-
-    The ``process`` and ``spark`` backends connect TaskManagers by TCP channels, whose
-    senders cannot (yet) put a barrier ahead of their queued buffers.
-    """
-    from streamkernel.common.options import CheckpointingOptions
-
-    if backend == "local" or not CheckpointingOptions.ENABLE_UNALIGNED.get(conf):
-        return
-    if CheckpointingOptions.CHECKPOINTING_MODE.get(conf) != "EXACTLY_ONCE":
-        return  # unaligned checkpoints only apply to EXACTLY_ONCE (Flink ignores them otherwise)
-    raise IllegalConfigurationError(
-        f"job {job_name!r}: execution.checkpointing.unaligned.enabled is true, but unaligned checkpoints are "
-        f"only supported on the 'local' backend (TaskManager threads), not on the {backend!r} backend "
-        "(TCP channels between TaskManager processes); set execution.checkpointing.unaligned.enabled: false "
-        "or run on the local backend")

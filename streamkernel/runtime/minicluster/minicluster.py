@@ -52,7 +52,6 @@ from streamkernel.common.options import CoreOptions, MiniClusterOptions, TaskMan
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.job_graph import JobGraph
 from streamkernel.graph.stream_graph import StreamGraph
-from streamkernel.runtime.checkpoint.channel_state import check_unaligned_backend
 from streamkernel.runtime.core.clock import Clock, SystemClock
 from streamkernel.runtime.dispatcher.dispatcher import Dispatcher
 from streamkernel.runtime.minicluster.checkpoints import ClusterCheckpoints
@@ -297,10 +296,8 @@ class MiniCluster:
         """Submit a job; returns its JobClient at once (the job runs in the background).
 
         ``job_graph``: the job's JobGraph if the caller already built it from ``stream_graph``
-        (it is then not built again). Raises IllegalConfigurationError when the job asks for
-        unaligned checkpoints on a backend without in-process channels.
+        (it is then not built again).
         """
-        check_unaligned_backend(self.backend, stream_graph.configuration, stream_graph.job_name)
         if not self._running:
             raise InvalidProgramError(
                 f"cannot submit job {stream_graph.job_name!r}: the MiniCluster is not running; call start() first")

@@ -28,6 +28,14 @@ promised to the producer and not arrived yet, and ``channel._credits`` slots are
 ``channel._credits + received - announced`` free slots are still to be announced; it is
 never negative, and the receiver never holds more than ``credits`` items of a channel.
 
+Unaligned checkpoints: an OVERDRAFT frame carries an item the producer sent without credit
+(its partly filled buffer and its barrier, :meth:`RemoteFeed.deliver` with ``overdraft``):
+it is queued beyond the channel's credits, exactly as ``LocalChannel.send_overdraft`` does,
+and the credit invariant above holds as it is (the channel's free slots go negative). The
+ANNOUNCE frame after it announces the barrier to the gate (:meth:`RemoteFeed.announce`),
+which then sees it ahead of the queued buffers: to the gate and the task, a remote-fed
+channel is the same LocalChannel as an in-process one.
+
 A producer that dies (connection lost before its END_OF_PARTITION) is logged; its
 consumer task then waits for input like any idle task until the JobManager's failover
 (heartbeat timeout of the dead TaskManager) cancels and restarts the job.
@@ -106,13 +114,18 @@ class RemoteFeed:
                            "nothing in this process may send to it")
 
     # ------------------------------------------------------------- network thread
-    def deliver(self, item: Any) -> bool:
-        """Put a received item into the channel; False if the producer had no credit (a protocol error)."""
+    def deliver(self, item: Any, overdraft: bool = False) -> bool:
+        """Put a received item into the channel; False if the producer had no credit (a protocol error).
+
+        ``overdraft``: the producer sent it without credit on purpose (unaligned checkpoints).
+        A credit announced and not used yet is what allows an item (the channel's free slots
+        may be fewer after the task put part of a buffer back, ``InputGate.push_front``).
+        """
         channel = self.channel
         with channel._lock:
             if channel._cancelled:
                 return True  # nobody reads it any more: dropped
-            if channel._credits <= 0:
+            if self.received >= self.announced and not overdraft:
                 return False
             channel._credits -= 1
             self.received += 1
@@ -125,6 +138,14 @@ class RemoteFeed:
             gate = channel._gate
         gate._channel_has_data(channel)  # type: ignore[union-attr]  # outside the channel lock: gate -> channel
         return True
+
+
+    def announce(self, barrier: Any) -> None:
+        """The producer announced ``barrier`` (already delivered): tell the gate, ahead of the queue."""
+        channel = self.channel
+        if channel._cancelled or channel._gate is None:
+            return  # released: nobody reads it
+        channel.announce(barrier)
 
 
 class InboundConnection:
@@ -204,6 +225,8 @@ class InboundConnection:
                     continue
                 if not feed.deliver(item):
                     self._refuse(feed, "protocol error: an item arrived without credit")
+            elif kind == wire.OVERDRAFT or kind == wire.ANNOUNCE:
+                self._priority(kind, frame)
             elif kind == wire.OPEN:
                 self._open(wire.parse_stream(frame), loads(memoryview(frame)[offset:]))
             elif kind == wire.CLOSE:
@@ -214,6 +237,24 @@ class InboundConnection:
                 self.send_quietly(wire.hello_frame(self.taskmanager_id, self.job_id))
             else:
                 return f"protocol error: unexpected frame kind {kind}"
+
+    def _priority(self, kind: int, frame: wire.Frame) -> None:
+        """An OVERDRAFT item or an ANNOUNCE (unaligned checkpoints; rare: once per checkpoint)."""
+        if kind == wire.OVERDRAFT:
+            frame = frame[1:]  # the DATA or DATA_MARSHAL frame inside
+        feed = self.feeds.get(wire.parse_stream(frame))
+        if feed is None or feed.failed:
+            return  # a released channel: dropped
+        body = memoryview(frame)[wire.STREAM_HEADER_SIZE:]
+        try:
+            item = wire.loads_marshalled(body) if frame[0] == wire.DATA_MARSHAL else wire.loads(body)
+        except Exception as exc:  # noqa: BLE001 - the producer's task fails with the reason
+            self._refuse(feed, f"could not read an item in {self.describe_self()}: {type(exc).__name__}: {exc}")
+            return
+        if kind == wire.ANNOUNCE:
+            feed.announce(item)
+        else:
+            feed.deliver(item, overdraft=True)
 
     def _open(self, stream: int, channel_id: Any) -> None:
         try:

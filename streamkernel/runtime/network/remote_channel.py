@@ -18,6 +18,13 @@ before it waits for credit, so pickling overlaps with the receiver's work); a re
 thread per connection takes credits, cancellations and failures from the consumer.
 Nothing from the consumer is unpickled (see :mod:`.wire`).
 
+Unaligned checkpoints: :meth:`RemoteOutputChannel.send_overdraft` sends an item without
+waiting for credit (an OVERDRAFT frame, which the consumer accepts beyond its credits) and
+:meth:`RemoteOutputChannel.announce` sends an ANNOUNCE frame after the barrier, so the
+consumer's gate learns of the barrier ahead of the buffers queued before it, exactly as a
+:class:`~.channel.LocalChannel` does in one process. :meth:`RemoteOutputChannel.await_credit`
+lets a source wait for output availability and for its mailbox at once.
+
 Failure: a consumer that cancels the channel (job released, task cancelled) wakes a
 blocked sender with :class:`~.channel.ChannelCancelledError`; a consumer TaskManager that
 dies (connection lost) or cannot read an item fails the sender with
@@ -74,7 +81,7 @@ class RemoteOutputChannel:
     """
 
     __slots__ = ("name", "channel_id", "stream", "_connection", "_serializer", "_lock", "_cond", "_credits",
-                 "_error", "_error_type", "items_sent", "bytes_sent")
+                 "_error", "_error_type", "items_sent", "bytes_sent", "_credit_event", "_granted")
 
     def __init__(self, channel_id: Any, name: str, connection: "OutboundConnection", stream: int) -> None:
         self.name = name
@@ -91,6 +98,8 @@ class RemoteOutputChannel:
         self._error_type: type[ChannelCancelledError] = ChannelCancelledError
         self.items_sent = 0
         self.bytes_sent = 0
+        self._credit_event: Optional[threading.Event] = None  # set when a credit comes back (await_credit)
+        self._granted = False  # a credit came once: the consumer's gate has the channel
 
     # ------------------------------------------------------------------ sender side
     def send(self, item: Any) -> int:
@@ -110,6 +119,42 @@ class RemoteOutputChannel:
         self.bytes_sent += len(frame)
         return waited
 
+    def send_overdraft(self, item: Any) -> None:
+        """Send ``item`` without waiting for credit (Flink's overdraft buffers; unaligned checkpoints).
+
+        As :meth:`.channel.LocalChannel.send_overdraft`: the credits go negative and the next
+        :meth:`send` waits until the consumer caught up. Before the consumer's first credit
+        (its gate has not attached the channel yet) it waits for that credit.
+        """
+        frame = wire.overdraft_frame(self._serializer.frame(item, self._connection.peer_reads_marshal))
+        with self._lock:
+            if not self._granted or self._error is not None:
+                self._wait_for_credit()
+            self._credits -= 1
+        self._connection.send_frame(frame, self)
+        self.items_sent += 1
+        self.bytes_sent += len(frame)
+
+    def announce(self, barrier: Any) -> None:
+        """Tell the consumer's gate, ahead of its queued items, that ``barrier`` is in the channel
+        (sent just before with :meth:`send_overdraft`; frames of a stream arrive in order)."""
+        self._connection.send_frame(wire.announce_frame(self.stream, barrier), self)
+
+    def await_credit(self, event: threading.Event) -> bool:
+        """True if a credit is free now (or the channel failed: ``send`` raises); else ``event``
+        is set when a credit comes back (or the channel fails) and False is returned. The
+        sender calls :meth:`stop_awaiting` when it stops waiting (as LocalChannel.await_credit)."""
+        with self._lock:
+            if self._credits > 0 or self._error is not None:
+                return True
+            self._credit_event = event
+            return False
+
+    def stop_awaiting(self) -> None:
+        """End an :meth:`await_credit`."""
+        with self._lock:
+            self._credit_event = None
+
     def _wait_for_credit(self) -> int:
         start = time.perf_counter_ns()
         while self._credits <= 0 and self._error is None:
@@ -123,7 +168,10 @@ class RemoteOutputChannel:
         """The receiver freed ``credits`` buffer slots."""
         with self._lock:
             self._credits += credits
+            self._granted = True
             self._cond.notify()
+            if self._credit_event is not None:
+                self._credit_event.set()
 
     def _fail(self, error_type: type[ChannelCancelledError], message: str) -> None:
         """The channel is dead: a blocked (and every later) ``send`` raises ``error_type(message)``."""
@@ -132,6 +180,8 @@ class RemoteOutputChannel:
                 self._error = message
                 self._error_type = error_type
             self._cond.notify_all()
+            if self._credit_event is not None:
+                self._credit_event.set()
 
     def cancel(self) -> None:
         """Cancel the channel: a blocked sender wakes up and raises ChannelCancelledError."""

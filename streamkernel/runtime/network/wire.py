@@ -16,6 +16,12 @@ producer ->  ``DATA``  stream        one item (a DataBuffer or an event), pickle
 producer ->  ``DATA_MARSHAL`` stream a DataBuffer of builtin records, marshalled
 producer ->  ``CLOSE``               utf-8 reason: the producer closes on purpose
                                      (its job was released), not a lost peer
+producer ->  ``OVERDRAFT``           a whole DATA or DATA_MARSHAL frame after the
+                                     kind byte, sent WITHOUT credit (unaligned
+                                     checkpoints: Flink's overdraft buffers)
+producer ->  ``ANNOUNCE`` stream     a CheckpointBarrier (pickle) already sent on the
+                                     stream: the receiver announces it to its gate
+                                     ahead of the queued items (EventAnnouncement)
 consumer ->  ``CREDIT`` stream n     n more items may be sent (free buffer slots)
 consumer ->  ``CANCEL`` stream       utf-8 reason: the receiver is gone (job released,
                                      task cancelled); the sender stops
@@ -66,11 +72,14 @@ from streamkernel.runtime.core.records import DataBuffer
 __all__ = ["HELLO", "OPEN", "DATA", "CREDIT", "CANCEL", "FAIL", "CLOSE", "DATA_MARSHAL", "MARSHAL_TAG",
            "ItemSerializer", "SerializationError", "hello_frame", "open_frame", "data_header", "credit_frame",
            "text_frame", "parse_stream", "parse_credit", "parse_text", "parse_hello", "reads_marshal", "loads",
-           "loads_marshalled", "FrameReader"]
+           "loads_marshalled", "FrameReader",
+           "OVERDRAFT", "ANNOUNCE", "overdraft_frame", "announce_frame"]
 
 PROTOCOL = 5
 
 HELLO, OPEN, DATA, CREDIT, CANCEL, FAIL, CLOSE, DATA_MARSHAL = range(1, 9)
+#: unaligned checkpoints (kinds kept apart from the range above, which may grow)
+OVERDRAFT, ANNOUNCE = 32, 33
 
 #: what both ends must share to exchange DATA_MARSHAL frames: interpreter, its version, marshal's format
 MARSHAL_TAG = f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]}-{marshal.version}"
@@ -126,6 +135,16 @@ def open_frame(stream: int, channel_id: Any) -> bytes:
 def data_header(stream: int) -> bytes:
     """The 5 bytes in front of a DATA body."""
     return _STREAM.pack(DATA, stream)
+
+
+def overdraft_frame(data_frame: bytes) -> bytes:
+    """OVERDRAFT: ``data_frame`` (a DATA or DATA_MARSHAL frame) to be accepted beyond the credits."""
+    return bytes([OVERDRAFT]) + data_frame
+
+
+def announce_frame(stream: int, barrier: Any) -> bytes:
+    """ANNOUNCE: the barrier just sent on ``stream`` is to be announced to the consumer's gate."""
+    return _STREAM.pack(ANNOUNCE, stream) + pickle.dumps(barrier, PROTOCOL)
 
 
 def credit_frame(stream: int, credits: int) -> bytes:
