@@ -6,7 +6,11 @@ while an unaligned one overtakes them (they are stored as in-flight data). For e
 the bench runs the same job, triggers a checkpoint and prints how long it took, then lets
 periodic checkpoints (300 ms interval) run for N seconds and counts how many completed.
 
-    PYTHONPATH=$PWD python bench/bench_unaligned.py [--seconds 6] [--batch-size 256]
+With ``--backend process`` the job runs on two TaskManager processes of one slot each, the
+slow operator in its own slot sharing group: the keyed edge is a TCP channel, whose barrier
+goes out without credit and is announced to the receiving gate.
+
+    PYTHONPATH=$PWD python bench/bench_unaligned.py [--seconds 6] [--batch-size 256] [--backend process]
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ class SlowCount(KeyedProcessFunction):
         yield value[0], self.count.value()
 
 
-def build(unaligned: bool, interval_ms: int, batch_size: int, directory: str) -> StreamExecutionEnvironment:
+def build(unaligned: bool, interval_ms: int, batch_size: int, directory: str,
+          remote: bool = False) -> StreamExecutionEnvironment:
     conf = {"execution.checkpointing.dir": directory}
     if batch_size:
         conf["taskmanager.network.batch-size"] = str(batch_size)
@@ -48,9 +53,11 @@ def build(unaligned: bool, interval_ms: int, batch_size: int, directory: str) ->
     env.get_checkpoint_config().enable_unaligned_checkpoints(unaligned)
     env.set_parallelism(1)
     source = DataGeneratorSource(lambda i: (f"w{i % 5}", i), count=None)
-    (env.from_source(source, WatermarkStrategy.no_watermarks(), "events").uid("events")
-        .key_by(lambda p: p[0]).process(SlowCount()).uid("count").name("SlowCount")
-        .add_sink(lambda pair: None).uid("sink"))
+    counts = (env.from_source(source, WatermarkStrategy.no_watermarks(), "events").uid("events")
+              .key_by(lambda p: p[0]).process(SlowCount()).uid("count").name("SlowCount"))
+    if remote:  # its own slot, in the other TaskManager: the keyed edge crosses TCP
+        counts = counts.slot_sharing_group("slow")
+    counts.add_sink(lambda pair: None).uid("sink")
     return env
 
 
@@ -60,9 +67,10 @@ def running(client: Any) -> bool:
 
 
 def measure(cluster: MiniCluster, unaligned: bool, seconds: float, batch_size: int) -> dict:
+    remote = cluster.backend != "local"
     directory = tempfile.mkdtemp(prefix="bench-unaligned-")
     # one triggered checkpoint (periodic ones off: a day's interval)
-    client = build(unaligned, 86_400_000, batch_size, directory).execute_async("triggered")
+    client = build(unaligned, 86_400_000, batch_size, directory, remote).execute_async("triggered")
     job_id = client.get_job_id()
     wait_until(lambda: running(client), message="the job running")
     time.sleep(1.0)  # let the slow operator's input channels fill up (backpressure)
@@ -72,7 +80,7 @@ def measure(cluster: MiniCluster, unaligned: bool, seconds: float, batch_size: i
     stats = cluster.checkpoints.checkpoint_stats(job_id).latest_completed
     client.cancel().result()
     # periodic checkpoints every 300 ms for ``seconds``
-    client = build(unaligned, 300, batch_size, directory + "-periodic").execute_async("periodic")
+    client = build(unaligned, 300, batch_size, directory + "-periodic", remote).execute_async("periodic")
     job_id = client.get_job_id()
     wait_until(lambda: running(client), message="the job running")
     time.sleep(seconds)
@@ -88,8 +96,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=6.0, help="window of periodic checkpoints")
     parser.add_argument("--batch-size", type=int, default=0,
                         help="taskmanager.network.batch-size (0: the default, 1024 records)")
+    parser.add_argument("--backend", choices=("local", "process"), default="local",
+                        help="local: TaskManager threads; process: 2 TaskManager processes, a TCP channel")
     args = parser.parse_args()
-    with MiniCluster(1, 2) as cluster:
+    cluster = MiniCluster(1, 2) if args.backend == "local" else MiniCluster(2, 1, backend=args.backend)
+    print(f"backend {args.backend}")
+    with cluster:
         for unaligned in (False, True):
             r = measure(cluster, unaligned, args.seconds, args.batch_size)
             print(f"{r['mode']:<9}  triggered checkpoint {r['checkpoint_s']:6.2f} s  "

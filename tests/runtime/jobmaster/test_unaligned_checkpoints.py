@@ -6,12 +6,19 @@ which the checkpoint stores as in-flight data; a failure injected after that che
 completed restores the operator's state, feeds it the in-flight records first, and the
 exactly-once FileSink commits every count exactly once. Savepoints stay aligned, and a
 restore at another parallelism of a checkpoint holding in-flight data is refused up front.
+
+The same jobs run on the ``process`` backend (2 TaskManager processes of one slot each: the
+keyed exchange crosses TCP channels, whose barriers are sent without credit and announced
+like local ones), where a killed TaskManager stands in for the failure, and once on ``spark``.
+There the valve and the gate are files (:class:`FileValve`, ``FileGate``): an Event would not
+reach another process.
 """
 
 from __future__ import annotations
 
 import collections
 import concurrent.futures
+import importlib.util
 import os
 import pathlib
 import threading
@@ -28,17 +35,52 @@ from streamkernel.datastream.connectors import FileSink, RollingPolicy
 from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
-from streamkernel.testing import Gate, ScriptedSource, wait_until
+from streamkernel.testing import FileGate, Gate, ScriptedSource, wait_until
 
 KEYS = ["a", "b", "c", "d", "e"]
 RECORDS = [KEYS[i % len(KEYS)] for i in range(200)]
+#: like tests/spark: skipped only where pyspark is not installed; deselect with -m "not spark"
+SPARK = [pytest.mark.spark, pytest.mark.skipif(importlib.util.find_spec("pyspark") is None,
+                                               reason="pyspark is not installed")]
 BEFORE_GATE = 40  # 20 per source subtask: several buffers of 4 records queue behind the held operator
+
+
+class FileValve:
+    """A ``threading.Event`` across processes: set once its file exists (the operator in a
+    TaskManager process polls for it while the test holds it)."""
+
+    def __init__(self, path: pathlib.Path) -> None:
+        self.path = str(path)
+
+    def set(self) -> None:
+        pathlib.Path(self.path).touch()
+
+    def is_set(self) -> bool:
+        return os.path.exists(self.path)
+
+    def wait(self) -> None:
+        while not self.is_set():
+            time.sleep(0.002)
+
+
+def cluster_for(backend: str) -> MiniCluster:
+    """Four slots in one process (local), or two TaskManager processes of one slot each."""
+    if backend == "local":
+        return MiniCluster(1, 4)
+    return MiniCluster(2, 1, backend=backend)
+
+
+def gate_and_valve(backend: str, tmp_path: pathlib.Path) -> tuple[Any, Any]:
+    """The source's gate and the slow operator's valve: in memory, or files for TaskManager processes."""
+    if backend == "local":
+        return Gate(), threading.Event()
+    return FileGate(tmp_path, "gate"), FileValve(tmp_path / "valve.open")
 
 
 class ValvedCount(KeyedProcessFunction):
     """Counts per key; every record waits until the test opens the valve (the slow operator)."""
 
-    def __init__(self, valve: threading.Event) -> None:
+    def __init__(self, valve: Any) -> None:
         self.valve = valve
 
     def open(self, runtime_context: Any) -> None:
@@ -63,7 +105,7 @@ def expected_lines(records: list[str]) -> collections.Counter:
     return collections.Counter(f"{key}:{n}" for key, total in totals.items() for n in range(1, total + 1))
 
 
-def build(tmp_path: pathlib.Path, gate: Gate, valve: threading.Event, parallelism: int = 2,
+def build(tmp_path: pathlib.Path, gate: Gate, valve: Any, parallelism: int = 2,
           extra: dict | None = None) -> StreamExecutionEnvironment:
     conf = {"execution.checkpointing.dir": str(tmp_path / "checkpoints"),
             "execution.checkpointing.unaligned.enabled": "true",
@@ -93,7 +135,7 @@ def latest_completed(cluster: MiniCluster, job_id: Any) -> Any:
                       message="the completed checkpoint's statistics")
 
 
-def take_backpressured_checkpoint(cluster: MiniCluster, client: Any, gate: Gate, valve: threading.Event,
+def take_backpressured_checkpoint(cluster: MiniCluster, client: Any, gate: Gate, valve: Any,
                                   held_ms: int = 0) -> str:
     """With the operator held and its channels full, trigger a checkpoint, then let the operator go
     (once ``held_ms`` passed since the trigger)."""
@@ -110,10 +152,12 @@ def take_backpressured_checkpoint(cluster: MiniCluster, client: Any, gate: Gate,
         return pending.result(60)
 
 
-def test_an_unaligned_checkpoint_stores_in_flight_records_and_recovery_counts_each_exactly_once(tmp_path) -> None:
-    gate, valve = Gate(), threading.Event()
+@pytest.mark.parametrize("backend", ["local", "process", pytest.param("spark", marks=SPARK)])
+def test_an_unaligned_checkpoint_stores_in_flight_records_and_recovery_counts_each_exactly_once(
+        tmp_path, backend: str) -> None:
+    gate, valve = gate_and_valve(backend, tmp_path)
     env = build(tmp_path, gate, valve)
-    with MiniCluster(1, 4) as cluster:
+    with cluster_for(backend) as cluster:
         client = env.execute_async("unaligned exactly once")
         job_id = client.get_job_id()
         take_backpressured_checkpoint(cluster, client, gate, valve)
@@ -166,25 +210,34 @@ def test_restoring_in_flight_records_at_another_parallelism_is_refused_naming_th
     assert "in-flight records" in message and "parallelism 2" in message
 
 
-@pytest.mark.parametrize("backend", ["process", "spark"])
-def test_unaligned_checkpoints_on_a_backend_with_tcp_channels_are_refused_before_anything_starts(
-        tmp_path, backend: str) -> None:
-    from streamkernel.errors import IllegalConfigurationError
+def test_a_killed_taskmanager_process_recovers_from_an_unaligned_checkpoint_exactly_once(tmp_path) -> None:
+    gate, valve = gate_and_valve("process", tmp_path)
+    env = build(tmp_path, gate, valve)
+    with cluster_for("process") as cluster:
+        client = env.execute_async("unaligned checkpoint, killed taskmanager")
+        job_id = client.get_job_id()
+        take_backpressured_checkpoint(cluster, client, gate, valve)
+        stats = latest_completed(cluster, job_id)
+        assert cluster.failures.kill_taskmanager("taskmanager-2") == "taskmanager-2"
+        wait_until(lambda: client.get_job_details().num_restarts >= 1 and running(client),
+                   message="the job running again on the replacement TaskManager")
+        gate.open()
+        client.get_job_execution_result().result(120)
+        details = client.get_job_details()
 
-    env = build(tmp_path, Gate(), threading.Event())
-    cluster = MiniCluster(1, 1, backend=backend)  # never started: the check comes first
-    with pytest.raises(IllegalConfigurationError) as caught:
-        cluster.submit(env.get_stream_graph())
-    message = str(caught.value)
-    assert "execution.checkpointing.unaligned.enabled" in message and repr(backend) in message
+    assert stats.unaligned and stats.persisted_data > 0
+    assert details.status is JobStatus.FINISHED
+    assert details.checkpoints.latest_restored.checkpoint_id == stats.checkpoint_id
+    assert collections.Counter(committed_lines(tmp_path / "out")) == expected_lines(RECORDS)
 
 
+@pytest.mark.parametrize("backend", ["local", "process"])
 @pytest.mark.parametrize("timeout_ms, unaligned", [(3_600_000, False), (50, True)])
 def test_a_checkpoint_aligns_until_the_aligned_checkpoint_timeout_then_goes_unaligned(
-        tmp_path, timeout_ms: int, unaligned: bool) -> None:
-    gate, valve = Gate(), threading.Event()
+        tmp_path, timeout_ms: int, unaligned: bool, backend: str) -> None:
+    gate, valve = gate_and_valve(backend, tmp_path)
     env = build(tmp_path, gate, valve, extra={"execution.checkpointing.aligned-checkpoint-timeout": f"{timeout_ms} ms"})
-    with MiniCluster(1, 4) as cluster:
+    with cluster_for(backend) as cluster:
         client = env.execute_async("aligned timeout")
         take_backpressured_checkpoint(cluster, client, gate, valve, held_ms=100)  # longer than 50 ms
         stats = latest_completed(cluster, client.get_job_id())
