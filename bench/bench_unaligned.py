@@ -77,7 +77,8 @@ def measure(cluster: MiniCluster, unaligned: bool, seconds: float, batch_size: i
     start = time.perf_counter()
     cluster.checkpoints.trigger_checkpoint(job_id, timeout=120)
     triggered_s = time.perf_counter() - start
-    stats = cluster.checkpoints.checkpoint_stats(job_id).latest_completed
+    stats = wait_until(lambda: cluster.checkpoints.checkpoint_stats(job_id).latest_completed,
+                       message="the completed checkpoint's statistics")  # reported after the trigger returns
     client.cancel().result()
     # periodic checkpoints every 300 ms for ``seconds``
     client = build(unaligned, 300, batch_size, directory + "-periodic", remote).execute_async("periodic")
