@@ -66,6 +66,12 @@ def running(client: Any) -> bool:
         s.state.value == "RUNNING" for s in client.get_job_details().subtasks)
 
 
+def latest_completed(cluster: MiniCluster, job_id: Any) -> Any:
+    """The job's latest completed checkpoint's statistics (None until reported)."""
+    snapshot = cluster.checkpoints.checkpoint_stats(job_id)
+    return None if snapshot is None else snapshot.latest_completed
+
+
 def measure(cluster: MiniCluster, unaligned: bool, seconds: float, batch_size: int) -> dict:
     remote = cluster.backend != "local"
     directory = tempfile.mkdtemp(prefix="bench-unaligned-")
@@ -77,7 +83,7 @@ def measure(cluster: MiniCluster, unaligned: bool, seconds: float, batch_size: i
     start = time.perf_counter()
     cluster.checkpoints.trigger_checkpoint(job_id, timeout=120)
     triggered_s = time.perf_counter() - start
-    stats = wait_until(lambda: cluster.checkpoints.checkpoint_stats(job_id).latest_completed,
+    stats = wait_until(lambda: latest_completed(cluster, job_id),
                        message="the completed checkpoint's statistics")  # reported after the trigger returns
     client.cancel().result()
     # periodic checkpoints every 300 ms for ``seconds``

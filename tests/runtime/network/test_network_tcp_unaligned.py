@@ -9,13 +9,18 @@ and the credits catch up afterwards. Each behaviour is checked on both kinds of 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import pytest
 
+from streamkernel.graph.partitioners import RebalancePartitioner
 from streamkernel.runtime.core.deployment import ChannelId
+from streamkernel.runtime.core.metrics import TaskMetrics
 from streamkernel.runtime.core.records import END_OF_PARTITION, CheckpointBarrier, DataBuffer, EventAnnouncement
-from streamkernel.runtime.network import NetworkShuffleEnvironment
+from streamkernel.runtime.network import NetworkShuffleEnvironment, RecordWriter
 from streamkernel.runtime.network.remote_channel import RemoteOutputChannel
+from streamkernel.runtime.tasks.task_input import InputProcessor
+from streamkernel.runtime.tasks.unaligned_barriers import UnalignedBarrierHandler
 from streamkernel.testing import wait_until
 
 WAIT = 60.0  # a deadline for what must happen: generous, since only a failing test waits it out
@@ -131,3 +136,60 @@ def test_a_remote_channel_accepts_a_credited_item_after_the_task_put_a_slice_bac
     thread.join(WAIT)
     assert received == [DataBuffer([0], None), second, third, END_OF_PARTITION]
     assert state["error"] is None and not channel.is_cancelled
+
+
+class _Head:
+    """Collects the values it processes."""
+
+    def __init__(self) -> None:
+        self.seen: list = []
+
+    def process_batch(self, values: list, timestamps: Any) -> None:
+        self.seen += values
+
+    def process_watermark(self, watermark: Any) -> None:
+        pass
+
+    def end_input(self) -> None:
+        pass
+
+
+def test_a_task_fed_by_a_local_and_a_remote_channel_checkpoints_unaligned_with_all_in_flight_records(pair):
+    """The unaligned barrier handler sees a remote-fed channel as a local one: the snapshot comes
+    at the first barrier, and every record sent before the barriers is in-flight data."""
+    producer, consumer = pair
+    ids = [ChannelId("job", 0, 0, 0), ChannelId("job", 0, 1, 0)]
+    gate = consumer.create_input_gate("Count (1/1)", [(cid, 0) for cid in ids], credits=2)
+    local = consumer.output_channel(ids[0])
+    remote = producer.output_channel(ids[1], consumer.data_address)
+    wait_until(lambda: remote.available_credits == 2, timeout=WAIT, message="the consumer's credits")
+    writer = RecordWriter(RebalancePartitioner(), [local, remote], 0, buffer_size=2)
+    for i in range(1, 9, 2):
+        writer.emit([i, i + 1], None)  # two full buffers per channel: every credit used
+    writer.emit([9, 10], None)  # one partly filled buffer per channel
+    assert local.available_credits == 0 and remote.available_credits == 0
+    barrier = CheckpointBarrier(5, 0)
+    writer.broadcast_unaligned_barrier(barrier)  # no wait for credit on either channel
+
+    head, snapshots, finished = _Head(), [], []
+    handler = UnalignedBarrierHandler(
+        gate, gate.channels, 0, lambda: 0, lambda b: pytest.fail("an unaligned checkpoint must not align"),
+        lambda b: snapshots.append((b.checkpoint_id, list(head.seen))),
+        lambda b, in_flight: finished.append((b.checkpoint_id, sorted(v for _, buf in in_flight for v in buf.values))))
+    processor = InputProcessor(gate, head, False, TaskMetrics("Count", 0), lambda marker: None, handler)
+    while not finished:
+        polled = gate.poll(WAIT)
+        assert polled is not None, f"nothing arrived within {WAIT}s; processed {head.seen}"
+        processor.process(*polled)
+
+    assert snapshots == [(5, [])]  # at the first barrier, before any queued record
+    assert finished == [(5, list(range(1, 11)))]  # everything sent before the barriers: in flight
+    while (polled := gate.poll(0)) is not None:  # the overtaken buffers are still queued: processed now
+        processor.process(*polled)
+    assert sorted(head.seen) == list(range(1, 11))  # in flight and processed: nothing lost, nothing twice
+    writer.emit([11, 12], None)
+    writer.flush()  # the credits caught up: the channels carry on as before
+    wait_until(lambda: gate.queued_buffers() == 2, timeout=WAIT, message="the records after the checkpoint")
+    while (polled := gate.poll(0)) is not None:
+        processor.process(*polled)
+    assert sorted(head.seen) == list(range(1, 13))
