@@ -231,6 +231,45 @@ def test_a_killed_taskmanager_process_recovers_from_an_unaligned_checkpoint_exac
     assert collections.Counter(committed_lines(tmp_path / "out")) == expected_lines(RECORDS)
 
 
+def source_backpressured_ns(cluster: MiniCluster) -> int:
+    """The source subtasks' backpressured time, from the cluster's metrics snapshot."""
+    return sum((s.get("metrics") or {}).get("backpressured_ns") or 0
+               for job in cluster.inspection.snapshot()["jobs"] for vertex in job["vertices"]
+               for s in vertex["subtasks"] if s["name"].startswith("Source"))
+
+
+def test_a_source_held_by_an_operator_in_another_taskmanager_acknowledges_a_checkpoint_at_once(tmp_path) -> None:
+    """Output availability over TCP: the source waits for a credit where it sees the trigger
+    (not in a send that only the held operator could end), so it snapshots while held."""
+    valve = FileValve(tmp_path / "valve.open")
+    conf = {"execution.checkpointing.dir": str(tmp_path / "checkpoints"),
+            "execution.checkpointing.unaligned.enabled": "true", "taskmanager.network.batch-size": "4"}
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
+    env.enable_checkpointing(3_600_000)
+    env.set_parallelism(1)
+    (env.from_source(ScriptedSource(RECORDS), WatermarkStrategy.no_watermarks(), "keys").uid("keys")
+        .key_by(lambda k: k).process(ValvedCount(valve)).uid("count").name("Count")
+        .slot_sharing_group("held")  # its own slot: the other TaskManager, behind a TCP channel
+        .add_sink(lambda line: None).uid("discard"))
+    with cluster_for("process") as cluster:
+        client = env.execute_async("held by a remote operator")
+        job_id = client.get_job_id()
+        wait_until(lambda: running(client) and source_backpressured_ns(cluster) > 0,
+                   message="the source waiting for credit from the held operator")
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(cluster.checkpoints.trigger_checkpoint, job_id)
+            wait_until(lambda: [s.num_acknowledged for s in cluster.checkpoints.checkpoint_stats(job_id).history] == [1],
+                       message="the held source's acknowledgement")
+            acknowledged_while_held = not valve.is_set()
+            valve.set()
+            pending.result(60)
+        stats = latest_completed(cluster, job_id)
+        client.get_job_execution_result().result(60)
+
+    assert acknowledged_while_held
+    assert stats.unaligned and stats.persisted_data > 0
+
+
 @pytest.mark.parametrize("backend", ["local", "process"])
 @pytest.mark.parametrize("timeout_ms, unaligned", [(3_600_000, False), (50, True)])
 def test_a_checkpoint_aligns_until_the_aligned_checkpoint_timeout_then_goes_unaligned(
