@@ -25,7 +25,10 @@ the announcement reaches the task before the channel's queued buffers.
 
 In-flight data is stored as the *receiver's* input state (``[(input index, DataBuffer)]``):
 a local channel is one queue shared by sender and receiver, so the receiver sees exactly
-what the barrier overtook, and on restore it feeds those records to its operators first.
+what the barrier overtook, and on restore it feeds those records to its operators first. A
+channel from another TaskManager is the same LocalChannel at the receiver, fed by the
+network thread (:class:`~streamkernel.runtime.network.data_listener.RemoteFeed`, which also
+queues the overdraft items and announces the barrier): nothing here tells them apart.
 """
 
 from __future__ import annotations
