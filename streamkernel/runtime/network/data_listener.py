@@ -26,7 +26,8 @@ created by ChannelId in the TaskManager's registry exactly as for an in-process 
 The credit invariant (under the channel's lock): ``announced - received`` items are
 promised to the producer and not arrived yet, and ``channel._credits`` slots are free, so
 ``channel._credits + received - announced`` free slots are still to be announced; it is
-never negative, and the receiver never holds more than ``credits`` items of a channel.
+never negative, and the receiver never holds more than ``credits`` items of a channel (but
+for the overdraft items of an unaligned checkpoint, below).
 
 Unaligned checkpoints: an OVERDRAFT frame carries an item the producer sent without credit
 (its partly filled buffer and its barrier, :meth:`RemoteFeed.deliver` with ``overdraft``):
@@ -138,7 +139,6 @@ class RemoteFeed:
             gate = channel._gate
         gate._channel_has_data(channel)  # type: ignore[union-attr]  # outside the channel lock: gate -> channel
         return True
-
 
     def announce(self, barrier: Any) -> None:
         """The producer announced ``barrier`` (already delivered): tell the gate, ahead of the queue."""
