@@ -117,7 +117,8 @@ def _route(input_index: int, partitioners: Sequence[StreamPartitioner], old_para
     """How one old subtask's buffer of ``input_index`` is cut up among the new subtasks."""
     if not partitioners:
         raise InvalidProgramError(describe(
-            f"it holds in-flight records of input {input_index}, which has no incoming edge in the new job"))
+            f"it holds in-flight records of input {input_index}, which no network edge reaches in the new job "
+            "(is the operator now chained to its upstream?)"))
     names = "/".join(sorted({p.name for p in partitioners}))
     mappers = {subtask_state_mapper(p) for p in partitioners}
     if UNSUPPORTED in mappers:

@@ -96,6 +96,19 @@ def test_a_broadcast_input_gives_every_new_subtask_one_copy(old_parallelism: int
     assert [flatten(state) for state in new] == [[(0, record, 7) for record in copy]] * new_parallelism
 
 
+def test_each_input_of_a_two_input_operator_follows_its_own_partitioner() -> None:
+    rule = ("rule", 9, 0)  # the broadcast side of a keyed broadcast process function, 2 -> 3
+    old = [channel_state_of_buffers([(0, [r for r in [(key, 0, n) for n, key in enumerate(KEYS)]
+                                          if assign_key_to_operator(r[0], 128, 2) == j], None), (1, [rule], [5])])
+           for j in range(2)]
+    new = redistribute_channel_state(old, 3, {0: [HASH], 1: [BroadcastPartitioner()]})
+    for index, state in enumerate(new):
+        entries = flatten(state)
+        assert [entry for entry in entries if entry[0] == 1] == [(1, rule, 5)]
+        assert all(assign_key_to_operator(record[0], 128, 3) == index for i, record, _ in entries if i == 0)
+    assert sorted(record[0] for state in new for i, record, _ in flatten(state) if i == 0) == sorted(KEYS)
+
+
 @pytest.mark.parametrize("old_parallelism, new_parallelism", [(2, 3), (3, 2)])
 def test_a_custom_partitioner_or_mixed_partitioners_are_refused_naming_them(
         old_parallelism: int, new_parallelism: int) -> None:
@@ -106,6 +119,8 @@ def test_a_custom_partitioner_or_mixed_partitioners_are_refused_naming_them(
         redistribute_channel_state(old, new_parallelism, {0: [custom]}, describe=lambda why: f"restoring 'op': {why}")
     with pytest.raises(InvalidProgramError, match=r"partitioned differently \(BROADCAST/HASH\)"):
         redistribute_channel_state(old, new_parallelism, {0: [HASH, BroadcastPartitioner()]})
+    with pytest.raises(InvalidProgramError, match=r"input 0, which no network edge reaches in the new job"):
+        redistribute_channel_state(old, new_parallelism, {1: [HASH]})
     # an input without in-flight records never matters
     assert redistribute_channel_state(old, new_parallelism, {0: [HASH], 1: [custom]})
 
