@@ -181,11 +181,11 @@ def _numbers(code: str, type_info: Any) -> BatchConverter:
     integral = code not in "fd"
     # values that already are what the coder gives back pass as they are (the same list): ints
     # in range for the integral types, floats for DOUBLE; FLOAT always rounds to 32 bits
-    fits = {int} if integral else {float} if code == "d" else None
+    fits = int if integral else float if code == "d" else None
     low, high = _BOUNDS.get(code, (0, 0))
 
     def convert(values: list) -> list:
-        if fits is not None and set(map(type, values)) <= fits \
+        if fits is not None and _all_of_type(values, fits) \
                 and (not integral or not values or (low <= min(values) and max(values) <= high)):
             return values
         try:
@@ -223,9 +223,15 @@ def _number_problem(code: str, type_info: Any, values: list, exc: Exception) -> 
     return str(exc)  # pragma: no cover
 
 
+def _all_of_type(values: list, kind: type) -> bool:
+    """Whether every value's type is exactly ``kind`` (one C pass; ``list.count`` compares types by
+    identity first, cheaper than building a set of the types)."""
+    return list(map(type, values)).count(kind) == len(values)
+
+
 def _booleans(values: list) -> list:
     # PyFlink writes a bool as an unsigned byte and reads it back as ``not not byte``
-    if set(map(type, values)) <= {bool}:
+    if _all_of_type(values, bool):
         return values
     return [bool(v) for v in _BYTES(values)]
 
@@ -234,10 +240,12 @@ _BYTES = _numbers("B", BasicTypeInfo(BasicType.BOOLEAN))
 
 
 def _strings(values: list) -> list:
-    if not set(map(type, values)) <= {str}:
-        bad = next(v for v in values if not isinstance(v, str))
-        raise TypeMismatch(f"String needs a str, got {type(bad).__name__} {_short(bad)}")
-    return values
+    if _all_of_type(values, str):
+        return values
+    for value in values:
+        if not isinstance(value, str):
+            raise TypeMismatch(f"String needs a str, got {type(value).__name__} {_short(value)}")
+    return [str.__str__(v) for v in values]  # subclasses of str come back as str (PyFlink's coder)
 
 
 def _date(v: Any) -> datetime.date:
@@ -326,7 +334,7 @@ def _columns(converters: list, values: list, what: str, nullable: bool = True) -
     the very column of the first. Without ``nullable`` a None field raises (a tuple's); with
     it None stays None (a Row's)."""
     arity = len(converters)
-    if set(map(len, values)) - {arity}:
+    if list(map(len, values)).count(arity) != len(values):
         bad = next(v for v in values if len(v) != arity)
         raise TypeMismatch(f"{what} has {arity} fields, got {len(bad)}: {_short(bad)}")
     # a column per field, not ``zip(*values)``: that makes an iterator per record (GC-tracked
@@ -407,7 +415,10 @@ def _tuples(type_info: TupleTypeInfo, strict: bool) -> BatchConverter:
     def convert(values: list) -> list:
         if not values:
             return []
-        types = set(map(type, values))
+        if _all_of_type(values, tuple):
+            types = {tuple}
+        else:
+            types = set(map(type, values))
         if _NONE_TYPE in types:
             raise TypeMismatch(f"a record of {type_info!r} cannot be None")
         if not types <= {tuple, list}:

@@ -70,7 +70,8 @@ class CollectBuffer:
         self._closed = False
         self._error: Optional[BaseException] = None
         self._consumer_gone = False
-        self._reader_waiting = False  # the reader waits in batches() for a batch: writers wake it
+        self._reader_waiting = False  # the reader waits for a batch: writers wake it
+        self._writers_waiting = 0  # writers waiting for room: the reader wakes them
         self._expected_writers: Optional[int] = None
         self._finished_writers: set[int] = set()
         self._transactions: set[str] = set()  # ids of the transactions delivered
@@ -107,8 +108,12 @@ class CollectBuffer:
                 return True
             while (self._size and self._size + n > self.capacity and not self._closed
                    and self._error is None and not self._consumer_gone):
-                if not self._cond.wait(timeout):
-                    return False
+                self._writers_waiting += 1
+                try:
+                    if not self._cond.wait(timeout):
+                        return False
+                finally:
+                    self._writers_waiting -= 1
             if self._closed or self._error is not None or self._consumer_gone:
                 return True
             self._batches.append(values)
@@ -210,7 +215,8 @@ class CollectBuffer:
                 ready = list(self._batches)
                 self._batches.clear()
                 self._size = 0
-                cond.notify_all()  # writers waiting for room
+                if self._writers_waiting:
+                    cond.notify_all()  # room for them now
             yield from ready
 
     def __iter__(self) -> Iterator[Any]:
