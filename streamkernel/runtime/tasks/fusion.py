@@ -122,7 +122,7 @@ class FusedRun:
         functions = [op._call for op in operators]  # type: ignore[attr-defined]  # bound in open()
         converters = [c.convert if c is not None else None for c in conversions]
         types = [c.type_info if c is not None else None for c in conversions]
-        source, self._stage_of_line = _loop_source(self.kinds, types)
+        source, self._stage_of_line, self._counted = _loop_source(self.kinds, types)
         namespace: dict[str, Any] = {}
         exec(compile(source, f"<fused {' -> '.join(self.kinds)}>", "exec"), namespace)  # noqa: S102
         self._loop: Callable[..., tuple[list, Optional[list], list[int]]] = namespace["make"](*functions, *converters)
@@ -135,13 +135,14 @@ class FusedRun:
             out, out_ts, counts = self._loop(values, timestamps)
         except Exception as exc:
             raise self._user_error(exc) from exc
-        # counts[i]: records that entered operator i (the last entry: what the run emits)
+        # counts[i]: records that entered operator i; counts[i + 1]: that left it (see _loop_source)
         counts[0] = len(values)
-        counts[-1] = len(out)
-        kinds = self.kinds
+        kinds, last = self.kinds, len(out)
         for i, metrics in enumerate(self._metrics):
-            if kinds[i] == "map" and i + 1 < len(kinds):
-                counts[i + 1] = counts[i]  # a map passes every record on: its count was not kept
+            if kinds[i] == "map":
+                counts[i + 1] = counts[i]
+            elif i not in self._counted:
+                counts[i + 1] = last  # only maps follow: as many as the run emits
             metrics.records_in += counts[i]
             metrics.records_out += counts[i + 1]
         if out:
@@ -164,26 +165,27 @@ class FusedRun:
         return wrap_user_error(self.operators[stage], record, exc)
 
 
-def _loop_source(kinds: list[str], types: list[Any]) -> tuple[str, dict[int, tuple[int, str, bool]]]:
+def _loop_source(kinds: list[str], types: list[Any]) -> tuple[str, dict[int, tuple[int, str, bool]], set[int]]:
     """The source of ``make(f0, f1, ..., c0, c1, ...)``, which returns the fused loop over a
-    batch, and, per line that calls a function, the stage's index, the variable holding the
-    value it was called with and whether it is the conversion after the stage.
+    batch; per line that calls a function, the stage's index, the variable holding the value it
+    was called with and whether it is the conversion after the stage; and the stages whose
+    output the loop counts.
 
     ``types[i]`` is the declared type of the values stage ``i`` produces when they are converted
-    before the next stage (None: not converted): a value that fails its
-    :func:`~streamkernel.common.typeinfo.conversion.fits_expression` is converted by
-    ``ci([value])[0]``. The loop returns ``(out, out_timestamps, counts)``;
-    ``counts[i + 1]`` is how many records left stage ``i`` where that is not known otherwise
-    (after a filter or a flat_map that is not the last stage).
+    before the next stage (None: not converted): a value that fails the fast test is converted
+    by ``ci([value])[0]``, which returns a value that fits as it is. The loop returns ``(out,
+    out_timestamps, counts)``; ``counts[i + 1]`` is how many records left stage ``i`` for a
+    filter or flat_map followed by another one (what left any other stage follows from the
+    batch's size, the run's output and the maps' one-to-one).
     """
     last = len(kinds) - 1
-    counted = [i for i, kind in enumerate(kinds) if kind != "map" and i < last]
+    counted = {i for i, kind in enumerate(kinds) if kind != "map" and any(k != "map" for k in kinds[i + 1:])}
     parameters = [f"f{i}" for i in range(len(kinds))] + [f"c{i}" for i in range(len(types))]
     lines = [f"def make({', '.join(parameters)}):",
              "    def loop(values, timestamps):",
              "        out = []",
              "        append = out.append",
-             *(f"        n{i + 1} = 0" for i in counted),
+             *(f"        n{i + 1} = 0" for i in sorted(counted)),
              "        if timestamps is None:",
              "            out_ts = None",
              "            for v0 in values:"]
@@ -193,6 +195,9 @@ def _loop_source(kinds: list[str], types: list[Any]) -> tuple[str, dict[int, tup
         indent, current = " " * 16, "v0"
         for i, kind in enumerate(kinds):
             stages[len(lines) + 1] = (i, current, False)  # compile() numbers lines from 1
+            if kind == "map" and i == last and not timed:
+                lines.append(f"{indent}append(f{i}({current}))")
+                return
             if kind == "map":
                 lines.append(f"{indent}v{i + 1} = f{i}({current})")
                 current = f"v{i + 1}"
@@ -205,7 +210,7 @@ def _loop_source(kinds: list[str], types: list[Any]) -> tuple[str, dict[int, tup
                 current = f"v{i + 1}"
             if i in counted:
                 lines.append(f"{indent}n{i + 1} += 1")
-            test = fits_expression(types[i], current) if i < len(types) and types[i] is not None else None
+            test = _fast_test(types[i], current) if i < len(types) and types[i] is not None else None
             if test is not None:
                 lines.append(f"{indent}if not ({test}):")
                 stages[len(lines) + 1] = (i, current, True)
@@ -221,7 +226,19 @@ def _loop_source(kinds: list[str], types: list[Any]) -> tuple[str, dict[int, tup
               "            for v0, t in zip(values, timestamps):"]
     body(True)
     lines.append(f"        counts = [0] * {len(kinds) + 1}")
-    lines += [f"        counts[{i + 1}] = n{i + 1}" for i in counted]
+    lines += [f"        counts[{i + 1}] = n{i + 1}" for i in sorted(counted)]
     lines += ["        return out, out_ts, counts",
               "    return loop"]
-    return "\n".join(lines) + "\n", stages
+    return "\n".join(lines) + "\n", stages, counted
+
+
+_COMPACT = (1 << 30) - 1  # CPython compares ints of one 30-bit digit on its fast path
+
+
+def _fast_test(type_info: Any, name: str) -> Optional[str]:
+    """The type's :func:`fits_expression`, with integer bounds cut to one-digit ints: a value
+    outside them that fits anyway takes the conversion, which returns it unchanged."""
+    test = fits_expression(type_info, name)
+    if test is not None and " <= " in test:
+        test = f"type({name}) is int and {-_COMPACT} <= {name} <= {_COMPACT}"
+    return test

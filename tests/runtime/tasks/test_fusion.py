@@ -159,3 +159,21 @@ def test_keyed_operators_forks_and_side_outputs_end_a_run(fused_runs: list) -> N
     # before key_by: map -> map; after it the first map holds keyed state (not fused), the
     # next one forks into two maps (a fork ends the run): nothing else is fusable
     assert kinds == [("map", "map")]
+
+
+def test_large_ints_and_bools_of_a_long_stream_convert_as_unfused(fused_runs: list) -> None:
+    """The fused type test takes one-digit ints on its fast path; others go through the conversion."""
+    seen: list = []
+
+    def record(x: Any) -> Any:
+        seen.append(x)
+        return x
+
+    values = [0, 1, 2, -3]
+    ds = (_env().from_collection(values).map(lambda x: x << 40 if x else x > -5, output_type=Types.LONG())
+          .map(record))
+    with ds.execute_and_collect() as it:
+        results = list(it)
+    assert seen == [1, 1 << 40, 2 << 40, -3 << 40] == results
+    assert [type(x) for x in seen] == [int] * 4  # True became 1, as PyFlink's LONG coder gives it
+    assert [run.kinds for run in fused_runs] == [["map", "map"]]
