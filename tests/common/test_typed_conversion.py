@@ -58,3 +58,14 @@ def test_a_source_emitting_its_own_produced_type_is_not_converted():
 
     assert typed_output(NO_OUTPUT, _Source(), Types.LONG()) is NO_OUTPUT  # ints already, no per-batch pass
     assert isinstance(typed_output(NO_OUTPUT, _Source(), Types.INT()), TypedOutput)  # a declared narrower type
+
+
+def test_a_str_subclass_comes_back_as_str() -> None:
+    """PyFlink's String coder encodes any str (subclasses too) and decodes a plain str."""
+    class Name(str):
+        pass
+
+    out = batch_converter(Types.STRING())([Name("a"), "b"])
+    assert out == ["a", "b"] and [type(v) for v in out] == [str, str]
+    with pytest.raises(TypeMismatch, match="String needs a str, got int 3"):
+        batch_converter(Types.STRING())([Name("a"), 3])

@@ -54,7 +54,7 @@ from streamkernel.common.typeinfo.composite import (
     _ElementTypeInfo,
 )
 
-__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "first_mismatch", "passes_as_is"]
+__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "first_mismatch", "fits_expression", "passes_as_is"]
 
 BatchConverter = Callable[[list], list]
 
@@ -130,6 +130,34 @@ def passes_as_is(type_info: Any, values: list) -> bool:
         return False
 
 
+def fits_expression(type_info: Any, name: str) -> Optional[str]:
+    """A Python expression that is true when the value in variable ``name`` already is what
+    PyFlink's coder of ``type_info`` gives back, so the value needs no conversion (the test
+    :func:`passes_as_is` makes for a batch, for one value); None for a type without such a
+    one-line test. For code that checks values one by one (:mod:`~streamkernel.runtime.tasks.fusion`).
+
+    >>> from streamkernel.common.typeinfo import Types
+    >>> fits_expression(Types.INT(), "v")
+    'type(v) is int and -2147483648 <= v <= 2147483647'
+    >>> fits_expression(Types.FLOAT(), "v") is None
+    True
+    """
+    if not isinstance(type_info, BasicTypeInfo) or type(type_info) is not BasicTypeInfo:
+        return None
+    basic = type_info._basic_type
+    if basic == BasicType.STRING:
+        return f"type({name}) is str"
+    if basic == BasicType.BOOLEAN:
+        return f"type({name}) is bool"
+    code = _ARRAY_CODES.get(basic)
+    if code == "d":
+        return f"type({name}) is float"
+    if code in _BOUNDS:
+        low, high = _BOUNDS[code]
+        return f"type({name}) is int and {low} <= {name} <= {high}"
+    return None
+
+
 def _plain(type_info: Any) -> bool:
     if isinstance(type_info, BasicTypeInfo) and type(type_info) is BasicTypeInfo:
         basic = type_info._basic_type
@@ -153,11 +181,11 @@ def _numbers(code: str, type_info: Any) -> BatchConverter:
     integral = code not in "fd"
     # values that already are what the coder gives back pass as they are (the same list): ints
     # in range for the integral types, floats for DOUBLE; FLOAT always rounds to 32 bits
-    fits = {int} if integral else {float} if code == "d" else None
+    fits = int if integral else float if code == "d" else None
     low, high = _BOUNDS.get(code, (0, 0))
 
     def convert(values: list) -> list:
-        if fits is not None and set(map(type, values)) <= fits \
+        if fits is not None and _all_of_type(values, fits) \
                 and (not integral or not values or (low <= min(values) and max(values) <= high)):
             return values
         try:
@@ -195,9 +223,15 @@ def _number_problem(code: str, type_info: Any, values: list, exc: Exception) -> 
     return str(exc)  # pragma: no cover
 
 
+def _all_of_type(values: list, kind: type) -> bool:
+    """Whether every value's type is exactly ``kind`` (one C pass; ``list.count`` compares types by
+    identity first, cheaper than building a set of the types)."""
+    return list(map(type, values)).count(kind) == len(values)
+
+
 def _booleans(values: list) -> list:
     # PyFlink writes a bool as an unsigned byte and reads it back as ``not not byte``
-    if set(map(type, values)) <= {bool}:
+    if _all_of_type(values, bool):
         return values
     return [bool(v) for v in _BYTES(values)]
 
@@ -206,10 +240,12 @@ _BYTES = _numbers("B", BasicTypeInfo(BasicType.BOOLEAN))
 
 
 def _strings(values: list) -> list:
-    if not set(map(type, values)) <= {str}:
-        bad = next(v for v in values if not isinstance(v, str))
-        raise TypeMismatch(f"String needs a str, got {type(bad).__name__} {_short(bad)}")
-    return values
+    if _all_of_type(values, str):
+        return values
+    for value in values:
+        if not isinstance(value, str):
+            raise TypeMismatch(f"String needs a str, got {type(value).__name__} {_short(value)}")
+    return [str.__str__(v) for v in values]  # subclasses of str come back as str (PyFlink's coder)
 
 
 def _date(v: Any) -> datetime.date:
@@ -298,7 +334,7 @@ def _columns(converters: list, values: list, what: str, nullable: bool = True) -
     the very column of the first. Without ``nullable`` a None field raises (a tuple's); with
     it None stays None (a Row's)."""
     arity = len(converters)
-    if set(map(len, values)) - {arity}:
+    if list(map(len, values)).count(arity) != len(values):
         bad = next(v for v in values if len(v) != arity)
         raise TypeMismatch(f"{what} has {arity} fields, got {len(bad)}: {_short(bad)}")
     # a column per field, not ``zip(*values)``: that makes an iterator per record (GC-tracked
@@ -379,7 +415,10 @@ def _tuples(type_info: TupleTypeInfo, strict: bool) -> BatchConverter:
     def convert(values: list) -> list:
         if not values:
             return []
-        types = set(map(type, values))
+        if _all_of_type(values, tuple):
+            types = {tuple}
+        else:
+            types = set(map(type, values))
         if _NONE_TYPE in types:
             raise TypeMismatch(f"a record of {type_info!r} cannot be None")
         if not types <= {tuple, list}:

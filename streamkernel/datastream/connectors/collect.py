@@ -70,6 +70,8 @@ class CollectBuffer:
         self._closed = False
         self._error: Optional[BaseException] = None
         self._consumer_gone = False
+        self._reader_waiting = False  # the reader waits for a batch: writers wake it
+        self._writers_waiting = 0  # writers waiting for room: the reader wakes them
         self._expected_writers: Optional[int] = None
         self._finished_writers: set[int] = set()
         self._transactions: set[str] = set()  # ids of the transactions delivered
@@ -106,8 +108,12 @@ class CollectBuffer:
                 return True
             while (self._size and self._size + n > self.capacity and not self._closed
                    and self._error is None and not self._consumer_gone):
-                if not self._cond.wait(timeout):
-                    return False
+                self._writers_waiting += 1
+                try:
+                    if not self._cond.wait(timeout):
+                        return False
+                finally:
+                    self._writers_waiting -= 1
             if self._closed or self._error is not None or self._consumer_gone:
                 return True
             self._batches.append(values)
@@ -116,7 +122,8 @@ class CollectBuffer:
             self.total_received += n
             if transaction_id is not None:
                 self._transactions.add(transaction_id)
-            self._cond.notify_all()
+            if self._reader_waiting:
+                self._cond.notify_all()
         return True
 
     def recent(self, n: int = 20) -> list:
@@ -175,7 +182,12 @@ class CollectBuffer:
             while not self._batches:
                 if self._error is not None:
                     raise self._error
-                if self._closed or not self._cond.wait(timeout):
+                if self._closed:
+                    return None
+                self._reader_waiting = True
+                woken = self._cond.wait(timeout)
+                self._reader_waiting = False
+                if not woken:
                     return None
             batch = self._batches.popleft()
             self._size -= len(batch)
@@ -183,18 +195,29 @@ class CollectBuffer:
             return batch
 
     def batches(self) -> Iterator[list]:
-        """Yields the batches as they arrive until the job ends; raises the job's error."""
-        poll = self.poll_batch
+        """Yields the batches as they arrive until the job ends; raises the job's error.
+
+        Each wake-up takes every batch buffered by then at once (one lock round and one
+        thread switch for all of them, not one per batch), which frees their room for the
+        writers: the buffer and the batches being handed out hold at most twice the capacity.
+        """
+        cond = self._cond
         while True:
-            batch = poll(timeout=0.1)
-            if batch is None:
-                with self._cond:
-                    if self._error is not None and not self._batches:
+            with cond:
+                while not self._batches:
+                    if self._error is not None:
                         raise self._error
-                    if self._closed and not self._batches:
+                    if self._closed:
                         return
-                continue
-            yield batch
+                    self._reader_waiting = True
+                    cond.wait(0.1)
+                    self._reader_waiting = False
+                ready = list(self._batches)
+                self._batches.clear()
+                self._size = 0
+                if self._writers_waiting:
+                    cond.notify_all()  # room for them now
+            yield from ready
 
     def __iter__(self) -> Iterator[Any]:
         """The records as they arrive until the job ends (raises the job's error): a C-level

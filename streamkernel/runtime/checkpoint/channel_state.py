@@ -20,13 +20,20 @@ from typing import Any, Mapping, Optional
 
 from streamkernel.runtime.core.records import DataBuffer
 
-__all__ = ["make_channel_state", "channel_state_stats", "has_channel_state", "snapshot_channel_stats"]
+__all__ = ["make_channel_state", "channel_state_of_buffers", "channel_state_stats", "has_channel_state",
+           "snapshot_channel_stats"]
 
 
 def make_channel_state(in_flight: list[tuple[int, DataBuffer]]) -> dict:
     """The ``channel_state`` entry of a task snapshot for ``in_flight`` ``(input index, buffer)`` pairs."""
-    buffers = [(input_index, list(buffer.values), None if buffer.timestamps is None else list(buffer.timestamps))
-               for input_index, buffer in in_flight if buffer.values]
+    return channel_state_of_buffers(
+        [(input_index, list(buffer.values), None if buffer.timestamps is None else list(buffer.timestamps))
+         for input_index, buffer in in_flight])
+
+
+def channel_state_of_buffers(buffers: list[tuple[int, list, Optional[list]]]) -> dict:
+    """The ``channel_state`` entry for ``(input index, values, timestamps)`` buffers (empty ones dropped)."""
+    buffers = [buffer for buffer in buffers if buffer[1]]
     size = len(pickle.dumps(buffers, protocol=pickle.HIGHEST_PROTOCOL)) if buffers else 0
     return {"unaligned": True, "persisted_data": size, "buffers": buffers}
 

@@ -28,10 +28,13 @@ The result maps ``(vertex id, subtask index)`` to ``{operator key: {"keyed": [sn
 subtasks that get nothing are absent.
 
 * **in-flight records** of an unaligned checkpoint (``"channel_state"`` of a chain's head,
-  :mod:`.channel_state`): subtask *i* gets old subtask *i*'s, fed to the operator before
-  any new record. They were routed to that subtask (by key, for a keyed input), so an
-  operator that holds some cannot change its parallelism: the restore fails naming the
-  checkpoint and the operator (Flink redistributes them; not done here).
+  :mod:`.channel_state`), fed to the operator before any new record: at the same
+  parallelism subtask *i* gets old subtask *i*'s; at another, they are redistributed as
+  the partitioner of each input's edge in the new job routes them
+  (:mod:`.in_flight_rescale`, Flink's ``SubtaskStateMapper``: by key group for HASH,
+  whole old subtasks round-robin for REBALANCE/SHUFFLE/RESCALE/FORWARD, one copy per new
+  subtask for BROADCAST); a CUSTOM-partitioned input fails the restore naming the
+  checkpoint, the operator and the partitioner.
 
 State of an operator that no longer exists fails the restore unless unclaimed state is
 allowed (Flink's ``allowNonRestoredState``: ``execution.state-recovery.ignore-unclaimed-state``,
@@ -48,7 +51,9 @@ from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.keygroups import key_group_range_for_operator
 from streamkernel.graph.stream_graph import StreamGraph, StreamNode
+from streamkernel.graph.partitioners import StreamPartitioner
 from streamkernel.runtime.checkpoint.channel_state import has_channel_state
+from streamkernel.runtime.checkpoint.in_flight_rescale import redistribute_channel_state
 from streamkernel.runtime.checkpoint.metadata import CompletedCheckpoint, operator_key
 from streamkernel.runtime.state.key_groups_snapshot import TIMER_DOMAINS, select_key_groups
 from streamkernel.runtime.state.operator_state import redistribute_operator_state
@@ -156,20 +161,28 @@ def assign_restored_state(
             "non-restored state (execution.state-recovery.ignore-unclaimed-state: true); the uid must be the "
             f"one the operator had when {_kind(completed)} {completed.checkpoint_id} was taken")
 
+    inputs: dict[int, dict[int, list[StreamPartitioner]]] = {}  # node id -> input index -> partitioners
+    for edge in job_graph.edges:
+        type_number = edge.stream_edge.type_number
+        input_index = type_number - 1 if type_number in (1, 2) else 0  # as the scheduler numbers inputs
+        inputs.setdefault(edge.stream_edge.target_id, {}).setdefault(input_index, []).append(edge.partitioner)
+
     result: dict[SubtaskKey, dict[str, dict]] = {}
     for key, by_index in stateful.items():
         if key not in new_operators:
             continue
         node, vertex_id, new_parallelism = new_operators[key]
-        for index, state in enumerate(_assign_operator(completed, key, by_index, node, new_parallelism)):
+        assigned = _assign_operator(completed, key, by_index, node, new_parallelism, inputs.get(node.id, {}))
+        for index, state in enumerate(assigned):
             if state is not None:
                 result.setdefault((vertex_id, index), {})[key] = state
     return result
 
 
 def _assign_operator(completed: CompletedCheckpoint, key: str, by_index: dict[int, dict], node: StreamNode,
-                     new_parallelism: int) -> list[Optional[dict]]:
-    """The state of one operator for each of its ``new_parallelism`` subtasks."""
+                     new_parallelism: int, inputs: Mapping[int, list[StreamPartitioner]]) -> list[Optional[dict]]:
+    """The state of one operator for each of its ``new_parallelism`` subtasks (``inputs``: the
+    partitioners of the edges reaching each of its input indexes in the new job)."""
     recorded = completed.metadata.operators.get(key)
     old_parallelism = recorded.parallelism if recorded is not None else max(by_index) + 1
     old = [by_index.get(index) or {} for index in range(max(old_parallelism, max(by_index) + 1))]
@@ -190,12 +203,14 @@ def _assign_operator(completed: CompletedCheckpoint, key: str, by_index: dict[in
                 f"cannot change (set_max_parallelism({old_max}) on the operator or the environment)")
         max_parallelism = old_max or max_parallelism
     rescaled = len(old) != new_parallelism
+    channel_states: list[Optional[dict]] = [None] * new_parallelism
     if rescaled and any(has_channel_state(state) for state in old):
-        raise InvalidProgramError(
-            f"cannot restore {name} at parallelism {new_parallelism} from unaligned {_kind(completed)} "
-            f"{completed.checkpoint_id}: its {len(old)} subtasks stored in-flight records (channel state), "
-            "which cannot be redistributed to another parallelism here; restore it at parallelism "
-            f"{len(old)}, or rescale from a savepoint or an aligned checkpoint (savepoints are always aligned)")
+        channel_states = redistribute_channel_state(
+            [state.get("channel_state") for state in old], new_parallelism, inputs,
+            describe=lambda why: (
+                f"cannot restore {name} at parallelism {new_parallelism} from unaligned {_kind(completed)} "
+                f"{completed.checkpoint_id} (taken at parallelism {len(old)}): {why}; restore it at parallelism "
+                f"{len(old)}, or rescale from a savepoint or an aligned checkpoint (savepoints are always aligned)"))
     operator_snapshots = [state.get("operator") for state in old]
     has_operator_state = any(operator_snapshots)
     redistributed = redistribute_operator_state(operator_snapshots, new_parallelism) if has_operator_state else None
@@ -220,6 +235,8 @@ def _assign_operator(completed: CompletedCheckpoint, key: str, by_index: dict[in
         if rescaled:
             if any(raw is not None for raw in raws):
                 state["raw_all"] = list(raws)
+            if channel_states[index] is not None:
+                state["channel_state"] = channel_states[index]
         else:
             state["raw"] = raws[index]
             if has_channel_state(old[index]):

@@ -25,6 +25,7 @@ from streamkernel.runtime.operators.base import OperatorContext, StreamOperator,
 from streamkernel.runtime.operators.batch_execution import batch_state_configuration
 from streamkernel.runtime.operators.factory import create_operator
 from streamkernel.runtime.tasks.chain import OperatorChain, RecordWriterOutput
+from streamkernel.runtime.tasks.fusion import fuse_stateless_runs
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.tasks.stream_task import StreamTask
@@ -76,13 +77,15 @@ def set_up_operators(task: "StreamTask", chain: OperatorChain) -> None:
 
 
 def initialize_and_open_operators(task: "StreamTask", chain: OperatorChain) -> None:
-    """Initialise every operator's state, open them successors first, then restore their timers."""
+    """Initialise every operator's state, open them successors first, then restore their timers;
+    finally fuse the chain's runs of stateless operators into one loop each (:mod:`.fusion`)."""
     for _, operator in chain.in_order():
         operator.initialize_state()
     for _, operator in reversed(chain.in_order()):  # successors first, as Flink opens
         operator.open()
     for node, operator in chain.in_order():
         task.checkpointer.restore_after_open(node, operator)
+    fuse_stateless_runs(chain)
 
 
 def _operator_context(task: "StreamTask", node: StreamNode, operator: StreamOperator) -> OperatorContext:

@@ -67,6 +67,11 @@ class TypedOutput:
         """Idleness passes unchanged."""
         self.inner.emit_watermark_status(idle)
 
+    def type_error(self, values: list, exc: Exception) -> UserFunctionError:
+        """The error for a batch of the main output that its type cannot hold (``exc``: the conversion's)."""
+        assert self.convert is not None
+        return self._error(self.convert, values, self.type_info, exc)
+
     def _error(self, convert: BatchConverter, values: list, type_info: Any, exc: Exception) -> UserFunctionError:
         index, problem = first_mismatch(convert, values)
         context = getattr(self.operator, "context", None)
@@ -83,8 +88,12 @@ def typed_output(inner: Output, operator: Any, type_info: Any, side_tags: Iterab
     """``inner`` wrapped in a :class:`TypedOutput` when ``type_info`` (or a side output's) converts values.
 
     A source whose records already are values of its own produced type
-    (``Source.emits_produced_type``, e.g. NumberSequenceSource's ints) is not converted.
+    (``Source.emits_produced_type``, e.g. NumberSequenceSource's ints) is not converted, nor is
+    the output of an operator that only forwards records it received (``forwards_input_records``:
+    a filter), which were converted where they were produced.
     """
+    if getattr(operator, "forwards_input_records", False):
+        type_info = None
     source = getattr(operator.spec, "source", None) if operator.spec.is_source else None
     if source is not None and getattr(source, "emits_produced_type", False) \
             and source.get_produced_type() == type_info:

@@ -5,7 +5,8 @@ input channels. With unaligned checkpoints on, its barrier overtakes the queued 
 which the checkpoint stores as in-flight data; a failure injected after that checkpoint
 completed restores the operator's state, feeds it the in-flight records first, and the
 exactly-once FileSink commits every count exactly once. Savepoints stay aligned, and a
-restore at another parallelism of a checkpoint holding in-flight data is refused up front.
+checkpoint holding in-flight data restores at another parallelism (its records move to the
+subtasks owning their keys).
 
 The same jobs run on the ``process`` backend (2 TaskManager processes of one slot each: the
 keyed exchange crosses TCP channels, whose barriers are sent without credit and announced
@@ -33,7 +34,6 @@ from streamkernel.common.serialization import Encoder
 from streamkernel.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from streamkernel.datastream.connectors import FileSink, RollingPolicy
 from streamkernel.datastream.state import ValueStateDescriptor
-from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import FileGate, Gate, ScriptedSource, wait_until
 
@@ -118,6 +118,7 @@ def build(tmp_path: pathlib.Path, gate: Gate, valve: Any, parallelism: int = 2,
     env.set_parallelism(parallelism)
     (env.from_source(ScriptedSource(RECORDS[:BEFORE_GATE] + [gate] + RECORDS[BEFORE_GATE:]),
                      WatermarkStrategy.no_watermarks(), "keys").uid("keys")
+        .set_parallelism(2)  # a ScriptedSource keeps one position per subtask: it cannot rescale
         .key_by(lambda k: k).process(ValvedCount(valve)).uid("count").name("Count")
         .sink_to(FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
                  .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build()).uid("out"))
@@ -193,21 +194,28 @@ def test_savepoints_stay_aligned_with_unaligned_checkpoints_on(tmp_path) -> None
     assert savepoint.is_savepoint and not savepoint.unaligned and savepoint.persisted_data == 0
 
 
-def test_restoring_in_flight_records_at_another_parallelism_is_refused_naming_the_checkpoint(tmp_path) -> None:
+@pytest.mark.parametrize("old_parallelism, new_parallelism", [(2, 3), (3, 2)])
+def test_in_flight_records_restored_at_another_parallelism_are_counted_exactly_once(
+        tmp_path, old_parallelism: int, new_parallelism: int) -> None:
     gate, valve = Gate(), threading.Event()
     with MiniCluster(1, 4) as cluster:
-        client = build(tmp_path, gate, valve).execute_async("rescale source")
+        client = build(tmp_path, gate, valve, parallelism=old_parallelism).execute_async("rescale source")
         checkpoint = take_backpressured_checkpoint(cluster, client, gate, valve)
-        assert latest_completed(cluster, client.get_job_id()).persisted_data > 0
+        stats = latest_completed(cluster, client.get_job_id())
         client.cancel().result()
-        rescaled = build(tmp_path, Gate(), valve, parallelism=1,
-                         extra={"execution.state-recovery.path": checkpoint})
-        with pytest.raises(StreamKernelError) as caught:
-            rescaled.execute("rescaled")
-    message = str(caught.value)
-    checkpoint_id = int(os.path.basename(checkpoint)[len("chk-"):])
-    assert f"unaligned checkpoint {checkpoint_id}" in message and "'count'" in message
-    assert "in-flight records" in message and "parallelism 2" in message
+        open_gate = Gate()
+        open_gate.open()
+        rescaled = build(tmp_path, open_gate, valve, parallelism=new_parallelism,
+                         extra={"execution.state-recovery.path": checkpoint}).execute_async("rescaled")
+        rescaled.get_job_execution_result().result(60)
+        details = rescaled.get_job_details()
+
+    assert stats.unaligned and stats.persisted_data > 0  # in-flight records had to move
+    assert details.status is JobStatus.FINISHED
+    assert details.checkpoints.latest_restored.checkpoint_id == int(os.path.basename(checkpoint)[len("chk-"):])
+    assert sorted({s.subtask_index for s in details.subtasks if "Count" in s.name}) == list(range(new_parallelism))
+    # each key's running count: nothing lost, nothing twice
+    assert collections.Counter(committed_lines(tmp_path / "out")) == expected_lines(RECORDS)
 
 
 def test_a_killed_taskmanager_process_recovers_from_an_unaligned_checkpoint_exactly_once(tmp_path) -> None:

@@ -315,3 +315,24 @@ def test_a_pandas_sinks_tail_is_its_last_records_across_subtasks_and_the_count()
     frame, total = sink.tail(3)
     assert list(frame["n"]) == [3, 4, 5] and total == 5
     assert list(sink.tail(10)[0]["n"]) == [1, 2, 3, 4, 5] and sink.tail(0)[0].empty
+
+
+def test_collect_buffer_reader_wakes_writers_blocked_on_a_full_buffer() -> None:
+    """A writer blocked at capacity goes on once the reader drained the buffer: the reader takes
+    every ready batch per wake-up and then wakes the waiting writers (never a lost wake-up)."""
+    buffer = CollectBuffer(capacity=2)
+
+    def write() -> None:
+        for i in range(0, 40, 2):
+            buffer.put_batch([i, i + 1])  # blocks (no timeout) while two records are buffered
+        buffer.close()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    batches = []
+    for batch in buffer.batches():
+        batches.append(batch)
+        assert len(buffer) <= buffer.capacity
+    writer.join(TIMEOUT_S)
+    assert not writer.is_alive()
+    assert [r for b in batches for r in b] == list(range(40))
