@@ -37,7 +37,8 @@ class CheckpointingOptions:
         .with_deprecated_keys(_CP + "unaligned").with_description("Whether checkpoints may be unaligned.")
     ALIGNED_CHECKPOINT_TIMEOUT = _key(_CP + "aligned-checkpoint-timeout").duration_type() \
         .default_value(Duration.of_millis(0)).with_deprecated_keys(_CP + "alignment-timeout").with_description(
-            "Alignment time after which a checkpoint switches to unaligned (with unaligned checkpoints enabled); 0: unaligned from the start.")
+            "Alignment time after which a checkpoint switches to unaligned (with unaligned checkpoints "
+            "enabled); 0: unaligned from the start.")
     FORCE_UNALIGNED = _key(_CP + "unaligned.forced").boolean_type().default_value(False).with_description(
         "Whether unaligned checkpoints are forced even where they are normally disabled.")
     CHECKPOINT_STORAGE = _key(_CP + "storage").string_type().no_default_value() \
