@@ -102,11 +102,17 @@ def fuse_stateless_runs(chain: OperatorChain) -> list["FusedRun"]:
 
 
 def _chaining_outputs(chain: OperatorChain) -> list[ChainingOutput]:
+    """Every ChainingOutput of ``chain``, also those inside a TypedOutput or a RouterOutput."""
     found: list[ChainingOutput] = []
-    for output in chain.outputs.values():
-        for candidate in (output, getattr(output, "inner", None), *getattr(output, "everyone", ())):
-            if type(candidate) is ChainingOutput:
-                found.append(candidate)
+    pending: list[Any] = list(chain.outputs.values())
+    while pending:
+        output = pending.pop()
+        if type(output) is ChainingOutput:
+            found.append(output)
+        pending.extend(getattr(output, "everyone", ()))
+        inner = getattr(output, "inner", None)
+        if inner is not None:
+            pending.append(inner)
     return found
 
 

@@ -177,3 +177,26 @@ def test_large_ints_and_bools_of_a_long_stream_convert_as_unfused(fused_runs: li
     assert seen == [1, 1 << 40, 2 << 40, -3 << 40] == results
     assert [type(x) for x in seen] == [int] * 4  # True became 1, as PyFlink's LONG coder gives it
     assert [run.kinds for run in fused_runs] == [["map", "map"]]
+
+
+def test_a_run_fed_by_a_typed_fork_is_fused_behind_it(fused_runs: list) -> None:
+    """The first operator of a run can sit behind a typed operator that forks (a RouterOutput
+    inside a TypedOutput): that link calls the fused loop too."""
+    seen: list = []
+
+    def first(x: int) -> int:
+        seen.append(("first", x))
+        return x
+
+    def second(x: int) -> int:
+        seen.append(("second", x))
+        return x
+
+    base = _env().from_collection([1, 2]).map(lambda x: x * 2, output_type=Types.INT())
+    fused = base.map(first).map(second)
+    other = base.map(lambda x: -x)
+    with fused.union(other).execute_and_collect() as it:
+        results = sorted(it)
+    assert results == [-4, -2, 2, 4]
+    assert seen == [("first", 2), ("second", 2), ("first", 4), ("second", 4)]
+    assert ["map", "map"] in [run.kinds for run in fused_runs]
