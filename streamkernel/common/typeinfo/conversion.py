@@ -415,6 +415,7 @@ def _tuples(type_info: TupleTypeInfo, strict: bool) -> BatchConverter:
     def convert(values: list) -> list:
         if not values:
             return []
+        types: set[type]
         if _all_of_type(values, tuple):
             types = {tuple}
         else:
