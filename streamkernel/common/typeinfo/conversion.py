@@ -130,11 +130,13 @@ def passes_as_is(type_info: Any, values: list) -> bool:
         return False
 
 
-def fits_expression(type_info: Any, name: str) -> Optional[str]:
+def fits_expression(type_info: Any, name: str, int_limit: Optional[int] = None) -> Optional[str]:
     """A Python expression that is true when the value in variable ``name`` already is what
     PyFlink's coder of ``type_info`` gives back, so the value needs no conversion (the test
     :func:`passes_as_is` makes for a batch, for one value); None for a type without such a
     one-line test. For code that checks values one by one (:mod:`~streamkernel.runtime.tasks.fusion`).
+    ``int_limit`` narrows an integral type's range to ``-int_limit..int_limit`` (a value outside
+    it is then only *maybe* not fitting: the caller converts it to find out).
 
     >>> from streamkernel.common.typeinfo import Types
     >>> fits_expression(Types.INT(), "v")
@@ -154,6 +156,8 @@ def fits_expression(type_info: Any, name: str) -> Optional[str]:
         return f"type({name}) is float"
     if code in _BOUNDS:
         low, high = _BOUNDS[code]
+        if int_limit is not None:
+            low, high = max(low, -int_limit), min(high, int_limit)
         return f"type({name}) is int and {low} <= {name} <= {high}"
     return None
 

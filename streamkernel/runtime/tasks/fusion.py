@@ -244,7 +244,4 @@ _COMPACT = (1 << 30) - 1  # CPython compares ints of one 30-bit digit on its fas
 def _fast_test(type_info: Any, name: str) -> Optional[str]:
     """The type's :func:`fits_expression`, with integer bounds cut to one-digit ints: a value
     outside them that fits anyway takes the conversion, which returns it unchanged."""
-    test = fits_expression(type_info, name)
-    if test is not None and " <= " in test:
-        test = f"type({name}) is int and {-_COMPACT} <= {name} <= {_COMPACT}"
-    return test
+    return fits_expression(type_info, name, int_limit=_COMPACT)

@@ -200,3 +200,14 @@ def test_a_run_fed_by_a_typed_fork_is_fused_behind_it(fused_runs: list) -> None:
     assert results == [-4, -2, 2, 4]
     assert seen == [("first", 2), ("second", 2), ("first", 4), ("second", 4)]
     assert ["map", "map"] in [run.kinds for run in fused_runs]
+
+
+@pytest.mark.parametrize("output_type, record", [(Types.BYTE(), 200), (Types.SHORT(), -40000),
+                                                 (Types.INT(), 2 ** 31), (Types.LONG(), 2 ** 63)])
+def test_each_integral_type_keeps_its_own_range_between_fused_functions(
+        fused_runs: list, output_type: Any, record: int) -> None:
+    ds = _env().from_collection([record]).map(lambda v: v, output_type=output_type).name("typed").map(lambda v: v)
+    with pytest.raises(JobExecutionError, match="out of the range"):
+        with ds.execute_and_collect() as it:
+            list(it)
+    assert [run.kinds for run in fused_runs] == [["map", "map"]]
