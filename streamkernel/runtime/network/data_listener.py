@@ -18,8 +18,15 @@ created by ChannelId in the TaskManager's registry exactly as for an in-process 
   already grants the freed slot to the channel and notifies the channel's credit
   condition when a sender waits; the feed *is* that condition object for a remote-fed
   channel and marks the sender as always waiting, so ``notify`` becomes "announce a
-  credit" (a 9-byte CREDIT frame), with no change to the in-process hot path. Attaching
-  the gate (``notify_all`` after the initial credits) announces them; cancelling the
+  credit" (a 9-byte CREDIT frame), with no change to the in-process hot path. Credits go
+  in batches: a frame once the free slots not announced yet are at least half of the
+  channel's slots (2 of the default 4), not one per slot. Every CREDIT frame costs a socket
+  write on the consuming task's thread and a wake-up of the producer's reader thread, and
+  each of them gives the GIL away and waits (up to the switch interval) to get it back
+  while the other threads of its TaskManager work. The producer never starves: it still
+  holds (or has in flight) the other half, and a channel the receiver drained always
+  announces all its slots. Attaching the gate (``notify_all`` after the initial credits)
+  announces them; cancelling the
   channel (``notify_all`` with the channel cancelled) sends CANCEL, which wakes the
   producer's blocked sender with ChannelCancelledError.
 
@@ -59,8 +66,8 @@ class RemoteFeed:
     held, and must not block nor raise.
     """
 
-    __slots__ = ("channel", "channel_id", "connection", "stream", "received", "announced", "ended", "failed",
-                 "_cancel_sent")
+    __slots__ = ("channel", "channel_id", "connection", "stream", "received", "announced", "credit_frames", "ended",
+                 "failed", "_cancel_sent")
 
     def __init__(self, channel: LocalChannel, channel_id: Any, connection: "InboundConnection", stream: int) -> None:
         self.channel = channel
@@ -69,6 +76,7 @@ class RemoteFeed:
         self.stream = stream
         self.received = 0  # items delivered into the channel
         self.announced = 0  # credits announced to the producer
+        self.credit_frames = 0  # CREDIT frames sent (each announces one or more credits)
         self.ended = False  # END_OF_PARTITION arrived
         self.failed = False  # an item could not be read: the rest of the stream is dropped
         self._cancel_sent = False
@@ -83,10 +91,13 @@ class RemoteFeed:
 
     # ------------------------------------------------ the channel's credit condition
     def notify(self, n: int = 1) -> None:
-        """The gate freed a slot (channel lock held): announce it."""
-        delta = self.channel._credits + self.received - self.announced
-        if delta > 0 and not self.channel._cancelled:
+        """The gate freed a slot (channel lock held): announce the free slots once they are
+        half of the channel's (see the module docstring: credits in batches)."""
+        channel = self.channel
+        delta = channel._credits + self.received - self.announced
+        if delta > 0 and delta * 2 >= channel._credits + len(channel._queue) and not channel._cancelled:
             self.announced += delta
+            self.credit_frames += 1
             self.connection.send_quietly(wire.credit_frame(self.stream, delta))
 
     def notify_all(self) -> None:

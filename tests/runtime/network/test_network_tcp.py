@@ -286,6 +286,32 @@ def test_credits_bound_what_is_in_flight_and_a_slow_receiver_backpressures(pair)
     assert state["waited"] > 0  # the waits for credit are the sender's backpressure
 
 
+def test_credits_go_back_in_batches_of_half_the_channel(pair, monkeypatch):
+    """A CREDIT frame once half of the channel's slots are free again, not one per item taken
+    (each frame is a socket write on the consuming task's thread and a wake-up of the
+    producer's reader): 2 credits per frame with 4 slots, and the producer never starves."""
+    from streamkernel.runtime.network import wire
+
+    frames: list = []
+    credit_frame = wire.credit_frame
+    monkeypatch.setattr(wire, "credit_frame", lambda stream, n: frames.append(n) or credit_frame(stream, n))
+    producer, consumer = pair
+    gate = consumer.create_input_gate("Sink (1/1)", [(_cid(), 0)], credits=4)
+    channel = producer.output_channel(_cid(), consumer.data_address)
+    sent = [DataBuffer([i], None) for i in range(40)] + [END_OF_PARTITION]
+    thread, state = _send_in_thread(channel, sent)
+    assert _receive_until_end(gate) == sent
+    thread.join(WAIT)
+    assert state["error"] is None
+    [feed] = [f for inbound in consumer._listener.connections() for f in inbound.feeds.values()]
+    # the 4 initial credits, then one frame of 2 credits per 2 items taken (41 items: 20 frames)
+    assert frames == [4] + [2] * (len(sent) // 2)
+    assert feed.credit_frames == len(frames)
+    assert feed.announced - feed.received == 4 - (len(sent) % 2)  # what is announced and not used yet
+    _wait_for(lambda: channel.available_credits == feed.announced - feed.received,
+              "the producer to hold every credit announced and not used")
+
+
 def test_barrier_alignment_holds_back_a_remote_channel_without_losing_credit(pair):
     producer, consumer = pair
     ids = [_cid(0, 0), _cid(0, 1)]
