@@ -25,15 +25,20 @@ created by ChannelId in the TaskManager's registry exactly as for an in-process 
   each of them gives the GIL away and waits (up to the switch interval) to get it back
   while the other threads of its TaskManager work. The producer never starves: it still
   holds (or has in flight) the other half, and a channel the receiver drained always
-  announces all its slots. Attaching the gate (``notify_all`` after the initial credits)
-  announces them; cancelling the
+  announces all its slots. A channel fed from another TaskManager holds twice the gate's
+  ``credits`` (8 by default; Flink adds floating buffers to a remote channel's exclusive
+  ones): the credit's way back crosses two processes' GILs (the consuming task's write, the
+  producer's reader thread, its task thread), each up to a switch interval behind busy
+  threads, and with 4 slots (2 in batches) a producer in a keyed exchange waited for
+  credits some 30 times per million records. Attaching the gate (``notify_all`` after the
+  initial credits) grants the extra slots and announces them all; cancelling the
   channel (``notify_all`` with the channel cancelled) sends CANCEL, which wakes the
   producer's blocked sender with ChannelCancelledError.
 
 The credit invariant (under the channel's lock): ``announced - received`` items are
 promised to the producer and not arrived yet, and ``channel._credits`` slots are free, so
 ``channel._credits + received - announced`` free slots are still to be announced; it is
-never negative, and the receiver never holds more than ``credits`` items of a channel.
+never negative, and the receiver never holds more than ``2 * credits`` items of a channel.
 
 A producer that dies (connection lost before its END_OF_PARTITION) is logged; its
 consumer task then waits for input like any idle task until the JobManager's failover
@@ -66,8 +71,8 @@ class RemoteFeed:
     held, and must not block nor raise.
     """
 
-    __slots__ = ("channel", "channel_id", "connection", "stream", "received", "announced", "credit_frames", "ended",
-                 "failed", "_cancel_sent")
+    __slots__ = ("channel", "channel_id", "connection", "stream", "received", "announced", "credit_frames",
+                 "extra_credits", "ended", "failed", "_cancel_sent")
 
     def __init__(self, channel: LocalChannel, channel_id: Any, connection: "InboundConnection", stream: int) -> None:
         self.channel = channel
@@ -77,6 +82,7 @@ class RemoteFeed:
         self.received = 0  # items delivered into the channel
         self.announced = 0  # credits announced to the producer
         self.credit_frames = 0  # CREDIT frames sent (each announces one or more credits)
+        self.extra_credits = 0  # slots added to the gate's once it attached the channel (as many again)
         self.ended = False  # END_OF_PARTITION arrived
         self.failed = False  # an item could not be read: the rest of the stream is dropped
         self._cancel_sent = False
@@ -101,8 +107,16 @@ class RemoteFeed:
             self.connection.send_quietly(wire.credit_frame(self.stream, delta))
 
     def notify_all(self) -> None:
-        """Credits were granted (gate attached) or the channel was cancelled (channel lock held)."""
-        if self.channel._cancelled:
+        """Credits were granted (gate attached) or the channel was cancelled (channel lock held).
+
+        Once the gate attached the channel, the channel gets as many slots again as the gate
+        granted (see the module docstring: a remote channel's credits cover a round trip).
+        """
+        channel = self.channel
+        if channel._gate is not None and not self.extra_credits and not channel._cancelled:
+            self.extra_credits = channel._credits + len(channel._queue)
+            channel._credits += self.extra_credits
+        if channel._cancelled:
             if not self._cancel_sent:
                 self._cancel_sent = True
                 self.connection.send_quietly(wire.text_frame(
