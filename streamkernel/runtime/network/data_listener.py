@@ -18,22 +18,25 @@ created by ChannelId in the TaskManager's registry exactly as for an in-process 
   already grants the freed slot to the channel and notifies the channel's credit
   condition when a sender waits; the feed *is* that condition object for a remote-fed
   channel and marks the sender as always waiting, so ``notify`` becomes "announce a
-  credit" (a 9-byte CREDIT frame), with no change to the in-process hot path. Credits go
-  in batches: a frame once the free slots not announced yet are at least half of the
-  channel's slots (2 of the default 4), not one per slot. Every CREDIT frame costs a socket
+  credit" (a 9-byte CREDIT frame), with no change to the in-process hot path. Attaching
+  the gate (``notify_all`` after the initial credits) grants the extra slots below and
+  announces them all; cancelling the channel (``notify_all`` with the channel cancelled)
+  sends CANCEL, which wakes the producer's blocked sender with ChannelCancelledError.
+
+Two measures keep a keyed exchange between TaskManagers from waiting for credits (W2 of
+``bench/bench_scaleout.py``: with 4 slots a producer waited for credit dozens of times per
+million records, some 100-400 ms per run; with 8 about half as often):
+
+* a channel fed from another TaskManager holds twice the gate's ``credits`` (8 by default;
+  Flink adds floating buffers to a remote channel's exclusive ones): the credit's way back
+  crosses two processes' GILs (the consuming task's socket write, the producer's reader
+  thread, its task thread), each up to a switch interval behind busy threads;
+* credits go back in batches: a CREDIT frame once the free slots not announced yet are at
+  least half of the channel's slots (4 of 8), not one per slot. Every frame costs a socket
   write on the consuming task's thread and a wake-up of the producer's reader thread, and
-  each of them gives the GIL away and waits (up to the switch interval) to get it back
-  while the other threads of its TaskManager work. The producer never starves: it still
-  holds (or has in flight) the other half, and a channel the receiver drained always
-  announces all its slots. A channel fed from another TaskManager holds twice the gate's
-  ``credits`` (8 by default; Flink adds floating buffers to a remote channel's exclusive
-  ones): the credit's way back crosses two processes' GILs (the consuming task's write, the
-  producer's reader thread, its task thread), each up to a switch interval behind busy
-  threads, and with 4 slots (2 in batches) a producer in a keyed exchange waited for
-  credits some 30 times per million records. Attaching the gate (``notify_all`` after the
-  initial credits) grants the extra slots and announces them all; cancelling the
-  channel (``notify_all`` with the channel cancelled) sends CANCEL, which wakes the
-  producer's blocked sender with ChannelCancelledError.
+  each of them gives the GIL away and waits to get it back. The producer never starves: it
+  still holds (or has in flight) the other half, and a channel the receiver drained always
+  announces all its slots.
 
 The credit invariant (under the channel's lock): ``announced - received`` items are
 promised to the producer and not arrived yet, and ``channel._credits`` slots are free, so
