@@ -23,13 +23,19 @@ subtasks.
   against the plain loop's sum.
 * W2: N integers; map to ("k%d" % ((i*7919) % 10000), 1); key_by; running reduce of the
   counts; count the results. Records are hashed to the reducer that owns their key, so
-  half of them cross from one TaskManager to the other over the TCP data plane.
+  half of them cross from one TaskManager to the other over the TCP data plane, where a
+  channel holds twice the gate's credits and returns them in batches (docs/architecture.md,
+  "The data plane").
 
 Each workload runs once on a small input first (first-use costs), then ``R`` times; the
 median wall-clock time from submission to the end of the job is printed with the speedup
-over the baseline (target for W1: at least 1.6x on 2 cores). Start-up is timed per backend:
-SparkSession start, cluster start (every TaskManager registered), and from the start call
-to the first record of a first job at the driver (a collect of a small sequence), and stop.
+over the baseline (target for W1: at least 1.6x on 2 cores), and the median CPU seconds the
+run cost this process and every process under it (TaskManagers, Spark's JVM and workers;
+needs psutil): less sensitive to other tenants than wall time, it shows what a scale-out
+costs beyond the work itself (W2's keyed exchange: routing, marshal, GIL hand-offs).
+Start-up is timed per backend: SparkSession start, cluster start (every TaskManager
+registered), and from the start call to the first record of a first job at the driver (a
+collect of a small sequence), and stop.
 
 ``--quick`` runs everything small and once: a smoke run whose figures mean nothing.
 
@@ -146,6 +152,7 @@ class BackendFigures:
     shape: tuple[int, int, int]
     startup: dict[str, Optional[float]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    cpu_seconds: dict[str, Optional[float]] = field(default_factory=dict)
 
 
 def _spin(n: int) -> float:
@@ -175,16 +182,37 @@ def machine_ceiling(n: int = 3_000_000, repeat: int = 3) -> float:
     return statistics.median(ratios)
 
 
-def _timed(run: Callable[[], int], expected: int, what: str, repeat: int) -> float:
-    """Median seconds of ``repeat`` runs; each result is checked against ``expected``."""
-    times = []
+def _cpu_seconds() -> Optional[float]:
+    """User + system CPU seconds of this process and every process under it (the TaskManagers,
+    Spark's JVM and workers); None without psutil."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.Error:  # ended meanwhile
+            pass
+    return total
+
+
+def _timed(run: Callable[[], int], expected: int, what: str, repeat: int) -> tuple[float, Optional[float]]:
+    """Median seconds and median CPU seconds (see _cpu_seconds) of ``repeat`` runs; each result
+    is checked against ``expected``."""
+    times, cpus = [], []
     for _ in range(repeat):
+        cpu = _cpu_seconds()
         start = time.perf_counter()
         got = run()
         times.append(time.perf_counter() - start)
+        if cpu is not None:
+            cpus.append(_cpu_seconds() - cpu)  # type: ignore[operator]
         if got != expected:
             raise AssertionError(f"bench_scaleout: {what} returned {got}, expected {expected}")
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(cpus) if cpus else None
 
 
 def _start(backend: str) -> tuple[MiniCluster, dict[str, Optional[float]]]:
@@ -215,10 +243,10 @@ def measure(backend: str, w1: int, w2: int, repeat: int, directory: str,
     cluster, figures.startup = _start(backend)
     try:
         run_w1(parallelism, 1000, directory), run_w2(parallelism, 1000, directory)  # first-use costs
-        figures.seconds["W1"] = _timed(lambda: run_w1(parallelism, w1, directory), expected["W1"],
-                                       f"W1 on {backend}", repeat)
-        figures.seconds["W2"] = _timed(lambda: run_w2(parallelism, w2, directory), expected["W2"],
-                                       f"W2 on {backend}", repeat)
+        figures.seconds["W1"], figures.cpu_seconds["W1"] = _timed(
+            lambda: run_w1(parallelism, w1, directory), expected["W1"], f"W1 on {backend}", repeat)
+        figures.seconds["W2"], figures.cpu_seconds["W2"] = _timed(
+            lambda: run_w2(parallelism, w2, directory), expected["W2"], f"W2 on {backend}", repeat)
     finally:
         stopping = time.perf_counter()
         cluster.stop(timeout=30)
@@ -230,14 +258,16 @@ def report(results: list[BackendFigures], sizes: dict[str, int]) -> None:
     """Print the throughput table and the start-up figures."""
     base = next(r for r in results if r.backend == "local")
     print(f"\n{'backend':<9} {'TMs x slots':<12} {'p':>2} {'workload':<9} {'records':>10} "
-          f"{'seconds':>8} {'records/s':>12} {'speedup':>8}")
+          f"{'seconds':>8} {'records/s':>12} {'speedup':>8} {'CPU s':>6}")
     for r in results:
         tms, slots, p = r.shape
         for w in ("W1", "W2"):
             seconds = r.seconds[w]
             speedup = base.seconds[w] / seconds
+            cpu = r.cpu_seconds.get(w)
             print(f"{r.backend:<9} {f'{tms} x {slots}':<12} {p:>2} {w:<9} {sizes[w]:>10,} "
-                  f"{seconds:>8.3f} {sizes[w] / seconds:>12,.0f} {speedup:>7.2f}x")
+                  f"{seconds:>8.3f} {sizes[w] / seconds:>12,.0f} {speedup:>7.2f}x "
+                  f"{'n/a' if cpu is None else f'{cpu:.2f}':>6}")
     print("\nstart-up and stop (seconds):")
     for r in results:
         for what, seconds in r.startup.items():

@@ -244,9 +244,37 @@ def _murmur_fmix(h: int) -> int:
     return signed if signed >= 0 else (-signed if signed != -(1 << 31) else 0)
 
 
+#: bound of the process-wide key -> key group cache of each max parallelism (cleared when full)
+KEY_GROUP_CACHE_SIZE = 1 << 16
+
+#: max parallelism -> {str, int or bytes key: key group}: the groups computed in this process
+_key_group_caches: dict[int, dict] = {}
+
+
 def assign_to_key_group(key: Any, max_parallelism: int, key_type: Any = None) -> int:
-    """The key group (0 .. max_parallelism-1) that ``key`` (of key_by's ``key_type``) belongs to."""
-    return _murmur_fmix(stable_hash(key) if key_type is None else typed_key_hash(key, key_type)) % max_parallelism
+    """The key group (0 .. max_parallelism-1) that ``key`` (of key_by's ``key_type``) belongs to.
+
+    PyFlink's hash costs a few microseconds in Python (a pickle, a polynomial over its bytes,
+    murmur), so the groups of plain ``str``, ``int`` and ``bytes`` keys without ``key_type``
+    are cached for the whole process: every job of a TaskManager, and both ends of a keyed
+    exchange in it (the sender's routing and the keyed operator's ownership check), compute
+    a key's group once.
+    """
+    if key_type is None:
+        kind = type(key)
+        if kind is str or kind is int or kind is bytes:
+            cache = _key_group_caches.get(max_parallelism)
+            if cache is None:
+                cache = _key_group_caches.setdefault(max_parallelism, {})
+            group = cache.get(key)
+            if group is None:
+                group = _murmur_fmix(stable_hash(key)) % max_parallelism
+                if len(cache) >= KEY_GROUP_CACHE_SIZE:
+                    cache.clear()
+                cache[key] = group
+            return group
+        return _murmur_fmix(stable_hash(key)) % max_parallelism
+    return _murmur_fmix(typed_key_hash(key, key_type)) % max_parallelism
 
 
 def operator_index_for_key_group(max_parallelism: int, parallelism: int, key_group: int) -> int:

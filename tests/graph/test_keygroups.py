@@ -157,3 +157,32 @@ def test_key_moves_only_with_its_key_group_when_rescaling():
         for parallelism in (1, 2, 3, 8):
             index = assign_key_to_operator(key, 128, parallelism)
             assert group in key_group_range_for_operator(128, parallelism, index)
+
+
+def test_key_groups_of_plain_keys_are_hashed_once_per_process(monkeypatch):
+    """PyFlink's hash costs microseconds in Python: the group of a str, int or bytes key is
+    computed once per process and max parallelism (every job of a TaskManager, the sender's
+    routing and the keyed operator's check), other keys every time; the results are equal."""
+    from streamkernel.graph import keygroups
+
+    monkeypatch.setattr(keygroups, "_key_group_caches", {})
+    hashed: list = []
+    real = keygroups.stable_hash
+    monkeypatch.setattr(keygroups, "stable_hash", lambda key: hashed.append(key) or real(key))
+    keys = ["k1", 7, b"b", ("t", 1), 2.5, True]
+    first = [assign_to_key_group(k, 128) for k in keys]
+    second = [assign_to_key_group(k, 128) for k in keys] + [assign_key_to_operator(k, 128, 2) for k in keys]
+    assert first == second[:len(keys)] == [_java_murmur(real(k)) % 128 for k in keys]
+    assert hashed == keys + [("t", 1), 2.5, True] * 2  # the plain keys once, the others each time
+    assert assign_to_key_group(True, 128) == assign_to_key_group(1, 128)  # equal keys, equal groups
+    assert assign_to_key_group("k1", 256) == _java_murmur(real("k1")) % 256  # per max parallelism
+
+
+def test_the_key_group_cache_is_bounded(monkeypatch):
+    from streamkernel.graph import keygroups
+
+    monkeypatch.setattr(keygroups, "_key_group_caches", {})
+    monkeypatch.setattr(keygroups, "KEY_GROUP_CACHE_SIZE", 8)
+    groups = [assign_to_key_group(i, 128) for i in range(20)]
+    assert len(keygroups._key_group_caches[128]) <= 8
+    assert groups == [assign_to_key_group(i, 128) for i in range(20)]
