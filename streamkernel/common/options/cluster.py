@@ -47,9 +47,8 @@ class NettyShuffleEnvironmentOptions:
 
     CREDITS_PER_CHANNEL = _key("taskmanager.network.credits-per-channel").int_type().default_value(4) \
         .with_range(1).with_description(
-            "streamkernel: batches a receiving channel accepts ahead (credit-based flow control; a channel "
-            "fed from another TaskManager accepts twice as many; Flink's nearest key is "
-            "taskmanager.network.memory.buffers-per-channel).")
+            "streamkernel: batches a receiving channel accepts ahead (credit-based flow control; Flink's "
+            "nearest key is taskmanager.network.memory.buffers-per-channel).")
     BATCH_SIZE = _key("taskmanager.network.batch-size").int_type().default_value(1024).with_range(1) \
         .with_description("streamkernel: records per network batch (a batch is sent when full or on buffer timeout).")
 

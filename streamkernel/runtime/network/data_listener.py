@@ -19,29 +19,21 @@ created by ChannelId in the TaskManager's registry exactly as for an in-process 
   condition when a sender waits; the feed *is* that condition object for a remote-fed
   channel and marks the sender as always waiting, so ``notify`` becomes "announce a
   credit" (a 9-byte CREDIT frame), with no change to the in-process hot path. Attaching
-  the gate (``notify_all`` after the initial credits) grants the extra slots below and
-  announces them all; cancelling the channel (``notify_all`` with the channel cancelled)
+  the gate (``notify_all`` after the initial credits) announces them all; cancelling the channel (``notify_all`` with the channel cancelled)
   sends CANCEL, which wakes the producer's blocked sender with ChannelCancelledError.
 
-Two measures keep a keyed exchange between TaskManagers from waiting for credits (W2 of
-``bench/bench_scaleout.py``: with 4 slots a producer waited for credit dozens of times per
-million records, some 100-400 ms per run; with 8 about half as often):
-
-* a channel fed from another TaskManager holds twice the gate's ``credits`` (8 by default;
-  Flink adds floating buffers to a remote channel's exclusive ones): the credit's way back
-  crosses two processes' GILs (the consuming task's socket write, the producer's reader
-  thread, its task thread), each up to a switch interval behind busy threads;
-* credits go back in batches: a CREDIT frame once the free slots not announced yet are at
-  least half of the channel's slots (4 of 8), not one per slot. Every frame costs a socket
-  write on the consuming task's thread and a wake-up of the producer's reader thread, and
-  each of them gives the GIL away and waits to get it back. The producer never starves: it
-  still holds (or has in flight) the other half, and a channel the receiver drained always
-  announces all its slots.
+Credits go back in batches: a CREDIT frame once the free slots not announced yet are at
+least half of the channel's slots, not one per slot. Every frame costs a socket write on the
+consuming task's thread and a wake-up of the producer's reader thread, and each of them gives
+the GIL away and waits to get it back (W2 of ``bench/bench_scaleout.py``: the producer's
+reader thread woke ~1,300 times per million records with one frame per slot, under 100 in
+batches). The producer never starves: it still holds (or has in flight) the other half, and
+a channel the receiver drained always announces all its slots.
 
 The credit invariant (under the channel's lock): ``announced - received`` items are
 promised to the producer and not arrived yet, and ``channel._credits`` slots are free, so
 ``channel._credits + received - announced`` free slots are still to be announced; it is
-never negative, and the receiver never holds more than ``2 * credits`` items of a channel (but
+never negative, and the receiver never holds more than ``credits`` items of a channel (but
 for the overdraft items of an unaligned checkpoint, below).
 
 Unaligned checkpoints: an OVERDRAFT frame carries an item the producer sent without credit
@@ -84,7 +76,7 @@ class RemoteFeed:
     """
 
     __slots__ = ("channel", "channel_id", "connection", "stream", "received", "announced", "credit_frames",
-                 "extra_credits", "ended", "failed", "_cancel_sent")
+                 "ended", "failed", "_cancel_sent")
 
     def __init__(self, channel: LocalChannel, channel_id: Any, connection: "InboundConnection", stream: int) -> None:
         self.channel = channel
@@ -94,7 +86,6 @@ class RemoteFeed:
         self.received = 0  # items delivered into the channel
         self.announced = 0  # credits announced to the producer
         self.credit_frames = 0  # CREDIT frames sent (each announces one or more credits)
-        self.extra_credits = 0  # slots added to the gate's once it attached the channel (as many again)
         self.ended = False  # END_OF_PARTITION arrived
         self.failed = False  # an item could not be read: the rest of the stream is dropped
         self._cancel_sent = False
@@ -119,15 +110,8 @@ class RemoteFeed:
             self.connection.send_quietly(wire.credit_frame(self.stream, delta))
 
     def notify_all(self) -> None:
-        """Credits were granted (gate attached) or the channel was cancelled (channel lock held).
-
-        Once the gate attached the channel, the channel gets as many slots again as the gate
-        granted (see the module docstring: a remote channel's credits cover a round trip).
-        """
+        """Credits were granted (gate attached) or the channel was cancelled (channel lock held)."""
         channel = self.channel
-        if channel._gate is not None and not self.extra_credits and not channel._cancelled:
-            self.extra_credits = channel._credits + len(channel._queue)
-            channel._credits += self.extra_credits
         if channel._cancelled:
             if not self._cancel_sent:
                 self._cancel_sent = True

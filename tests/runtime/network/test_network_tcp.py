@@ -264,24 +264,23 @@ def test_classes_defined_in_a_function_travel_by_cloudpickle(pair):
 def test_credits_bound_what_is_in_flight_and_a_slow_receiver_backpressures(pair):
     producer, consumer = pair
     credits = 2
-    slots = 2 * credits  # a channel fed from another TaskManager holds twice the gate's credits
     gate = consumer.create_input_gate("Sink (1/1)", [(_cid(), 0)], credits=credits)
     channel = producer.output_channel(_cid(), consumer.data_address)
     items = [DataBuffer([i], None) for i in range(30)] + [END_OF_PARTITION]
     thread, state = _send_in_thread(channel, items)
-    _wait_for(lambda: state["sent"] == slots, "the sender to use its credits")
+    _wait_for(lambda: state["sent"] == credits, "the sender to use its credits")
     time.sleep(0.2)  # a sender without credit stays blocked
-    assert state["sent"] == slots and channel.available_credits == 0
-    assert gate.queued_buffers() <= slots
+    assert state["sent"] == credits and channel.available_credits == 0
+    assert gate.queued_buffers() <= credits
     received = []
     while len(received) < len(items):
         time.sleep(0.005)  # a slow receiver
         polled = gate.poll(WAIT)
         assert polled is not None
         received.append(polled[1])
-        # sent - taken = in flight + queued at the receiver: never more than the slots
-        assert channel.items_sent - len(received) <= slots
-        assert gate.queued_buffers() <= slots
+        # sent - taken = in flight + queued at the receiver: never more than the credits
+        assert channel.items_sent - len(received) <= credits
+        assert gate.queued_buffers() <= credits
     thread.join(WAIT)
     assert received == items and state["error"] is None
     assert state["waited"] > 0  # the waits for credit are the sender's backpressure
@@ -290,15 +289,14 @@ def test_credits_bound_what_is_in_flight_and_a_slow_receiver_backpressures(pair)
 def test_credits_go_back_in_batches_of_half_the_channel(pair, monkeypatch):
     """A CREDIT frame once half of the channel's slots are free again, not one per item taken
     (each frame is a socket write on the consuming task's thread and a wake-up of the
-    producer's reader): with 2 credits (4 slots remote) 2 credits per frame, and the producer
-    never starves."""
+    producer's reader): with 4 credits, 2 credits per frame, and the producer never starves."""
     from streamkernel.runtime.network import wire
 
     frames: list = []
     credit_frame = wire.credit_frame
     monkeypatch.setattr(wire, "credit_frame", lambda stream, n: frames.append(n) or credit_frame(stream, n))
     producer, consumer = pair
-    gate = consumer.create_input_gate("Sink (1/1)", [(_cid(), 0)], credits=2)
+    gate = consumer.create_input_gate("Sink (1/1)", [(_cid(), 0)], credits=4)
     channel = producer.output_channel(_cid(), consumer.data_address)
     sent = [DataBuffer([i], None) for i in range(40)] + [END_OF_PARTITION]
     thread, state = _send_in_thread(channel, sent)
@@ -322,7 +320,7 @@ def test_barrier_alignment_holds_back_a_remote_channel_without_losing_credit(pai
     blocked = gate.channels[0]
     gate.block_channel(blocked)
     thread, state = _send_in_thread(first, [DataBuffer([i], None) for i in range(5)] + [END_OF_PARTITION])
-    _wait_for(lambda: state["sent"] == 4, "four items (2 credits, remote: 4 slots) into the blocked channel")
+    _wait_for(lambda: state["sent"] == 2, "two items into the blocked channel")
     assert gate.poll(0.1) is None  # held back
     gate.unblock_channel(blocked)
     second = producer.output_channel(ids[1], consumer.data_address)
@@ -339,7 +337,7 @@ def test_release_wakes_a_blocked_sender(pair, side):
     consumer.create_input_gate("Sink (1/1)", [(_cid(), 0)], credits=1)
     channel = producer.output_channel(_cid(), consumer.data_address)
     thread, state = _send_in_thread(channel, [DataBuffer([i], None) for i in range(10)])
-    _wait_for(lambda: state["sent"] == 2, "the items its credit allows (1, remote: 2 slots)")
+    _wait_for(lambda: state["sent"] == 1, "the first item")
     (consumer if side == "consumer" else producer).release("job")
     thread.join(WAIT)
     assert not thread.is_alive()
@@ -367,7 +365,7 @@ def test_a_sender_whose_consumer_dies_gets_an_error_naming_channel_and_peer(pair
     consumer.create_input_gate("Sink (1/1)", [(_cid(), 0)], credits=1)
     channel = producer.output_channel(_cid(), consumer.data_address)
     thread, state = _send_in_thread(channel, [DataBuffer([i], None) for i in range(10)])
-    _wait_for(lambda: state["sent"] == 2, "the items its credit allows (1, remote: 2 slots)")
+    _wait_for(lambda: state["sent"] == 1, "the first item")
     for inbound in consumer._listener.connections():  # the consumer's socket dies without a word
         shutdown_connection(inbound._conn)
     thread.join(WAIT)
@@ -473,7 +471,7 @@ def test_close_leaves_no_thread_and_wakes_blocked_senders():
     consumer.create_input_gate("Sink (1/1)", [(_cid(0), 0), (_cid(1), 0)], credits=1)
     senders = [_send_in_thread(producer.output_channel(_cid(t), consumer.data_address),
                                [DataBuffer([i], None) for i in range(5)]) for t in range(2)]
-    _wait_for(lambda: all(state["sent"] == 2 for _, state in senders), "the items their credit allows (1, remote: 2)")
+    _wait_for(lambda: all(state["sent"] == 1 for _, state in senders), "the first items")
     assert len(_data_threads()) > len(before)
     consumer.close()
     producer.close()
@@ -622,7 +620,7 @@ def test_a_sender_whose_consumer_process_is_killed_fails_naming_channel_and_peer
         address = tuple(addresses.get(timeout=WAIT * 3))
         channel = producer.output_channel(_cid(), address)
         thread, state = _send_in_thread(channel, [DataBuffer([i], None) for i in range(10)])
-        _wait_for(lambda: state["sent"] == 4, "the consumer's two credits (remote: 4 slots) to be used")
+        _wait_for(lambda: state["sent"] == 2, "the consumer's two credits to be used")
         child.kill()
         thread.join(WAIT)
     finally:
