@@ -30,6 +30,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Optional
 
 from streamkernel.errors import StreamKernelError
+from streamkernel.runtime.core.records import DataBuffer
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.network.input_gate import InputGate
@@ -211,6 +212,12 @@ class LocalChannel:
     def queued(self) -> int:
         """How many items (buffers and events) wait in the channel for the receiver."""
         return len(self._queue)
+
+    def queued_records(self) -> int:
+        """Records in the buffers waiting in the channel (the in-flight data buffer debloating bounds)."""
+        with self._lock:
+            items = list(self._queue)
+        return sum(len(item.values) for item in items if type(item) is DataBuffer)
 
     @property
     def available_credits(self) -> int:
