@@ -18,7 +18,9 @@ reached the minimum or maximum). A sender's :class:`~.record_writer.RecordWriter
 a channel's buffer once it holds the announced number of records.
 
 Deviation from Flink: sizes count records, not bytes (a DataBuffer is a list of records);
-the buffers a receiver can hold are its channels' credits (Flink: the buffers in use).
+the buffers a receiver can hold are its channels' credits (Flink: the buffers in use); the
+size is recalculated between two input buffers (Flink: on a timer, between two records), so
+a recalculation that comes several periods late moves the average by as many steps.
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ class BufferSizeEMA:
         desirable = min(total_buffer_size / total_buffers, 2 * self.last_buffer_size)
         last = self.last_buffer_size + self.alpha * (desirable - self.last_buffer_size)
         self.last_buffer_size = max(self.min_buffer_size, min(last, self.max_buffer_size))
-        return int(round(self.last_buffer_size))
+        return int(self.last_buffer_size + 0.5)  # Java's Math.round (Python's round() rounds half to even)
 
 
 class BufferDebloater:
@@ -129,11 +131,17 @@ class BufferDebloater:
         self.last_buffer_size = config.max_buffer_size
         self.ema = BufferSizeEMA(config.max_buffer_size, config.min_buffer_size, config.number_of_samples)
 
-    def recalculate_buffer_size(self, throughput: int, buffers_in_use: int) -> Optional[int]:
-        """The size to announce for ``throughput`` records/s over ``buffers_in_use`` buffers, or None."""
+    def recalculate_buffer_size(self, throughput: int, buffers_in_use: int, periods: int = 1) -> Optional[int]:
+        """The size to announce for ``throughput`` records/s over ``buffers_in_use`` buffers, or None.
+
+        ``periods`` > 1: the recalculation comes late (the task was busy with one buffer for that
+        many periods); the average moves as Flink's would have, one step per period, each with
+        this throughput.
+        """
         buffers = max(1, buffers_in_use)
         desired_total = throughput * self.target_ms // 1000
-        new_size = self.ema.calculate_buffer_size(desired_total, buffers)
+        for _ in range(max(1, periods)):
+            new_size = self.ema.calculate_buffer_size(desired_total, buffers)
         if self.skip_update(new_size):
             return None
         self.last_buffer_size = new_size
@@ -165,6 +173,8 @@ class TaskDebloater:
         self.buffers = max(1, credits_per_channel * len(self.channels))
         self.metrics = metrics
         self.debloater = BufferDebloater(config)
+        # after a long busy stretch the average catches up on at most this many periods (converged by then)
+        self._max_periods = 5 * config.number_of_samples
         self.throughput = ThroughputCalculator()
         self._period_ns = config.period_ms * 1_000_000
         now = now_ns()
@@ -184,11 +194,13 @@ class TaskDebloater:
         """Measure, recalculate, and announce the new size to every channel if it changed enough."""
         metrics = self.metrics
         records, idle = metrics.records_in, metrics.idle_ns
-        busy_ns = max(0, (now_ns - self._last_ns) - (idle - self._last_idle_ns))
+        elapsed_ns = now_ns - self._last_ns
+        busy_ns = max(0, elapsed_ns - (idle - self._last_idle_ns))
         throughput = self.throughput.calculate_throughput(max(0, records - self._last_records), busy_ns / 1e6)
         self._last_ns, self._last_records, self._last_idle_ns = now_ns, records, idle
         self.next_ns = now_ns + self._period_ns
-        size = self.debloater.recalculate_buffer_size(throughput, self.buffers)
+        periods = min(self._max_periods, max(1, elapsed_ns // self._period_ns))
+        size = self.debloater.recalculate_buffer_size(throughput, self.buffers, periods)
         if size is not None:
             self.announced = size
             for channel in self.channels:

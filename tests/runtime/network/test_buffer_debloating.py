@@ -96,6 +96,17 @@ def test_the_task_debloater_measures_busy_time_each_period_and_announces_to_ever
     assert debloater.maybe_debloat(400_000_000) == 125 and channels[1].announced == [250, 125]
 
 
+def test_a_late_recalculation_moves_the_average_one_step_per_period_it_missed() -> None:
+    metrics = TaskMetrics("Count", 0)
+    channels = [FakeChannel()]
+    settings = config(period_ms=200, number_of_samples=3, threshold_percentages=0)  # alpha 0.5
+    debloater = TaskDebloater(settings, channels, 4, metrics, now_ns=lambda: 0)
+    metrics.records_in = 240  # 240 records in 600 ms (three periods, busy): 400/s -> 100 per buffer
+    assert debloater.maybe_debloat(600_000_000) == 216  # 1024 -> 562 -> 331 -> 215.5 (three steps)
+    single = BufferDebloater(settings)
+    assert single.recalculate_buffer_size(400, 4) == 562  # one step only
+
+
 def test_options_are_flinks_keys_and_are_validated() -> None:
     assert TaskManagerOptions.BUFFER_DEBLOAT_ENABLED.get({}) is False
     settings = BufferDebloatConfiguration.from_configuration({})
