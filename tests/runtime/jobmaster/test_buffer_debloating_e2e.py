@@ -43,7 +43,7 @@ class SlowCount(KeyedProcessFunction):
         yield f"{key}:{count}"
 
 
-def build(tmp_path: pathlib.Path, debloat: bool, source: Any) -> StreamExecutionEnvironment:
+def build(tmp_path: pathlib.Path, debloat: bool, source: Any, remote: bool = False) -> StreamExecutionEnvironment:
     conf = {"execution.checkpointing.dir": str(tmp_path / "checkpoints"),
             "taskmanager.network.batch-size": str(BATCH),
             "taskmanager.network.memory.buffer-debloat.enabled": str(debloat).lower(),
@@ -55,9 +55,11 @@ def build(tmp_path: pathlib.Path, debloat: bool, source: Any) -> StreamExecution
     env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
     env.enable_checkpointing(3_600_000)  # on, but only the checkpoints the test triggers
     env.set_parallelism(1)
-    (env.from_source(source, WatermarkStrategy.no_watermarks(), "keys").uid("keys")
-        .key_by(lambda k: k).process(SlowCount()).uid("count").name("Count")
-        .sink_to(FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
+    counts = (env.from_source(source, WatermarkStrategy.no_watermarks(), "keys").uid("keys")
+              .key_by(lambda k: k).process(SlowCount()).uid("count").name("Count"))
+    if remote:  # its own slot: the other TaskManager process, behind a TCP channel
+        counts = counts.slot_sharing_group("slow")
+    (counts.sink_to(FileSink.for_row_format(str(tmp_path / "out"), Encoder.simple_string_encoder())
                  .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy()).build()).uid("out"))
     return env
 
@@ -127,3 +129,24 @@ def test_debloating_shrinks_the_in_flight_records_and_an_aligned_checkpoint_comp
     assert details.status is JobStatus.FINISHED
     assert details.checkpoints.latest_restored.checkpoint_id == stats.checkpoint_id
     assert collections.Counter(committed_lines(tmp_path / "out")) == expected_lines(RECORDS)
+
+
+def test_debloating_over_tcp_on_the_process_backend_keeps_exactly_once(tmp_path) -> None:
+    """The slow operator in another TaskManager process: its sizes go to the source as
+    NEW_BUFFER_SIZE frames (a producer that did not know the frame would lose its connection
+    and fail the job); an aligned checkpoint completes and the result is exactly once."""
+    records = RECORDS[:1500]
+    source = ScriptedSource(records)
+    with MiniCluster(2, 1, backend="process") as cluster:
+        client = build(tmp_path, True, source, remote=True).execute_async("debloated over TCP")
+        job_id = client.get_job_id()
+        wait_until(lambda: running(client), message="the job running")
+        cluster.checkpoints.trigger_checkpoint(job_id, timeout=120)
+        stats = wait_until(lambda: cluster.checkpoints.checkpoint_stats(job_id).latest_completed,
+                           message="the completed checkpoint's statistics")
+        client.get_job_execution_result().result(120)
+        details = client.get_job_details()
+
+    assert not stats.unaligned
+    assert details.status is JobStatus.FINISHED and details.num_restarts == 0
+    assert collections.Counter(committed_lines(tmp_path / "out")) == expected_lines(records)
