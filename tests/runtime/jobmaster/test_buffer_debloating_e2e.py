@@ -1,4 +1,5 @@
-"""Buffer debloating end to end (local backend): a fast source in front of a slow keyed operator.
+"""Buffer debloating end to end: a fast source in front of a slow keyed operator (local backend;
+once on the process backend, where the sizes cross TCP).
 
 Without debloating the operator's input channel holds ``credits x batch-size`` records once the
 job is backpressured; with it the operator announces a buffer size worth ``target`` of its
