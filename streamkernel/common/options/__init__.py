@@ -39,6 +39,7 @@ from streamkernel.common.options.cluster import (
     WebOptions,
 )
 from streamkernel.common.options.pipeline import CoreOptions, ExecutionOptions, MetricOptions, PipelineOptions
+from streamkernel.errors import IllegalConfigurationError
 
 __all__ = [
     "OPTION_GROUPS",
@@ -116,3 +117,16 @@ def validate_configuration(configuration: Mapping[str, Any]) -> None:
         if option.key() != key:  # a deprecated key: name the key the user wrote
             option = option._copy(key=key)
         option.parse(value)
+    _check_buffer_debloat(configuration)
+
+
+def _check_buffer_debloat(configuration: Mapping[str, Any]) -> None:
+    """Buffer debloating's smallest buffer must fit the configured one (Flink checks min <= max)."""
+    minimum = TaskManagerOptions.MIN_MEMORY_SEGMENT_SIZE
+    if not minimum.is_set(configuration):
+        return
+    smallest, largest = minimum.get(configuration), NettyShuffleEnvironmentOptions.BATCH_SIZE.get(configuration)
+    if smallest > largest:
+        raise IllegalConfigurationError(
+            f"Invalid value {smallest!r} for key '{minimum.source_key(configuration)}': the smallest buffer "
+            f"(records) must be at most taskmanager.network.batch-size ({largest})")

@@ -39,6 +39,30 @@ class TaskManagerOptions:
     WORKING_DIR = _key("streamkernel.taskmanager.working-dir").string_type().no_default_value().with_description(
         "streamkernel: the directory a cluster owns for its TaskManagers (each works in <dir>/<taskmanager id>; "
         "the cluster sets it); unset: each makes a temporary directory under io.tmp.dirs.")
+    # Buffer debloating (Flink's keys; buffer sizes here count records, not bytes)
+    BUFFER_DEBLOAT_ENABLED = _key("taskmanager.network.memory.buffer-debloat.enabled").boolean_type() \
+        .default_value(False).with_description(
+            "Whether a task with inputs shrinks the buffers its senders send so that its in-flight input is "
+            "about buffer-debloat.target of its throughput (fast aligned checkpoints under backpressure). "
+            "streamkernel counts a buffer in records, not bytes.")
+    BUFFER_DEBLOAT_TARGET = _key("taskmanager.network.memory.buffer-debloat.target").duration_type() \
+        .default_value(Duration.of_seconds(1)).with_range(1).with_description(
+            "How long a task should take to process its in-flight input (the data its input channels can hold).")
+    BUFFER_DEBLOAT_PERIOD = _key("taskmanager.network.memory.buffer-debloat.period").duration_type() \
+        .default_value(Duration.of_millis(200)).with_range(1).with_description(
+            "Time between two recalculations of the buffer size (checked between two input buffers).")
+    BUFFER_DEBLOAT_SAMPLES = _key("taskmanager.network.memory.buffer-debloat.samples").int_type() \
+        .default_value(20).with_range(1).with_description(
+            "Recalculations the buffer size averages over (the exponential moving average's alpha is "
+            "2 / (samples + 1)).")
+    BUFFER_DEBLOAT_THRESHOLD_PERCENTAGES = _key("taskmanager.network.memory.buffer-debloat.threshold-percentages") \
+        .int_type().default_value(25).with_range(0).with_description(
+            "A new buffer size is announced to the senders only when it differs from the announced one by at "
+            "least this percentage (or reaches the minimum or maximum).")
+    MIN_MEMORY_SEGMENT_SIZE = _key("taskmanager.memory.min-segment-size").int_type().default_value(1) \
+        .with_range(1).with_description(
+            "The smallest buffer size that buffer debloating announces. streamkernel: in RECORDS (Flink: bytes, 256 b), "
+            "at most taskmanager.network.batch-size.")
 
 
 class NettyShuffleEnvironmentOptions:

@@ -30,6 +30,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Optional
 
 from streamkernel.errors import StreamKernelError
+from streamkernel.runtime.core.records import DataBuffer
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.network.input_gate import InputGate
@@ -64,7 +65,8 @@ class LocalChannel:
     """
 
     __slots__ = ("name", "index", "input_index", "_gate", "_lock", "_credit_cond", "_queue",
-                 "_credits", "_blocked", "_listed", "_cancelled", "_sender_waiting", "_credit_event")
+                 "_credits", "_blocked", "_listed", "_cancelled", "_sender_waiting", "_credit_event",
+                 "buffer_size")
 
     def __init__(self, name: str = "") -> None:
         self.name = name
@@ -82,6 +84,8 @@ class LocalChannel:
         self._cancelled = False
         self._sender_waiting = False
         self._credit_event: Optional[threading.Event] = None  # set when a credit comes back (await_credit)
+        # buffer debloating: records per buffer the receiver announced (0: none, the writer's own size)
+        self.buffer_size = 0
 
     # ------------------------------------------------------------------ sender side
     def send(self, item: Any) -> int:
@@ -186,6 +190,16 @@ class LocalChannel:
             self._credits += credits
             self._credit_cond.notify_all()
 
+    def announce_buffer_size(self, size: int) -> None:
+        """(Receiver) buffer debloating: the sender should send buffers of ``size`` records
+        (Flink's ``InputChannel.announceBufferSize``). The sender of an in-process channel reads
+        :attr:`buffer_size` per batch; a channel fed from another TaskManager forwards the size
+        to its producer (its credit condition is then a ``RemoteFeed``)."""
+        self.buffer_size = size
+        forward = getattr(self._credit_cond, "announce_buffer_size", None)
+        if forward is not None:
+            forward(size)
+
     def cancel(self) -> None:
         """Cancel the channel: a blocked sender wakes up and raises ChannelCancelledError."""
         with self._lock:
@@ -198,6 +212,12 @@ class LocalChannel:
     def queued(self) -> int:
         """How many items (buffers and events) wait in the channel for the receiver."""
         return len(self._queue)
+
+    def queued_records(self) -> int:
+        """Records in the buffers waiting in the channel (the in-flight data buffer debloating bounds)."""
+        with self._lock:
+            items = list(self._queue)
+        return sum(len(item.values) for item in items if type(item) is DataBuffer)
 
     @property
     def available_credits(self) -> int:

@@ -97,6 +97,8 @@ class RemoteFeed:
             channel._credit_cond = self  # type: ignore[assignment]
             channel._sender_waiting = True  # so that poll notifies us of every freed slot
             self.notify_all()
+        if channel.buffer_size:  # buffer debloating: a size announced before the producer opened the stream
+            self.announce_buffer_size(channel.buffer_size)
 
     # ------------------------------------------------ the channel's credit condition
     def notify(self, n: int = 1) -> None:
@@ -120,6 +122,11 @@ class RemoteFeed:
                     "(the job was cancelled, failed or is restarting)"))
             return
         self.notify()
+
+    def announce_buffer_size(self, size: int) -> None:
+        """Buffer debloating: tell the producer to send buffers of ``size`` records (NEW_BUFFER_SIZE)."""
+        if not self.channel._cancelled:
+            self.connection.send_quietly(wire.new_buffer_size_frame(self.stream, size))
 
     def wait(self, timeout: Optional[float] = None) -> bool:
         """Never called: the sender of a remote-fed channel is in another process."""

@@ -21,6 +21,11 @@ A buffer holds at least ``buffer_size`` records when sent for being full, and at
 ``buffer_size - 1`` plus one batch's share (a batch is never split to fit: that would cost
 a copy while the upstream batch size already bounds it). Records with and without
 timestamps never share a buffer.
+
+Buffer debloating (``debloat=True``, :mod:`.buffer_debloater`): the receiver announces a
+smaller size per channel (``channel.buffer_size``, in records); the writer then sends a
+channel's buffer once it holds that many records, splitting a batch into chunks of exactly
+that size (a copy per batch, paid only with debloating on). Off, nothing of this runs.
 """
 
 from __future__ import annotations
@@ -102,7 +107,7 @@ class RecordWriter:
     """
 
     def __init__(self, partitioner: StreamPartitioner, channels: Sequence[Any], subtask_index: int, *,
-                 buffer_size: int = 1024, metrics: Any = None) -> None:
+                 buffer_size: int = 1024, metrics: Any = None, debloat: bool = False) -> None:
         if not channels:
             raise ValueError(f"a RecordWriter for a {partitioner} edge needs at least one channel")
         if buffer_size < 1:
@@ -123,6 +128,9 @@ class RecordWriter:
         self._next = 0  # round-robin: the channel of the next record
         self._key_fn: Callable[[Any], Any] = None  # type: ignore[assignment]
         self.emit = self._select_route(partitioner, n, subtask_index)  # type: ignore[method-assign]
+        if debloat:  # buffers of each channel's announced size: the routes call these instead
+            self._add_chunk = self._add_chunk_debloated  # type: ignore[method-assign]
+            self._send_full = self._send_full_debloated  # type: ignore[method-assign]
 
     def _select_route(self, partitioner: StreamPartitioner, n: int, subtask_index: int) -> Callable:
         if isinstance(partitioner, BroadcastPartitioner):
@@ -255,6 +263,44 @@ class RecordWriter:
         for c, pending in enumerate(self._values):
             if len(pending) >= size:
                 self._send_pending(c)
+
+    # -------------------------------------------------------------- buffer debloating
+    def channel_buffer_size(self, c: int) -> int:
+        """Records per buffer for channel ``c``: its receiver's announced size (buffer debloating),
+        at most the writer's ``buffer_size``; the writer's size while none was announced."""
+        announced = getattr(self.channels[c], "buffer_size", 0)
+        return min(announced, self.buffer_size) if announced > 0 else self.buffer_size
+
+    def _add_chunk_debloated(self, c: int, values: list, timestamps: Optional[list], owned: bool) -> None:
+        """``_add_chunk`` with debloating: append, then send chunks of the channel's announced size."""
+        self._values[c].extend(values)
+        if timestamps is not None:
+            self._timestamps[c].extend(timestamps)
+        self._send_chunks(c)
+
+    def _send_full_debloated(self) -> None:
+        for c in range(self._n):
+            self._send_chunks(c)
+
+    def _send_chunks(self, c: int) -> None:
+        """Send channel ``c``'s pending records in buffers of exactly its size; keep the rest pending."""
+        size = self.channel_buffer_size(c)
+        pending = self._values[c]
+        count = len(pending)
+        if count < size:
+            return
+        if count == size:
+            self._send_pending(c)
+            return
+        timestamps = self._timestamps[c] if self._with_ts else None
+        full = count - count % size
+        self._values[c] = pending[full:]
+        self._timestamps[c] = timestamps[full:] if timestamps is not None else []
+        channel = self.channels[c]
+        for start in range(0, full, size):
+            self.buffers_out += 1
+            chunk_ts = None if timestamps is None else timestamps[start:start + size]
+            self._account(self._send(channel, DataBuffer(pending[start:start + size], chunk_ts)))
 
     # ------------------------------------------------------------------- routings
     def _emit_single(self, values: list, timestamps: Optional[list]) -> None:

@@ -81,7 +81,8 @@ class RemoteOutputChannel:
     """
 
     __slots__ = ("name", "channel_id", "stream", "_connection", "_serializer", "_lock", "_cond", "_credits",
-                 "_error", "_error_type", "items_sent", "bytes_sent", "_credit_event", "_granted")
+                 "_error", "_error_type", "items_sent", "bytes_sent", "_credit_event", "_granted",
+                 "buffer_size")
 
     def __init__(self, channel_id: Any, name: str, connection: "OutboundConnection", stream: int) -> None:
         self.name = name
@@ -100,6 +101,7 @@ class RemoteOutputChannel:
         self.bytes_sent = 0
         self._credit_event: Optional[threading.Event] = None  # set when a credit comes back (await_credit)
         self._granted = False  # a credit came once: the consumer's gate has the channel
+        self.buffer_size = 0  # buffer debloating: records per buffer the consumer announced (0: none)
 
     # ------------------------------------------------------------------ sender side
     def send(self, item: Any) -> int:
@@ -303,6 +305,11 @@ class OutboundConnection:
                     if channel is not None:
                         error = ChannelCancelledError if kind == wire.CANCEL else RemoteChannelError
                         channel._fail(error, f"channel {channel.name} to {self.describe_peer()}: {text}")
+                elif kind == wire.NEW_BUFFER_SIZE:  # buffer debloating: the writer reads it per batch
+                    stream, size = wire.parse_new_buffer_size(frame)
+                    channel = self._streams.get(stream)
+                    if channel is not None:
+                        channel.buffer_size = size
                 elif kind == wire.HELLO:
                     self.peer_taskmanager, _ = wire.parse_hello(frame)
                     self.peer_reads_marshal = wire.reads_marshal(frame)

@@ -110,6 +110,11 @@ class LocalShuffleEnvironment:
         for channel in channels:
             channel.cancel()
 
+    def input_gates(self, job_id: Optional[str] = None) -> list[InputGate]:
+        """The input gates created here (for ``job_id`` only, when given): status and tests."""
+        with self._lock:
+            return [g for job, gates in self._gates.items() if job_id is None or job == job_id for g in gates]
+
     def job_ids(self) -> set[str]:
         """The jobs that have channels or gates here."""
         with self._lock:

@@ -27,6 +27,8 @@ consumer ->  ``CANCEL`` stream       utf-8 reason: the receiver is gone (job rel
                                      task cancelled); the sender stops
 consumer ->  ``FAIL``  stream        utf-8 reason: the receiver could not take an item
                                      (unpicklable record, refused channel)
+consumer ->  ``NEW_BUFFER_SIZE``     buffer debloating: the producer sends buffers of
+             stream n               n records on the stream from now on
 ===========  =====================  ==============================================
 
 Nothing the consumer sends is ever unpickled by the producer (credits are two integers),
@@ -80,6 +82,9 @@ PROTOCOL = 5
 HELLO, OPEN, DATA, CREDIT, CANCEL, FAIL, CLOSE, DATA_MARSHAL = range(1, 9)
 #: unaligned checkpoints (kinds kept apart from the range above, which may grow)
 OVERDRAFT, ANNOUNCE = 32, 33
+#: buffer debloating (Flink's NewBufferSize message): consumer -> producer
+NEW_BUFFER_SIZE = 34
+__all__ += ["NEW_BUFFER_SIZE", "new_buffer_size_frame", "parse_new_buffer_size"]
 
 #: what both ends must share to exchange DATA_MARSHAL frames: interpreter, its version, marshal's format
 MARSHAL_TAG = f"{sys.implementation.name}-{sys.version_info[0]}.{sys.version_info[1]}-{marshal.version}"
@@ -150,6 +155,17 @@ def announce_frame(stream: int, barrier: Any) -> bytes:
 def credit_frame(stream: int, credits: int) -> bytes:
     """CREDIT: ``credits`` more items may be sent on ``stream``."""
     return _CREDIT.pack(CREDIT, stream, credits)
+
+
+def new_buffer_size_frame(stream: int, size: int) -> bytes:
+    """NEW_BUFFER_SIZE: the producer of ``stream`` sends buffers of ``size`` records from now on."""
+    return _CREDIT.pack(NEW_BUFFER_SIZE, stream, size)
+
+
+def parse_new_buffer_size(frame: Frame) -> tuple[int, int]:
+    """(stream, size) of a NEW_BUFFER_SIZE frame."""
+    _, stream, size = _CREDIT.unpack_from(frame)
+    return stream, size
 
 
 def text_frame(kind: int, stream: int, text: str) -> bytes:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from streamkernel.common.options import NettyShuffleEnvironmentOptions
+from streamkernel.common.options import NettyShuffleEnvironmentOptions, TaskManagerOptions
 from streamkernel.graph.keygroups import key_group_range_for_operator
 from streamkernel.graph.stream_graph import StreamEdge, StreamNode
 from streamkernel.runtime.core.deployment import TaskDeploymentDescriptor
@@ -53,11 +53,12 @@ def create_operator_chain(task: "StreamTask", on_output_watermark: Callable[[int
     outputs: dict[int, RecordWriterOutput] = {}
     network_edges: list[StreamEdge] = []
     addresses = tdd.shuffle_addresses  # consumers in other TaskManager processes: their data listeners
+    debloat = TaskManagerOptions.BUFFER_DEBLOAT_ENABLED.get(tdd.configuration)  # receivers announce sizes
     for descriptor in tdd.outputs:
         channels = [shuffle.output_channel(cid, addresses[cid]) if cid in addresses else shuffle.output_channel(cid)
                     for cid in descriptor.channel_ids]
         writer = RecordWriter(descriptor.stream_edge.partitioner, channels, tdd.subtask_index,
-                              buffer_size=task.batch_size, metrics=task.metrics)
+                              buffer_size=task.batch_size, metrics=task.metrics, debloat=debloat)
         task.writers.append(writer)
         outputs[id(descriptor.stream_edge)] = RecordWriterOutput(writer, on_output_watermark)
         network_edges.append(descriptor.stream_edge)

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import time
 
-from streamkernel.common.options import CheckpointingOptions
+from typing import TYPE_CHECKING
+
+from streamkernel.common.options import CheckpointingOptions, NettyShuffleEnvironmentOptions, TaskManagerOptions
 from streamkernel.runtime.operators.base import StreamOperator, TwoInputStreamOperator
 from streamkernel.runtime.operators.batch_execution import batch_input
 from streamkernel.runtime.tasks.barriers import BarrierHandler
 from streamkernel.runtime.tasks.stream_task import IDLE_POLL_S, StreamTask
 from streamkernel.runtime.tasks.task_input import InputProcessor
 from streamkernel.runtime.tasks.unaligned_barriers import UnalignedBarrierHandler
+
+if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.runtime.network.buffer_debloater import TaskDebloater
 
 __all__ = ["InputStreamTask"]
 
@@ -45,6 +50,7 @@ class InputStreamTask(StreamTask):
         poll = self.gate.poll
         perf = time.perf_counter_ns
         metrics = self.metrics
+        debloater = self._buffer_debloater()  # None unless buffer debloating is on
         while not self._cancelled.is_set():
             idle_start = perf()
             polled = poll(self._timer_wait(IDLE_POLL_S))
@@ -63,8 +69,22 @@ class InputStreamTask(StreamTask):
             metrics.busy_ns += perf() - busy_start - (metrics.backpressured_ns - backpressured)
             if ended:
                 return
+            if debloater is not None:  # Flink's periodic debloat(), between two buffers
+                now = perf()
+                if now >= debloater.next_ns:
+                    debloater.debloat(now)
             self._between_batches()
         self._check_cancelled()
+
+    def _buffer_debloater(self) -> "TaskDebloater | None":
+        """The periodic buffer debloating of this task's input gate, when it is on."""
+        config = self.tdd.configuration
+        if not TaskManagerOptions.BUFFER_DEBLOAT_ENABLED.get(config):
+            return None
+        from streamkernel.runtime.network.buffer_debloater import BufferDebloatConfiguration, TaskDebloater
+
+        return TaskDebloater(BufferDebloatConfiguration.from_configuration(config), self.gate.channels,
+                             NettyShuffleEnvironmentOptions.CREDITS_PER_CHANNEL.get(config), self.metrics)
 
     def _barrier_handler(self) -> "BarrierHandler | UnalignedBarrierHandler":
         """Aligned (or counting) barrier handling, or unaligned checkpoints when they are on."""
