@@ -54,7 +54,7 @@ from streamkernel.common.typeinfo.composite import (
     _ElementTypeInfo,
 )
 
-__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "first_mismatch", "fits_expression", "passes_as_is"]
+__all__ = ["BatchConverter", "TypeMismatch", "batch_converter", "first_mismatch", "passes_as_is"]
 
 BatchConverter = Callable[[list], list]
 
@@ -128,38 +128,6 @@ def passes_as_is(type_info: Any, values: list) -> bool:
         return convert is None or convert(values) is values
     except TypeMismatch:
         return False
-
-
-def fits_expression(type_info: Any, name: str, int_limit: Optional[int] = None) -> Optional[str]:
-    """A Python expression that is true when the value in variable ``name`` already is what
-    PyFlink's coder of ``type_info`` gives back, so the value needs no conversion (the test
-    :func:`passes_as_is` makes for a batch, for one value); None for a type without such a
-    one-line test. For code that checks values one by one (:mod:`~streamkernel.runtime.tasks.fusion`).
-    ``int_limit`` narrows an integral type's range to ``-int_limit..int_limit`` (a value outside
-    it is then only *maybe* not fitting: the caller converts it to find out).
-
-    >>> from streamkernel.common.typeinfo import Types
-    >>> fits_expression(Types.INT(), "v")
-    'type(v) is int and -2147483648 <= v <= 2147483647'
-    >>> fits_expression(Types.FLOAT(), "v") is None
-    True
-    """
-    if not isinstance(type_info, BasicTypeInfo) or type(type_info) is not BasicTypeInfo:
-        return None
-    basic = type_info._basic_type
-    if basic == BasicType.STRING:
-        return f"type({name}) is str"
-    if basic == BasicType.BOOLEAN:
-        return f"type({name}) is bool"
-    code = _ARRAY_CODES.get(basic)
-    if code == "d":
-        return f"type({name}) is float"
-    if code in _BOUNDS:
-        low, high = _BOUNDS[code]
-        if int_limit is not None:
-            low, high = max(low, -int_limit), min(high, int_limit)
-        return f"type({name}) is int and {low} <= {name} <= {high}"
-    return None
 
 
 def _plain(type_info: Any) -> bool:

@@ -104,10 +104,6 @@ class StreamOperator(ABC):
     them with ``self.context.timer_service(...)`` and list them in ``self._timer_services``.
     """
 
-    #: True for an operator that emits some of its input records as they are (filter): its
-    #: output type is its input's, whose values the upstream operator already converted
-    forwards_input_records = False
-
     def __init__(self, spec: OperatorSpec) -> None:
         self.spec = spec
         self.function = spec.function

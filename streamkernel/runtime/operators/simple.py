@@ -118,7 +118,6 @@ class FilterOperator(_OneInputOperator):
     """Flink's StreamFilter: keeps the records whose ``filter`` is truthy (timestamps alongside)."""
 
     method_name = "filter"
-    forwards_input_records = True
 
     def process_batch(self, values: list, timestamps: Optional[list]) -> None:
         """Filter the batch; emit the kept records (if any) as one batch."""

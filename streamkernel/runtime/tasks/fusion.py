@@ -18,15 +18,23 @@ costs about half of a call from C. It is also the order PyFlink runs chained Pyt
 functions in: record by record through the chain, so side effects of the functions
 (``print`` in a map and in the next filter) interleave as they do in PyFlink.
 
+Declared output types in between are not converted, as in PyFlink: PyFlink chains
+consecutive Python functions into one Python operator and encodes records with a coder only
+where they leave it (to the network, a Java sink, a side output), with the type of the last
+function's output. Seen under PyFlink 2.3: ``map(lambda x: x * 2, output_type=Types.DOUBLE())``
+followed by a chained ``map`` hands that map the int ``2``, and ``map(f,
+output_type=Types.LONG())`` of a bool hands on the bool. The run's last operator still
+converts what it emits (its :mod:`.typed_output`); a run ending in a filter converts with the
+filter's type, its input's.
+
 What does not change: every operator of the run is still set up, opened, closed,
 checkpointed and passed watermarks as before; only its ``process_batch`` is replaced (the
 first operator's, by the fused loop; the others are no longer called). Each operator's
 ``records_in`` / ``records_out`` count what it would have counted. A user function that
 raises fails the task with the same message as the unfused operator, naming that
 operator and its record: the loop's line tells which function raised, its frame the value
-it was called with. A run ends at an operator with keyed state (after ``key_by``), one
-with a declared output type that converts (:mod:`.typed_output`), a fork or side output,
-and any other kind of operator.
+it was called with. A run ends at an operator with keyed state (after ``key_by``), a fork
+or side output, and any other kind of operator.
 """
 
 from __future__ import annotations
@@ -36,7 +44,6 @@ from typing import Any, Callable, Optional
 from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.operators.contexts import wrap_user_error
 from streamkernel.runtime.operators.simple import FilterOperator, FlatMapOperator, MapOperator
-from streamkernel.common.typeinfo.conversion import fits_expression
 from streamkernel.runtime.tasks.chain import ChainingOutput, OperatorChain
 from streamkernel.runtime.tasks.typed_output import TypedOutput
 
@@ -49,35 +56,30 @@ def _fusable(operator: StreamOperator) -> bool:
     return type(operator) in _KINDS and getattr(operator, "_key_selector", None) is None
 
 
-def fusable_runs(chain: OperatorChain) -> list[tuple[list[StreamOperator], list[Optional[TypedOutput]]]]:
-    """The runs of two or more operators of ``chain`` that :func:`fuse_stateless_runs` fuses, head
-    first, each with the conversion between each operator and the next (None: no conversion).
+def fusable_runs(chain: OperatorChain) -> list[list[StreamOperator]]:
+    """The runs of two or more operators of ``chain`` that :func:`fuse_stateless_runs` fuses, head first.
 
     An operator continues a run when it is the only destination of the previous operator's
-    main output (a plain :class:`~.chain.ChainingOutput`: no fork, no side output) and is
-    itself a map, filter or flat_map without keyed state. A declared output type in between
-    continues the run when each value can be tested in one expression
-    (:func:`~streamkernel.common.typeinfo.conversion.fits_expression`: numbers, strings, bools).
+    main output (a :class:`~.chain.ChainingOutput`, possibly behind the previous operator's
+    declared output type: no fork, no side output) and is itself a map, filter or flat_map
+    without keyed state.
     """
-    runs: list[tuple[list[StreamOperator], list[Optional[TypedOutput]]]] = []
+    runs: list[list[StreamOperator]] = []
     absorbed: set[int] = set()
     for node, operator in chain.in_order():
         if id(operator) in absorbed or not _fusable(operator):
             continue
-        run, conversions = [operator], []
+        run = [operator]
         out = chain.outputs[node.id]
         while True:
-            conversion, link = None, out
-            if type(out) is TypedOutput and fits_expression(out.type_info, "v") is not None:
-                conversion, link = out, out.inner
+            link = out.inner if type(out) is TypedOutput and not out.has_side_types() else out
             if type(link) is not ChainingOutput or not _fusable(link.operator):
                 break
             run.append(link.operator)
-            conversions.append(conversion)
             absorbed.add(id(link.operator))
             out = link.operator.output
         if len(run) > 1:
-            runs.append((run, conversions))
+            runs.append(run)
     return runs
 
 
@@ -90,8 +92,8 @@ def fuse_stateless_runs(chain: OperatorChain) -> list["FusedRun"]:
     ``process_batch`` when it starts) then calls the fused loop.
     """
     fused = []
-    for run, conversions in fusable_runs(chain):
-        fused_run = FusedRun(run, conversions)
+    for run in fusable_runs(chain):
+        fused_run = FusedRun(run)
         first = run[0]
         first.process_batch = fused_run.process_batch  # type: ignore[method-assign]
         for output in _chaining_outputs(chain):
@@ -119,19 +121,16 @@ def _chaining_outputs(chain: OperatorChain) -> list[ChainingOutput]:
 class FusedRun:
     """One compiled loop for a run of map / filter / flat_map operators (see the module docstring)."""
 
-    def __init__(self, operators: list[StreamOperator], conversions: list[Optional[TypedOutput]]) -> None:
+    def __init__(self, operators: list[StreamOperator]) -> None:
         self.operators = operators
-        self.conversions = conversions
         self.kinds = [_KINDS[type(op)] for op in operators]
         self._output = operators[-1].output
         self._metrics = [op.context.metrics for op in operators]
         functions = [op._call for op in operators]  # type: ignore[attr-defined]  # bound in open()
-        converters = [c.convert if c is not None else None for c in conversions]
-        types = [c.type_info if c is not None else None for c in conversions]
-        source, self._stage_of_line, self._counted = _loop_source(self.kinds, types)
+        source, self._stage_of_line, self._counted = _loop_source(self.kinds)
         namespace: dict[str, Any] = {}
         exec(compile(source, f"<fused {' -> '.join(self.kinds)}>", "exec"), namespace)  # noqa: S102
-        self._loop: Callable[..., tuple[list, Optional[list], list[int]]] = namespace["make"](*functions, *converters)
+        self._loop: Callable[..., tuple[list, Optional[list], list[int]]] = namespace["make"](*functions)
         #: the fused loop's Python source (for the curious: ``print(run.source)``)
         self.source = source
 
@@ -162,32 +161,23 @@ class FusedRun:
             tb = tb.tb_next
         if tb is None:  # pragma: no cover - the loop itself cannot raise outside a stage
             return exc
-        stage, variable, converting = self._stage_of_line[tb.tb_lineno]
+        stage, variable = self._stage_of_line[tb.tb_lineno]
         record = tb.tb_frame.f_locals.get(variable)
-        if converting:  # the value stage ``stage`` emitted, which its output type cannot hold
-            conversion = self.conversions[stage]
-            assert conversion is not None
-            return conversion.type_error([record], exc)
         return wrap_user_error(self.operators[stage], record, exc)
 
 
-def _loop_source(kinds: list[str], types: list[Any]) -> tuple[str, dict[int, tuple[int, str, bool]], set[int]]:
-    """The source of ``make(f0, f1, ..., c0, c1, ...)``, which returns the fused loop over a
-    batch; per line that calls a function, the stage's index, the variable holding the value it
-    was called with and whether it is the conversion after the stage; and the stages whose
-    output the loop counts.
+def _loop_source(kinds: list[str]) -> tuple[str, dict[int, tuple[int, str]], set[int]]:
+    """The source of ``make(f0, f1, ...)``, which returns the fused loop over a batch; per line
+    that calls a stage's function, the stage's index and the variable holding the value it was
+    called with; and the stages whose output the loop counts.
 
-    ``types[i]`` is the declared type of the values stage ``i`` produces when they are converted
-    before the next stage (None: not converted): a value that fails the fast test is converted
-    by ``ci([value])[0]``, which returns a value that fits as it is. The loop returns ``(out,
-    out_timestamps, counts)``; ``counts[i + 1]`` is how many records left stage ``i`` for a
-    filter or flat_map followed by another one (what left any other stage follows from the
-    batch's size, the run's output and the maps' one-to-one).
+    The loop returns ``(out, out_timestamps, counts)``; ``counts[i + 1]`` is how many records
+    left stage ``i`` for a filter or flat_map followed by another one (what left any other
+    stage follows from the batch's size, the run's output and the maps' one-to-one).
     """
     last = len(kinds) - 1
     counted = {i for i, kind in enumerate(kinds) if kind != "map" and any(k != "map" for k in kinds[i + 1:])}
-    parameters = [f"f{i}" for i in range(len(kinds))] + [f"c{i}" for i in range(len(types))]
-    lines = [f"def make({', '.join(parameters)}):",
+    lines = [f"def make({', '.join(f'f{i}' for i in range(len(kinds)))}):",
              "    def loop(values, timestamps):",
              "        out = []",
              "        append = out.append",
@@ -195,12 +185,12 @@ def _loop_source(kinds: list[str], types: list[Any]) -> tuple[str, dict[int, tup
              "        if timestamps is None:",
              "            out_ts = None",
              "            for v0 in values:"]
-    stages: dict[int, tuple[int, str, bool]] = {}
+    stages: dict[int, tuple[int, str]] = {}
 
     def body(timed: bool) -> None:
         indent, current = " " * 16, "v0"
         for i, kind in enumerate(kinds):
-            stages[len(lines) + 1] = (i, current, False)  # compile() numbers lines from 1
+            stages[len(lines) + 1] = (i, current)  # compile() numbers lines from 1
             if kind == "map" and i == last and not timed:
                 lines.append(f"{indent}append(f{i}({current}))")
                 return
@@ -216,11 +206,6 @@ def _loop_source(kinds: list[str], types: list[Any]) -> tuple[str, dict[int, tup
                 current = f"v{i + 1}"
             if i in counted:
                 lines.append(f"{indent}n{i + 1} += 1")
-            test = _fast_test(types[i], current) if i < len(types) and types[i] is not None else None
-            if test is not None:
-                lines.append(f"{indent}if not ({test}):")
-                stages[len(lines) + 1] = (i, current, True)
-                lines.append(f"{indent}    {current} = c{i}([{current}])[0]")
         lines.append(f"{indent}append({current})")
         if timed:
             lines.append(f"{indent}append_ts(t)")
@@ -236,12 +221,3 @@ def _loop_source(kinds: list[str], types: list[Any]) -> tuple[str, dict[int, tup
     lines += ["        return out, out_ts, counts",
               "    return loop"]
     return "\n".join(lines) + "\n", stages, counted
-
-
-_COMPACT = (1 << 30) - 1  # CPython compares ints of one 30-bit digit on its fast path
-
-
-def _fast_test(type_info: Any, name: str) -> Optional[str]:
-    """The type's :func:`fits_expression`, with integer bounds cut to one-digit ints: a value
-    outside them that fits anyway takes the conversion, which returns it unchanged."""
-    return fits_expression(type_info, name, int_limit=_COMPACT)

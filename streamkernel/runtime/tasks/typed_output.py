@@ -25,16 +25,17 @@ __all__ = ["TypedOutput", "typed_output"]
 class TypedOutput:
     """Converts every batch to the declared type before handing it to ``inner``."""
 
-    __slots__ = ("inner", "convert", "operator", "type_info", "strict", "_side")
+    __slots__ = ("inner", "convert", "operator", "type_info", "strict", "_side", "_side_tags")
 
     def __init__(self, inner: Output, convert: Optional[BatchConverter], operator: Any, type_info: Any,
-                 strict: bool = True) -> None:
+                 strict: bool = True, side_tags: Iterable[Any] = ()) -> None:
         self.inner = inner
         self.convert = convert
         self.operator = operator
         self.type_info = type_info
         self.strict = strict
         self._side: dict[Any, Optional[BatchConverter]] = {}
+        self._side_tags = [tag for tag in side_tags if batch_converter(getattr(tag, "type_info", None)) is not None]
 
     def emit(self, values: list, timestamps: Optional[list]) -> None:
         """Convert the batch (main output) and pass it on."""
@@ -67,10 +68,9 @@ class TypedOutput:
         """Idleness passes unchanged."""
         self.inner.emit_watermark_status(idle)
 
-    def type_error(self, values: list, exc: Exception) -> UserFunctionError:
-        """The error for a batch of the main output that its type cannot hold (``exc``: the conversion's)."""
-        assert self.convert is not None
-        return self._error(self.convert, values, self.type_info, exc)
+    def has_side_types(self) -> bool:
+        """Whether a side output of the operator declares a type (its batches are converted too)."""
+        return bool(self._side_tags)
 
     def _error(self, convert: BatchConverter, values: list, type_info: Any, exc: Exception) -> UserFunctionError:
         index, problem = first_mismatch(convert, values)
@@ -88,12 +88,8 @@ def typed_output(inner: Output, operator: Any, type_info: Any, side_tags: Iterab
     """``inner`` wrapped in a :class:`TypedOutput` when ``type_info`` (or a side output's) converts values.
 
     A source whose records already are values of its own produced type
-    (``Source.emits_produced_type``, e.g. NumberSequenceSource's ints) is not converted, nor is
-    the output of an operator that only forwards records it received (``forwards_input_records``:
-    a filter), which were converted where they were produced.
+    (``Source.emits_produced_type``, e.g. NumberSequenceSource's ints) is not converted.
     """
-    if getattr(operator, "forwards_input_records", False):
-        type_info = None
     source = getattr(operator.spec, "source", None) if operator.spec.is_source else None
     if source is not None and getattr(source, "emits_produced_type", False) \
             and source.get_produced_type() == type_info:
@@ -102,4 +98,4 @@ def typed_output(inner: Output, operator: Any, type_info: Any, side_tags: Iterab
     convert = batch_converter(type_info, strict)
     if convert is None and not any(batch_converter(getattr(tag, "type_info", None)) for tag in side_tags):
         return inner
-    return TypedOutput(inner, convert, operator, type_info, strict)
+    return TypedOutput(inner, convert, operator, type_info, strict, side_tags)
