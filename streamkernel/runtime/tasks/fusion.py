@@ -124,7 +124,7 @@ class FusedRun:
     def __init__(self, operators: list[StreamOperator]) -> None:
         self.operators = operators
         self.kinds = [_KINDS[type(op)] for op in operators]
-        self._output = operators[-1].output
+        self._outputs = [op.output for op in operators]  # as wired: a swap means a peek (below)
         self._metrics = [op.context.metrics for op in operators]
         functions = [op._call for op in operators]  # type: ignore[attr-defined]  # bound in open()
         source, self._stage_of_line, self._counted = _loop_source(self.kinds)
@@ -135,7 +135,16 @@ class FusedRun:
         self.source = source
 
     def process_batch(self, values: list, timestamps: Optional[list]) -> None:
-        """Run the batch through every function of the run; emit what the last one produced."""
+        """Run the batch through every function of the run; emit what the last one produced.
+
+        While an operator's output is swapped (``%flink peek`` taps it, :mod:`.peek`), the batch
+        takes the unfused path instead, operator by operator, so the tap sees what it emits.
+        """
+        for operator, output in zip(self.operators, self._outputs):
+            if operator.output is not output:
+                first = self.operators[0]
+                type(first).process_batch(first, values, timestamps)
+                return
         try:
             out, out_ts, counts = self._loop(values, timestamps)
         except Exception as exc:
@@ -151,7 +160,7 @@ class FusedRun:
             metrics.records_in += counts[i]
             metrics.records_out += counts[i + 1]
         if out:
-            self._output.emit(out, out_ts)
+            self._outputs[-1].emit(out, out_ts)
 
     def _user_error(self, exc: Exception) -> Exception:
         """The unfused operator's error: which stage raised, on which of its input values."""

@@ -206,3 +206,39 @@ def test_each_integral_type_keeps_its_own_range_where_records_leave_a_run(
         with ds.execute_and_collect() as it:
             list(it)
     assert [run.kinds for run in fused_runs] == [["map", "map"]]
+
+
+def test_peeking_at_an_operator_inside_a_run_sees_what_it_emits(fused_runs: list) -> None:
+    """``%flink peek`` swaps an operator's output for a tap: the run then goes operator by
+    operator, so the tap of its middle operator sees that operator's records."""
+    import threading
+
+    from streamkernel.runtime.tasks.peek import tap_operator
+
+    gate = threading.Event()
+
+    class Gated:
+        """A source-side map that holds records back until the tap is in place."""
+
+        def __call__(self, x: int) -> int:
+            gate.wait(60)
+            return x
+
+    ds = (_env().from_collection(list(range(3000))).map(Gated()).rebalance().map(lambda x: x + 1)
+          .filter(lambda x: x % 2 == 0).name("evens").map(lambda x: -x))
+    with ds.execute_and_collect() as it:
+        from streamkernel.testing import wait_until
+
+        wait_until(lambda: any(run.kinds == ["map", "filter", "map"] for run in fused_runs), timeout=60,
+                   message="the fused run after the exchange")
+        run = next(run for run in fused_runs if run.kinds == ["map", "filter", "map"])
+        evens = run.operators[1]
+        peeked: list = []
+        peeking = threading.Thread(target=lambda: peeked.extend(tap_operator(evens, limit=10, seconds=60)))
+        peeking.start()
+        wait_until(lambda: evens.output is not run._outputs[1], timeout=60, message="the tap in place")
+        gate.set()
+        results = list(it)
+        peeking.join(60)
+    assert sorted(results) == sorted(-x for x in range(1, 3001) if x % 2 == 0)
+    assert len(peeked) == 10 and all(value % 2 == 0 and value > 0 for value, _ in peeked)  # the filter's output
