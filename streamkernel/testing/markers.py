@@ -85,6 +85,11 @@ class Gate:
         """Block until a source subtask holds here (or ``timeout`` seconds); returns :attr:`reached`."""
         return self._reached.wait(timeout)
 
+    def wait_open(self, timeout: Optional[float] = None) -> bool:
+        """Block until :meth:`open` was called (or ``timeout`` seconds); returns :attr:`is_open`.
+        For a user function that must hold until the test lets it go (a held, slow operator)."""
+        return self._opened.wait(timeout)
+
     def _hold(self) -> bool:
         """Called by a reader at the gate: True while it must hold."""
         if self._opened.is_set():
@@ -136,10 +141,18 @@ class FileGate(Gate):
 
     def wait_reached(self, timeout: Optional[float] = None) -> bool:
         """Poll until a source subtask holds here (or ``timeout`` seconds); returns :attr:`reached`."""
+        return self._poll(lambda: self.reached, timeout)
+
+    def wait_open(self, timeout: Optional[float] = None) -> bool:
+        """Poll until :meth:`open` was called in any process (or ``timeout`` seconds); returns :attr:`is_open`."""
+        return self._poll(lambda: self.is_open, timeout)
+
+    @staticmethod
+    def _poll(done: Any, timeout: Optional[float]) -> bool:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.reached and (deadline is None or time.monotonic() < deadline):
-            time.sleep(0.01)
-        return self.reached
+        while not done() and (deadline is None or time.monotonic() < deadline):
+            time.sleep(0.002)  # a file in another process's sight: nothing to wait on but the file
+        return bool(done())
 
     def _hold(self) -> bool:
         if self.is_open:

@@ -1,6 +1,7 @@
 """The sending side of one output edge: partition batches to channels, buffer, send.
 
-Flink's ``RecordWriter`` + ``ChannelSelector``: the tail of an operator chain hands every
+Flink's ``RecordWriter`` (the ``ChannelSelector`` parts that pick channels by key are in
+:mod:`.channel_selection`): the tail of an operator chain hands every
 batch of one non-chained out edge to a :class:`RecordWriter`, which splits it by the edge's
 partitioner, appends each channel's share to that channel's pending buffer, and sends a
 buffer (:class:`~streamkernel.runtime.core.records.DataBuffer`) once it holds ``buffer_size``
@@ -30,13 +31,11 @@ that size (a copy per batch, paid only with debloating on). Off, nothing of this
 
 from __future__ import annotations
 
-import operator
 import random
 import time
 from typing import Any, Callable, Optional, Sequence
 
-from streamkernel.errors import StreamKernelError
-from streamkernel.graph.keygroups import assign_key_to_operator, default_max_parallelism
+from streamkernel.graph.keygroups import default_max_parallelism
 from streamkernel.graph.partitioners import (
     BroadcastPartitioner,
     CustomPartitionerWrapper,
@@ -50,41 +49,14 @@ from streamkernel.graph.partitioners import (
 )
 from streamkernel.runtime.core.keys import key_function
 from streamkernel.runtime.core.records import DataBuffer
+from streamkernel.runtime.network.channel_selection import (
+    KeyChannelCache,
+    PartitioningError,
+    custom_channels,
+    hash_channels,
+)
 
 __all__ = ["RecordWriter", "PartitioningError"]
-
-#: bound of the key -> channel cache of a HASH writer (cleared when full)
-KEY_CACHE_SIZE = 1 << 16
-
-
-class PartitioningError(StreamKernelError, ValueError):
-    """A partitioner could not route a record: its key selector raised, or a custom
-    Partitioner returned a channel out of range. Names the partitioner and the record."""
-
-
-def _short(record: Any, limit: int = 200) -> str:
-    text = repr(record)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-class _KeyChannelCache(dict):
-    """key -> channel, computed on a miss (key groups of key_by's ``key_type``), bounded by
-    clearing when full."""
-
-    __slots__ = ("max_parallelism", "num_channels", "key_type")
-
-    def __init__(self, max_parallelism: int, num_channels: int, key_type: Any = None) -> None:
-        super().__init__()
-        self.max_parallelism = max_parallelism
-        self.num_channels = num_channels
-        self.key_type = key_type
-
-    def __missing__(self, key: Any) -> int:
-        channel = assign_key_to_operator(key, self.max_parallelism, self.num_channels, self.key_type)
-        if len(self) >= KEY_CACHE_SIZE:
-            self.clear()
-        self[key] = channel
-        return channel
 
 
 class RecordWriter:
@@ -144,7 +116,7 @@ class RecordWriter:
         if isinstance(partitioner, KeyGroupStreamPartitioner):
             self._key_fn = key_function(partitioner.key_selector)
             max_par = partitioner.max_parallelism or default_max_parallelism(n)
-            self._cache = _KeyChannelCache(max_par, n, partitioner.key_type)
+            self._cache = KeyChannelCache(max_par, n, partitioner.key_type)
             return self._emit_hash
         if isinstance(partitioner, RebalancePartitioner):
             self._next = subtask_index % n  # spreads the senders' first records (Flink: random)
@@ -362,24 +334,10 @@ class RecordWriter:
                     ts_appends[c](t)
         except Exception:
             self._rollback(marks)
-            self._group(values, timestamps, self._hash_channels_slowly(values))
+            self._group(values, timestamps, hash_channels(values, self._key_fn, self._cache,
+                                                          self.partitioner.key_selector))  # type: ignore[attr-defined]
             return
         self._send_full()
-
-    def _hash_channels_slowly(self, values: list) -> list:
-        """Per record, without the cache (unhashable keys), naming a record whose key fails."""
-        key_fn, n = self._key_fn, self._n
-        max_par, key_type = self._cache.max_parallelism, self._cache.key_type
-        channels = []
-        for v in values:
-            try:
-                key = key_fn(v)
-            except Exception as exc:
-                raise PartitioningError(
-                    f"the key selector {self.partitioner.key_selector!r} of a HASH (key_by) edge "  # type: ignore[attr-defined]
-                    f"raised {type(exc).__name__}: {exc} on record {_short(v)}") from exc
-            channels.append(assign_key_to_operator(key, max_par, n, key_type))
-        return channels
 
     def _rollback(self, marks: list[int]) -> None:
         """Drop what a failed batch appended to the pending buffers."""
@@ -417,44 +375,8 @@ class RecordWriter:
         self.records_out += len(values)
         if (timestamps is not None) != self._with_ts:
             self._switch_timestamps(timestamps is not None)
-        n, key_fn, partition = self._n, self._key_fn, self._partition_fn
         wrapper: CustomPartitionerWrapper = self.partitioner  # type: ignore[assignment]
-        try:
-            channels = [partition(key_fn(v), n) for v in values]
-        except Exception as exc:
-            record = self._first_failing(values, lambda v: partition(key_fn(v), n))
-            raise PartitioningError(
-                f"the custom partitioner {wrapper.partitioner!r} (key selector {wrapper.key_selector!r}) "
-                f"raised {type(exc).__name__}: {exc} on record {_short(record)}") from exc
-        if set(map(type, channels)) != {int}:  # rare: numpy ints, bools, or a bad result
-            channels = self._as_ints(values, channels)
-        if min(channels) < 0 or max(channels) >= n:
-            i = next(i for i, c in enumerate(channels) if not 0 <= c < n)
-            raise PartitioningError(
-                f"the custom partitioner {wrapper.partitioner!r} returned {channels[i]!r} for record "
-                f"{_short(values[i])}; a partition must be in 0..{n - 1} (num_partitions={n})")
-        self._group(values, timestamps, channels)
-
-    def _as_ints(self, values: list, channels: list) -> list:
-        """Convert partitions to int (numpy ints are fine), naming a record whose result is not one."""
-        result = []
-        for v, c in zip(values, channels):
-            try:
-                result.append(operator.index(c))
-            except TypeError:
-                raise PartitioningError(
-                    f"the custom partitioner {self.partitioner.partitioner!r} returned {c!r} "  # type: ignore[attr-defined]
-                    f"for record {_short(v)}; a partition must be an int") from None
-        return result
-
-    @staticmethod
-    def _first_failing(values: list, fn: Callable[[Any], Any]) -> Any:
-        for v in values:
-            try:
-                fn(v)
-            except Exception:
-                return v
-        return "<not reproducible>"
+        self._group(values, timestamps, custom_channels(values, self._key_fn, self._partition_fn, wrapper, self._n))
 
     def __repr__(self) -> str:
         return (f"RecordWriter({self.partitioner}, channels={self._n}, subtask={self.subtask_index}, "

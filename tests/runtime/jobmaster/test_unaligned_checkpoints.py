@@ -11,8 +11,7 @@ subtasks owning their keys).
 The same jobs run on the ``process`` backend (2 TaskManager processes of one slot each: the
 keyed exchange crosses TCP channels, whose barriers are sent without credit and announced
 like local ones), where a killed TaskManager stands in for the failure, and once on ``spark``.
-There the valve and the gate are files (:class:`FileValve`, ``FileGate``): an Event would not
-reach another process.
+There the valve and the gate are ``FileGate``s: an Event would not reach another process.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import concurrent.futures
 import importlib.util
 import os
 import pathlib
-import threading
 import time
 from typing import Any, Iterator
 
@@ -45,24 +43,6 @@ SPARK = [pytest.mark.spark, pytest.mark.skipif(importlib.util.find_spec("pyspark
 BEFORE_GATE = 40  # 20 per source subtask: several buffers of 4 records queue behind the held operator
 
 
-class FileValve:
-    """A ``threading.Event`` across processes: set once its file exists (the operator in a
-    TaskManager process polls for it while the test holds it)."""
-
-    def __init__(self, path: pathlib.Path) -> None:
-        self.path = str(path)
-
-    def set(self) -> None:
-        pathlib.Path(self.path).touch()
-
-    def is_set(self) -> bool:
-        return os.path.exists(self.path)
-
-    def wait(self) -> None:
-        while not self.is_set():
-            time.sleep(0.002)
-
-
 def cluster_for(backend: str) -> MiniCluster:
     """Four slots in one process (local), or two TaskManager processes of one slot each."""
     if backend == "local":
@@ -73,8 +53,8 @@ def cluster_for(backend: str) -> MiniCluster:
 def gate_and_valve(backend: str, tmp_path: pathlib.Path) -> tuple[Any, Any]:
     """The source's gate and the slow operator's valve: in memory, or files for TaskManager processes."""
     if backend == "local":
-        return Gate(), threading.Event()
-    return FileGate(tmp_path, "gate"), FileValve(tmp_path / "valve.open")
+        return Gate("gate"), Gate("valve")
+    return FileGate(tmp_path, "gate"), FileGate(tmp_path, "valve")
 
 
 class ValvedCount(KeyedProcessFunction):
@@ -87,7 +67,7 @@ class ValvedCount(KeyedProcessFunction):
         self.count = runtime_context.get_state(ValueStateDescriptor("count", None))
 
     def process_element(self, key: str, ctx: Any) -> Iterator[str]:
-        self.valve.wait()
+        self.valve.wait_open()
         count = (self.count.value() or 0) + 1
         self.count.update(count)
         yield f"{key}:{count}"
@@ -149,7 +129,7 @@ def take_backpressured_checkpoint(cluster: MiniCluster, client: Any, gate: Gate,
                    message="the source subtasks' acknowledgements")
         triggered = cluster.checkpoints.checkpoint_stats(job_id).history[0].trigger_timestamp
         wait_until(lambda: time.time_ns() // 1_000_000 >= triggered + held_ms, message=f"{held_ms} ms held")
-        valve.set()
+        valve.open()
         return pending.result(60)
 
 
@@ -178,8 +158,8 @@ def test_an_unaligned_checkpoint_stores_in_flight_records_and_recovery_counts_ea
 
 
 def test_savepoints_stay_aligned_with_unaligned_checkpoints_on(tmp_path) -> None:
-    gate, valve = Gate(), threading.Event()
-    valve.set()
+    gate, valve = Gate(), Gate("valve")
+    valve.open()
     env = build(tmp_path, gate, valve)
     with MiniCluster(1, 4) as cluster:
         client = env.execute_async("aligned savepoint")
@@ -197,7 +177,7 @@ def test_savepoints_stay_aligned_with_unaligned_checkpoints_on(tmp_path) -> None
 @pytest.mark.parametrize("old_parallelism, new_parallelism", [(2, 3), (3, 2)])
 def test_in_flight_records_restored_at_another_parallelism_are_counted_exactly_once(
         tmp_path, old_parallelism: int, new_parallelism: int) -> None:
-    gate, valve = Gate(), threading.Event()
+    gate, valve = Gate(), Gate("valve")
     with MiniCluster(1, 4) as cluster:
         client = build(tmp_path, gate, valve, parallelism=old_parallelism).execute_async("rescale source")
         checkpoint = take_backpressured_checkpoint(cluster, client, gate, valve)
@@ -249,7 +229,7 @@ def source_backpressured_ns(cluster: MiniCluster) -> int:
 def test_a_source_held_by_an_operator_in_another_taskmanager_acknowledges_a_checkpoint_at_once(tmp_path) -> None:
     """Output availability over TCP: the source waits for a credit where it sees the trigger
     (not in a send that only the held operator could end), so it snapshots while held."""
-    valve = FileValve(tmp_path / "valve.open")
+    valve = FileGate(tmp_path, "valve")
     conf = {"execution.checkpointing.dir": str(tmp_path / "checkpoints"),
             "execution.checkpointing.unaligned.enabled": "true", "taskmanager.network.batch-size": "4"}
     env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
@@ -268,8 +248,8 @@ def test_a_source_held_by_an_operator_in_another_taskmanager_acknowledges_a_chec
             pending = pool.submit(cluster.checkpoints.trigger_checkpoint, job_id)
             wait_until(lambda: [s.num_acknowledged for s in cluster.checkpoints.checkpoint_stats(job_id).history] == [1],
                        message="the held source's acknowledgement")
-            acknowledged_while_held = not valve.is_set()
-            valve.set()
+            acknowledged_while_held = not valve.is_open
+            valve.open()
             pending.result(60)
         stats = latest_completed(cluster, job_id)
         client.get_job_execution_result().result(60)
