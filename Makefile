@@ -10,7 +10,7 @@ CKSUM  := $(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 BASE_STAMP := $(VENV)/.installed-base-$(CKSUM)
 TEST_STAMP := $(VENV)/.installed-test-$(CKSUM)
 
-.PHONY: demo test lint install install-test graphviz browser clean
+.PHONY: demo test lint install install-test graphviz browser flink-tools clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ graphviz:
 browser:
 	@bash scripts/ensure_browser.sh
 
+# Flink's own CLI and Web UI files (apache-flink, apache-flink-libraries with --no-deps) in
+# .flink-tools/, outside the venv, for the tests against the REST API; Java 17 runs the CLI.
+flink-tools: $(BASE_STAMP)
+	@bash scripts/ensure_flink_tools.sh $(PY)
+
 demo: install graphviz
 	$(PY) -m streamkernel demo --out out/demo
 
@@ -43,9 +48,9 @@ lint: install-test
 	$(VENV)/bin/ruff check streamkernel tests bench scripts
 	$(VENV)/bin/mypy
 
-test: lint install-test graphviz browser
+test: lint install-test graphviz browser flink-tools
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 	bash scripts/test_other_pythons.sh $(PY)
 
 clean:
-	rm -rf $(VENV) .venv-3.* out .pytest_cache
+	rm -rf $(VENV) .venv-3.* out .pytest_cache .flink-tools

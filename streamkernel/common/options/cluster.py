@@ -111,12 +111,16 @@ class RpcOptions:
 
 
 class WebOptions:
-    """Flink's ``WebOptions``: how much history the REST API and the cockpit keep."""
+    """Flink's ``WebOptions``: how much history the REST API and the cockpit keep, and where Flink's Web UI is."""
 
     EXCEPTION_HISTORY_SIZE = _key("web.exception-history-size").int_type().default_value(16).with_range(0) \
         .with_description("Failures kept in a job's exception history.")
     CHECKPOINTS_HISTORY_SIZE = _key("web.checkpoints.history").int_type().default_value(10).with_range(1) \
         .with_description("Recent checkpoints kept in a job's checkpoint statistics.")
+    DASHBOARD_JAR = _key("web.dashboard.jar").string_type().no_default_value().with_description(
+        "streamkernel: the jar holding Flink's Web UI (its web/ folder: flink-dist-*.jar of apache-flink-libraries), "
+        "served at / by the REST endpoint; unset: $FLINK_HOME/lib/flink-dist-*.jar, else the installed pyflink "
+        "package's lib/flink-dist-*.jar, else / shows how to get it.")
 
 
 class MiniClusterOptions:
