@@ -111,12 +111,18 @@ class RpcOptions:
 
 
 class WebOptions:
-    """Flink's ``WebOptions``: how much history the REST API and the cockpit keep."""
+    """Flink's ``WebOptions``: how much history the REST API and the cockpit keep, what the Web UI may do."""
 
     EXCEPTION_HISTORY_SIZE = _key("web.exception-history-size").int_type().default_value(16).with_range(0) \
         .with_description("Failures kept in a job's exception history.")
     CHECKPOINTS_HISTORY_SIZE = _key("web.checkpoints.history").int_type().default_value(10).with_range(1) \
         .with_description("Recent checkpoints kept in a job's checkpoint statistics.")
+    REFRESH_INTERVAL = _key("web.refresh-interval").long_type().default_value(3000).with_range(1) \
+        .with_description("Milliseconds between two refreshes of the Web UI (sent in the REST API's /config).")
+    SUBMIT_ENABLE = _key("web.submit.enable").boolean_type().default_value(True).with_description(
+        "Whether jobs may be submitted through the REST API (and the Web UI shows its submit page).")
+    CANCEL_ENABLE = _key("web.cancel.enable").boolean_type().default_value(True).with_description(
+        "Whether jobs may be cancelled through the REST API (and the Web UI shows its cancel button).")
 
 
 class MiniClusterOptions:
