@@ -8,7 +8,8 @@ from typing import Any
 from streamkernel.common.config_options import ConfigOptions
 from streamkernel.errors import IllegalConfigurationError
 
-__all__ = ["RestOptions", "PORT_FALLBACK_COUNT", "rest_port_range", "rest_explicitly_configured"]
+__all__ = ["RestOptions", "PORT_FALLBACK_COUNT", "rest_port_range", "rest_explicitly_configured",
+           "check_rest_options"]
 
 _key = ConfigOptions.key
 
@@ -66,3 +67,12 @@ def rest_explicitly_configured(configuration: Mapping[str, Any]) -> bool:
     """True when the configuration sets ``rest.port`` or ``rest.bind-port``: the user asked for an
     endpoint (``env.execute()``'s transient cluster then serves one too)."""
     return RestOptions.PORT.is_set(configuration) or RestOptions.BIND_PORT.is_set(configuration)
+
+
+def check_rest_options(configuration: Mapping[str, Any]) -> None:
+    """Parse every REST key of ``configuration``: the first bad value raises
+    IllegalConfigurationError naming its key (before a cluster starts anything)."""
+    for option in (RestOptions.BIND_ADDRESS, RestOptions.PORT, RestOptions.ADDRESS,
+                   RestOptions.SERVER_MAX_CONTENT_LENGTH):
+        option.get(configuration)
+    rest_port_range(configuration)
