@@ -51,7 +51,7 @@ class RestHandler(tornado.web.RequestHandler):
 
     SUPPORTED_METHODS = ("GET", "HEAD", "POST", "DELETE", "PATCH", "PUT", "OPTIONS")
 
-    def initialize(self, context: RestContext, max_content_length: int) -> None:  # type: ignore[override]
+    def initialize(self, context: RestContext, max_content_length: int) -> None:
         """tornado's per-request setup: the context and the body limit."""
         self.context = context
         self.max_content_length = max_content_length
@@ -96,7 +96,7 @@ class RestHandler(tornado.web.RequestHandler):
             if not self._finished:
                 self.write_json({"errors": [error.message]}, error.status)
             return
-        super()._handle_request_exception(error)  # type: ignore[arg-type]
+        super()._handle_request_exception(error)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Flink's error body for tornado's own errors (405, malformed requests) and handler bugs (500)."""
@@ -154,7 +154,7 @@ class NotFoundHandler(RestHandler):
     def _not_found(self, *args: Any, **kwargs: Any) -> None:
         raise RestError(404, f"Not found: {self.request.path}")
 
-    get = post = put = patch = delete = head = options = _not_found  # type: ignore[assignment]
+    get = post = put = patch = delete = head = options = _not_found
 
     def prepare(self) -> None:
         """A body is not read for an unknown path."""

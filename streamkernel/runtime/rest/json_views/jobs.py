@@ -78,7 +78,7 @@ def job_details(details: JobDetails, live_metrics: Mapping[tuple[int, int], Opti
     """``/jobs/:jobid``: Flink's JobDetailsInfo. ``live_metrics``: (vertex, subtask) -> that
     subtask's metrics snapshot (live or final)."""
     ids = vertex_hex_ids(details)
-    vertices = []
+    vertices: list[dict[str, Any]] = []
     status_counts = {state: 0 for state in _STATES}
     for vertex in details.vertices:
         state = vertex_state(vertex)
@@ -98,7 +98,7 @@ def job_details(details: JobDetails, live_metrics: Mapping[tuple[int, int], Opti
         "jid": details.job_id, "name": details.job_name, "isStoppable": False, "state": details.status.name,
         "job-type": job_type(configuration), "start-time": details.start_time, "end-time": _end_time(details),
         "duration": details.duration_ms,
-        "maxParallelism": max((v["maxParallelism"] for v in vertices), default=-1),
+        "maxParallelism": max((int(v["maxParallelism"]) for v in vertices), default=-1),
         "now": now, "timestamps": timestamps, "vertices": vertices, "status-counts": status_counts,
         "plan": job_plan(details, configuration)["plan"],
         "stream-graph": {},  # Flink 2.x's adaptive-graph view: streamkernel's graph is fixed at submission
@@ -159,7 +159,7 @@ def job_exceptions(details: JobDetails, max_exceptions: int = 20) -> dict:
     root-exception fields the spec still lists."""
     history = list(reversed(details.exception_history))
     shown = history[:max_exceptions]
-    entries = [{"exceptionName": e.exception_name, "stacktrace": e.stacktrace, "timestamp": e.timestamp,
+    entries: list[dict[str, Any]] = [{"exceptionName": e.exception_name, "stacktrace": e.stacktrace, "timestamp": e.timestamp,
                 "taskName": e.task_name, "endpoint": None, "taskManagerId": e.taskmanager_id,
                 "failureLabels": {}, "concurrentExceptions": []} for e in shown]
     root = history[0] if history else None

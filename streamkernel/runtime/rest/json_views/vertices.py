@@ -59,14 +59,16 @@ def vertex_backpressure(vertex: VertexDetails, metrics_of: MetricsOf, now: int) 
 
     The level is under both names the dashboard reads (``backpressureLevel`` and
     ``backpressure-level``)."""
-    subtasks = []
+    subtasks: list[dict[str, Any]] = []
+    worst_ratio = 0.0
     for sub in vertex.subtasks:
         back, idle, busy = ratios(metrics_of(sub))
+        worst_ratio = max(worst_ratio, back)
         level = backpressure_level(back)
         subtasks.append({"subtask": sub.subtask_index, "attemptNumber": sub.attempt_number,
                          "backpressureLevel": level, "backpressure-level": level, "ratio": back,
                          "idleRatio": idle, "busyRatio": busy})
-    worst = backpressure_level(max((s["ratio"] for s in subtasks), default=0.0))
+    worst = backpressure_level(worst_ratio)
     return {"status": "ok", "backpressureLevel": worst, "backpressure-level": worst, "end-timestamp": now,
             "subtasks": subtasks}
 
