@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import http.client
 import logging
+import os
+import pathlib
+import re
 import socket
+import subprocess
+import sys
 import threading
 from typing import Iterator
 
@@ -153,3 +158,18 @@ def test_the_process_backend_serves_taskmanagers_and_live_metrics() -> None:
 
         first = wait_until(written, message="the source's records in the heartbeats of TaskManager processes")
         wait_until(lambda: written() > first, message="the source's written records to grow")
+
+
+def test_streamkernel_run_with_a_cluster_serves_the_api_and_says_where(tmp_path: pathlib.Path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import json, urllib.request\n"
+        "from streamkernel.runtime.minicluster.minicluster import current_cluster\n"
+        "url = current_cluster().rest_url\n"
+        "print(json.loads(urllib.request.urlopen(url + '/v1/overview', timeout=30).read())['slots-total'])\n")
+    done = subprocess.run([sys.executable, "-m", "streamkernel", "run", "--taskmanagers", "1", "--slots", "3",
+                           "-D", "rest.port=0", str(script)], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parents[3])})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "3"
+    assert re.search(r"REST API and Web UI at http://127\.0\.0\.1:\d+", done.stderr)
