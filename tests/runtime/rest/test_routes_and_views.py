@@ -101,3 +101,31 @@ def test_stats_summary_and_aggregates() -> None:
     assert stats_summary([])["p999"] == 0.0
     assert aggregate([1.0, 3.0], ["min", "max", "sum", "avg"]) == {"min": 1.0, "max": 3.0, "sum": 4.0, "avg": 2.0}
     assert [backpressure_level(r) for r in (0.0, 0.1, 0.3, 0.9)] == ["ok", "ok", "low", "high"]
+
+
+def test_backpressure_ratios_are_recent_once_an_earlier_request_saw_the_subtask() -> None:
+    from streamkernel.runtime.core.deployment import ExecutionAttemptId, ExecutionState
+    from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
+    from streamkernel.runtime.rest.context import RestContext
+    from streamkernel.runtime.rest.json_views.io_metrics import ratios
+    from streamkernel.runtime.taskmanager.gateway import SlotReport, TaskExecutorHeartbeat, TaskStatus
+
+    attempt = ExecutionAttemptId("j" * 32, 1, 0, 0)
+    second = 1_000_000_000
+    beats: list[dict] = []
+
+    class ResourceManager:
+        def taskmanager_snapshots(self) -> tuple:
+            status = TaskStatus(attempt, "Map (1/1)", 0, ExecutionState.RUNNING, beats[-1])
+            beat = TaskExecutorHeartbeat("tm-1", SlotReport("tm-1", ()), (status,))
+            return (TaskManagerSnapshot("tm-1", 0, 1, 0, 5, ("j" * 32,), beat),)
+
+    context = RestContext(dispatcher=None, resource_manager=ResourceManager())  # type: ignore[arg-type]
+    # 100 s without backpressure ...
+    beats.append({"uptime_ns": 100 * second, "backpressured_ns": 0, "idle_ns": 90 * second, "busy_ns": 10 * second})
+    first = context.live_metrics()[attempt][1]
+    assert ratios(first) == (0.0, 0.9, 0.1)  # nothing earlier: the whole run
+    # ... then 2 s fully backpressured: Flink's ratio is about now, not the average of the run
+    beats.append({"uptime_ns": 102 * second, "backpressured_ns": 2 * second, "idle_ns": 90 * second,
+                  "busy_ns": 10 * second})
+    assert ratios(context.live_metrics()[attempt][1]) == (1.0, 0.0, 0.0)

@@ -52,12 +52,16 @@ def sum_io(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def ratios(metrics: Optional[Mapping[str, Any]]) -> tuple[float, float, float]:
-    """(backpressured, idle, busy) shares of the subtask's run time so far (0 when unknown).
+    """(backpressured, idle, busy) shares of the subtask's recent time (0 when unknown).
 
-    Flink's ratios are over the last second; a snapshot here carries totals since the subtask
-    started, so these are averages over its whole run.
+    Flink's ratios are over the last second: these are over the ``"recent"`` figures the REST
+    context adds (about a second, or since the previous request), else, on a first look,
+    averages over the subtask's whole run.
     """
-    if not metrics or not metrics.get("uptime_ns"):
+    if not metrics:
+        return 0.0, 0.0, 0.0
+    metrics = metrics.get("recent") or metrics
+    if not metrics.get("uptime_ns"):
         return 0.0, 0.0, 0.0
     uptime = float(metrics["uptime_ns"])
     return tuple(round(min(max(float(metrics.get(k, 0)) / uptime, 0.0), 1.0), 3)  # type: ignore[return-value]
