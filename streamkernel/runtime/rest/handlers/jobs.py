@@ -42,7 +42,8 @@ class JobsOverviewHandler(RestHandler):
 
     def get(self) -> None:
         """Flink's MultipleJobsDetails."""
-        self.write_json({"jobs": [job_overview(d) for d in self.context.dispatcher.list_jobs()]})
+        self.write_json({"jobs": [job_overview(d, self.context.job_configuration(d))
+                                  for d in self.context.dispatcher.list_jobs()]})
 
 
 class JobDetailsHandler(RestHandler):

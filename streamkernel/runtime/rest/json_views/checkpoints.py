@@ -9,7 +9,6 @@ from typing import Any, Mapping, Optional, Sequence
 from streamkernel.common.options import CheckpointingOptions, StateBackendOptions
 from streamkernel.runtime.checkpoint.history import CheckpointStats, CheckpointStatsSnapshot, CheckpointStatus
 from streamkernel.runtime.jobmaster.job_status import VertexDetails
-from streamkernel.runtime.rest.json_views.jobs import job_type
 
 __all__ = ["checkpointing_statistics", "checkpoint_statistics", "checkpoint_config", "task_checkpoint_details",
            "stats_summary"]
@@ -165,5 +164,4 @@ def checkpoint_config(configuration: Mapping[str, str]) -> Optional[dict]:
         "checkpoints_after_tasks_finish": True,
         "state_changelog_enabled": False,  # streamkernel has no changelog state backend
         "changelog_periodic_materialization_interval": -1, "changelog_storage": "",
-        "job_type": job_type(configuration),
     }

@@ -81,7 +81,9 @@ def taskmanager_info(tm: TaskManagerSnapshot, now: int) -> dict:
     return {
         "id": tm.taskmanager_id, "path": f"streamkernel://{tm.taskmanager_id}", "dataPort": -1, "jmxPort": -1,
         "timeSinceLastHeartbeat": now - tm.heartbeat_age_ms, "slotsNumber": tm.number_of_slots,
-        "freeSlots": tm.free_slots, "totalResource": _resource(), "freeResource": _resource(),
+        "freeSlots": tm.free_slots,
+        "assignedTasks": len(tm.last_heartbeat.tasks) if tm.last_heartbeat is not None else 0,
+        "totalResource": _resource(), "freeResource": _resource(),
         # the machine's cores and memory (every backend but a remote Spark executor runs here)
         "hardware": {"cpuCores": os.cpu_count() or -1, "physicalMemory": _physical_memory(), "freeMemory": -1,
                      "managedMemory": 0},

@@ -32,17 +32,18 @@ def _last_modification(details: JobDetails) -> int:
     return max([details.start_time, *details.status_timestamps.values()])
 
 
-def job_overview(details: JobDetails) -> dict:
-    """One entry of ``/jobs/overview`` (Flink's JobDetails JSON)."""
+def job_overview(details: JobDetails, configuration: Mapping[str, str]) -> dict:
+    """One entry of ``/jobs/overview`` (Flink 2.3's JobDetails JSON, what ``flink list`` reads)."""
     counts = {state.lower(): 0 for state in _STATES}
     for sub in details.subtasks:
         counts[sub.state.value.lower()] += 1
     total = len(details.subtasks)
     counts["pending"] = counts["created"] + counts["scheduled"] + counts["deploying"] + counts["initializing"]
-    return {"jid": details.job_id, "name": details.job_name, "start-time": details.start_time,
+    return {"jid": details.job_id, "name": details.job_name, "jobType": job_type(configuration),
+            "schedulerType": "Default", "start-time": details.start_time,
             "end-time": _end_time(details), "duration": details.duration_ms,
             "last-modification": _last_modification(details), "state": details.status.name,
-            "tasks": {"total": total, **counts}}
+            "tasks": {"total": total, **counts}, "pending-operators": 0}
 
 
 def vertex_state(vertex: VertexDetails) -> str:
@@ -96,13 +97,13 @@ def job_details(details: JobDetails, live_metrics: Mapping[tuple[int, int], Opti
     timestamps.update(details.status_timestamps)
     return {
         "jid": details.job_id, "name": details.job_name, "isStoppable": False, "state": details.status.name,
-        "job-type": job_type(configuration), "start-time": details.start_time, "end-time": _end_time(details),
+        "job-type": job_type(configuration), "schedulerType": "Default", "start-time": details.start_time, "end-time": _end_time(details),
         "duration": details.duration_ms,
         "maxParallelism": max((int(v["maxParallelism"]) for v in vertices), default=-1),
         "now": now, "timestamps": timestamps, "vertices": vertices, "status-counts": status_counts,
         "plan": job_plan(details, configuration)["plan"],
-        "stream-graph": {},  # Flink 2.x's adaptive-graph view: streamkernel's graph is fixed at submission
-        "pending-operators": 0,
+        "stream-graph": None,  # Flink 2.x's adaptive-graph view: streamkernel's graph is fixed at submission
+        "pending-operators": 0, "application-id": None,  # no Flink 2.3 applications here
     }
 
 

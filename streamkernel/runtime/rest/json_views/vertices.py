@@ -65,7 +65,7 @@ def vertex_backpressure(vertex: VertexDetails, metrics_of: MetricsOf, now: int) 
         back, idle, busy = ratios(metrics_of(sub))
         worst_ratio = max(worst_ratio, back)
         level = backpressure_level(back)
-        subtasks.append({"subtask": sub.subtask_index, "attemptNumber": sub.attempt_number,
+        subtasks.append({"subtask": sub.subtask_index, "attempt-number": sub.attempt_number,
                          "backpressureLevel": level, "backpressure-level": level, "ratio": back,
                          "idleRatio": idle, "busyRatio": busy})
     worst = backpressure_level(worst_ratio)
