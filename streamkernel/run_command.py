@@ -112,6 +112,8 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     arguments = list(args.arguments)
     if cluster is not None:
         cluster.start()
+        if cluster.rest_url is not None:
+            print(f"streamkernel run: Flink's REST API and Web UI at {cluster.rest_url}", file=sys.stderr)
     saved_argv, saved_path = sys.argv, list(sys.path)
     restore_sigterm = exit_on_sigterm()
     sys.argv = [args.script, *arguments]

@@ -1,4 +1,4 @@
-"""The cluster and job subcommands of ``%flink``: start, stop, cluster, jobs, submit, cancel, metrics.
+"""The cluster and job subcommands of ``%flink``: start, stop, cluster, webui, jobs, submit, cancel, metrics.
 
 Each is a thin call into the public Python API (``MiniCluster``, ``env.execute_async``,
 ``JobClient.cancel``) plus a display: pandas tables in the notebook, text in a terminal.
@@ -76,6 +76,9 @@ class ClusterCommands:
         cluster.start()
         self.session.shell.push({"cluster": cluster})
         print(f"Started {cluster!r}; bound to `cluster`. Every env.execute() in this kernel now runs on it.")
+        if cluster.rest_url is not None:
+            print("Flink's REST API (and Web UI: %flink webui) at")
+            print(cluster.rest_url)
         if self.cockpit is not None and self.cockpit.live:
             return self.cockpit.show_cluster(cluster)
         return self.cluster(args)
@@ -91,6 +94,21 @@ class ClusterCommands:
             refresher.refresh_once()
             refresher.stop()
         print(f"Stopped {cluster!r}.")
+
+    def webui(self, args: argparse.Namespace) -> None:
+        """``%flink webui``: a link to the cluster's Web UI / REST API, and in a notebook the UI itself."""
+        cluster = self.cluster_or_usage("webui")
+        url = cluster.rest_url
+        if url is None:
+            raise UsageError("%flink webui: the cluster serves no REST API (it was started with rest=False)")
+        from streamkernel.jupyter.cockpit_commands import widgets_frontend  # lazy: it imports this module
+
+        print(f"Flink's Web UI and REST API: {url}")
+        if widgets_frontend(self.session.shell):
+            from IPython.display import HTML, IFrame
+
+            self.display(HTML(f'<a href="{url}" target="_blank">Open Flink\'s Web UI ({url})</a>'))
+            self.display(IFrame(url, width="100%", height=600))
 
     def cluster(self, args: argparse.Namespace) -> Any:
         """``%flink cluster``: one row per slot: TaskManager, slot, job and subtasks in it."""

@@ -95,6 +95,8 @@ def line_parser() -> MagicArgumentParser:
                             "-D streamkernel.minicluster.max-taskmanager-processes=32")
     sub.add_parser("stop", add_help=False, help="stop the cluster: cancel its jobs, end every TaskManager")
     sub.add_parser("cluster", add_help=False, help="the cluster's TaskManagers and what runs in each slot")
+    sub.add_parser("webui", add_help=False,
+                   help="a link to the cluster's Flink Web UI and REST API (and the UI itself, in a notebook)")
     sub.add_parser("jobs", add_help=False, help="the jobs of the cluster with their status")
     submit = sub.add_parser("submit", add_help=False, help="submit the current dataflow (env.execute_async)")
     submit.add_argument("--name", "-n", type=nonblank, default=None, help="job name")

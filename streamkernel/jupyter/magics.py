@@ -117,7 +117,8 @@ class FlinkMagics(Magics):
             getattr(self.debug_commands, args.subcommand)(args)
         elif args.subcommand in ("checkpoint", "savepoint", "restore", "checkpoints"):
             getattr(self.checkpoint_commands, args.subcommand)(args)
-        elif args.subcommand in ("start", "stop", "cluster", "jobs", "cancel", "metrics", "kill-taskmanager", "fail"):
+        elif args.subcommand in ("start", "stop", "cluster", "webui", "jobs", "cancel", "metrics", "kill-taskmanager",
+                                 "fail"):
             getattr(self.cluster_commands, args.subcommand.replace("-", "_"))(args)
         else:  # pragma: no cover - argparse restricts the choices
             raise UsageError(f"%flink: unknown subcommand {args.subcommand!r}")

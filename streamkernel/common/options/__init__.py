@@ -39,6 +39,7 @@ from streamkernel.common.options.cluster import (
     WebOptions,
 )
 from streamkernel.common.options.pipeline import CoreOptions, ExecutionOptions, MetricOptions, PipelineOptions
+from streamkernel.common.options.rest import RestOptions, rest_port_range
 from streamkernel.errors import IllegalConfigurationError
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "JobManagerOptions",
     "RpcOptions",
     "WebOptions",
+    "RestOptions",
     "MiniClusterOptions",
     "BackendOptions",
 ]
@@ -69,7 +71,7 @@ __all__ = [
 OPTION_GROUPS: tuple[type, ...] = (
     CoreOptions, PipelineOptions, ExecutionOptions, CheckpointingOptions, StateBackendOptions, RocksDBOptions,
     StateRecoveryOptions, RestartStrategyOptions, MetricOptions, TaskManagerOptions, NettyShuffleEnvironmentOptions,
-    HeartbeatManagerOptions, JobManagerOptions, RpcOptions, WebOptions, MiniClusterOptions, BackendOptions,
+    HeartbeatManagerOptions, JobManagerOptions, RpcOptions, RestOptions, WebOptions, MiniClusterOptions, BackendOptions,
 )
 
 
@@ -118,6 +120,7 @@ def validate_configuration(configuration: Mapping[str, Any]) -> None:
             option = option._copy(key=key)
         option.parse(value)
     _check_buffer_debloat(configuration)
+    rest_port_range(configuration)  # rest.bind-port: a port or a range of ports
 
 
 def _check_buffer_debloat(configuration: Mapping[str, Any]) -> None:

@@ -111,7 +111,8 @@ class RpcOptions:
 
 
 class WebOptions:
-    """Flink's ``WebOptions``: how much history the REST API and the cockpit keep, and where Flink's Web UI is."""
+    """Flink's ``WebOptions``: how much history the REST API and the cockpit keep, what the Web UI may do, and
+    where Flink's Web UI is."""
 
     EXCEPTION_HISTORY_SIZE = _key("web.exception-history-size").int_type().default_value(16).with_range(0) \
         .with_description("Failures kept in a job's exception history.")
@@ -121,6 +122,12 @@ class WebOptions:
         "streamkernel: the jar holding Flink's Web UI (its web/ folder: flink-dist-*.jar of apache-flink-libraries), "
         "served at / by the REST endpoint; unset: $FLINK_HOME/lib/flink-dist-*.jar, else the installed pyflink "
         "package's lib/flink-dist-*.jar, else / shows how to get it.")
+    REFRESH_INTERVAL = _key("web.refresh-interval").long_type().default_value(3000).with_range(1) \
+        .with_description("Milliseconds between two refreshes of the Web UI (sent in the REST API's /config).")
+    SUBMIT_ENABLE = _key("web.submit.enable").boolean_type().default_value(True).with_description(
+        "Whether jobs may be submitted through the REST API (and the Web UI shows its submit page).")
+    CANCEL_ENABLE = _key("web.cancel.enable").boolean_type().default_value(True).with_description(
+        "Whether jobs may be cancelled through the REST API (and the Web UI shows its cancel button).")
 
 
 class MiniClusterOptions:

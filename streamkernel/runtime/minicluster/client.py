@@ -23,6 +23,7 @@ from streamkernel.common.futures import result_within
 from streamkernel.common.job_execution_result import JobExecutionResult
 from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options import MiniClusterOptions, TaskManagerOptions, validate_configuration
+from streamkernel.common.options.rest import rest_explicitly_configured
 from streamkernel.graph.execution_graph import fit_slots
 from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
@@ -69,7 +70,9 @@ def _transient_cluster(stream_graph: StreamGraph) -> tuple[MiniCluster, JobGraph
                        taskmanagers_from=f"configuration key {tm_option.key()}",
                        slots_from=f"configuration key {slots_option.key()}")
     slots_per_taskmanager = fit_slots(job_graph, taskmanagers, slots)  # raises NotEnoughSlotsError
-    return MiniCluster(taskmanagers, slots_per_taskmanager, configuration=conf), job_graph
+    # as PyFlink's local execution, no Web UI unless the job asks for one (rest.port / rest.bind-port)
+    return MiniCluster(taskmanagers, slots_per_taskmanager, configuration=conf,
+                       rest=rest_explicitly_configured(conf)), job_graph
 
 
 def submit_stream_graph(env: Any, stream_graph: StreamGraph) -> MiniClusterJobClient:

@@ -49,6 +49,7 @@ from typing import Any, Callable, Mapping, Optional, Union
 
 from streamkernel.common.job_status import JobID, JobStatus
 from streamkernel.common.options import CoreOptions, MiniClusterOptions, TaskManagerOptions
+from streamkernel.common.options.rest import check_rest_options
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.job_graph import JobGraph
 from streamkernel.graph.stream_graph import StreamGraph
@@ -68,6 +69,8 @@ from streamkernel.runtime.minicluster.taskmanagers import (
     resolve_backend,
 )
 from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
+from streamkernel.runtime.rest.context import RestContext
+from streamkernel.runtime.rest.endpoint import RestServerEndpoint
 
 __all__ = ["MiniCluster", "JobInfo", "SlotOccupancy", "TaskManagerInfo", "current_cluster", "set_current_cluster",
            "BACKENDS", "LOCAL_HEARTBEAT_DEFAULTS"]
@@ -116,13 +119,17 @@ class MiniCluster:
     deterministic in tests; local backend only). ``task_factory`` and ``shuffle`` replace
     what runs a deployed subtask and the channel registry (for tests; local backend only).
     ``spark_session`` / ``spark_master`` choose the Spark application of the ``spark`` backend.
+    ``rest``: whether the JobManager serves Flink's REST API (and Web UI) on ``rest.bind-address``
+    / ``rest.port`` (:mod:`streamkernel.runtime.rest`); ``cluster.rest_url`` tells where.
     """
 
     def __init__(self, taskmanagers: Optional[int] = None, slots_per_taskmanager: Optional[int] = None,
                  backend: Optional[str] = None, configuration: Optional[Mapping[str, Any]] = None,
                  clock: Optional[Clock] = None, *, task_factory: Optional[Callable[..., Any]] = None,
-                 shuffle: Any = None, spark_session: Any = None, spark_master: Optional[str] = None) -> None:
+                 shuffle: Any = None, spark_session: Any = None, spark_master: Optional[str] = None,
+                 rest: bool = True) -> None:
         conf = {k: str(v) for k, v in dict(configuration or {}).items()}
+        check_rest_options(conf)  # a bad rest.* value fails here, before anything starts
         explicit_local = task_factory is not None or shuffle is not None or clock is not None
         self.backend = resolve_backend(backend or ("local" if explicit_local else None), conf)
         # Sizes are checked against what the backend can host before anything starts (limits.py).
@@ -153,6 +160,8 @@ class MiniCluster:
         self._inspection = ClusterInspection(self.backend, None, None, None, lambda: self._running)
         self._checkpoints: Optional[ClusterCheckpoints] = None
         self._failures: Optional[FailureInjection] = None
+        self._serve_rest = bool(rest)
+        self._rest: Optional[RestServerEndpoint] = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, make_current: bool = True) -> "MiniCluster":
@@ -195,6 +204,16 @@ class MiniCluster:
         self._checkpoints = ClusterCheckpoints(self._dispatcher)
         self._failures = FailureInjection(self._dispatcher, self._resource_manager, self._backend,
                                           self.slots_per_taskmanager, self._lifecycle, lambda: self._running)
+        if self._serve_rest:
+            try:
+                self._rest = RestServerEndpoint(RestContext(self._dispatcher, self._resource_manager,
+                                                            self.configuration)).start()
+            except BaseException:
+                self._dispatcher.shutdown(1.0)
+                self._resource_manager.stop()
+                self._backend.shutdown(1.0)
+                shutil.rmtree(self._working_dir, ignore_errors=True)
+                raise
         self._running = True
         cluster_started(self)  # stopped at interpreter exit unless stopped before
 
@@ -213,6 +232,9 @@ class MiniCluster:
                 return
             self._running = False
             assert self._dispatcher is not None and self._resource_manager is not None
+            if self._rest is not None:  # first: no request sees a half-stopped cluster
+                self._rest.stop()
+                self._rest = None
             self._dispatcher.shutdown(timeout)
             self._resource_manager.stop()  # no heartbeats: TaskManagers leaving now are not "lost"
             try:
@@ -229,6 +251,12 @@ class MiniCluster:
     def is_running(self) -> bool:
         """True between start() and stop()."""
         return self._running
+
+    @property
+    def rest_url(self) -> Optional[str]:
+        """``http://HOST:PORT`` of the REST API and Web UI while the cluster serves them, else None."""
+        rest = self._rest
+        return rest.rest_url if rest is not None else None
 
     def __enter__(self) -> "MiniCluster":
         return self.start()

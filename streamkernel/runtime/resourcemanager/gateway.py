@@ -2,19 +2,46 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Protocol, runtime_checkable
 
 from streamkernel.runtime.taskmanager.gateway import (
     AllocatedSlot,
     SlotReport,
     TaskExecutorGateway,
+    TaskExecutorHeartbeat,
     TaskExecutorRegistration,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.jobmaster.gateway import JobMasterGateway
 
-__all__ = ["ResourceManagerGateway"]
+__all__ = ["ResourceManagerGateway", "TaskManagerSnapshot"]
+
+
+@dataclass(frozen=True)
+class TaskManagerSnapshot:
+    """What the ResourceManager last learnt about one registered TaskManager (read-only, for the
+    REST API and other readers: taking it never calls the TaskManager).
+
+    ``registered_at`` is when it registered (ms since the epoch); ``heartbeat_age_ms`` the
+    time since its last heartbeat answer (or its registration); ``last_heartbeat`` that
+    answer (its slots and its tasks' live metrics; None before the first heartbeat);
+    ``allocated`` the job id holding each of its slots (None: free), slot by slot.
+    """
+
+    taskmanager_id: str
+    index: int
+    number_of_slots: int
+    registered_at: int
+    heartbeat_age_ms: int
+    allocated: tuple[Optional[str], ...]
+    last_heartbeat: Optional[TaskExecutorHeartbeat] = None
+
+    @property
+    def free_slots(self) -> int:
+        """Slots no job holds."""
+        return sum(1 for job in self.allocated if job is None)
 
 
 @runtime_checkable
@@ -43,3 +70,6 @@ class ResourceManagerGateway(Protocol):
 
     def task_executor_gateway(self, taskmanager_id: str) -> TaskExecutorGateway:
         """The gateway of a registered TaskManager."""
+
+    def taskmanager_snapshots(self) -> tuple[TaskManagerSnapshot, ...]:
+        """Every registered TaskManager as last seen (slots, allocations, last heartbeat), in index order."""

@@ -39,3 +39,7 @@ class ResourceManagerProxy(RemoteProxy):
     def task_executor_gateway(self, taskmanager_id: str) -> Any:
         """The gateway of a registered TaskManager (a proxy, or this process's own TaskExecutor)."""
         return self._call("task_executor_gateway", taskmanager_id)
+
+    def taskmanager_snapshots(self) -> tuple:
+        """Every registered TaskManager as the ResourceManager last saw it."""
+        return self._call("taskmanager_snapshots")

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 from streamkernel.common.options import HeartbeatManagerOptions
 from streamkernel.errors import IllegalConfigurationError, NotEnoughSlotsError, StreamKernelError
 from streamkernel.graph.execution_graph import SlotId
+from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
 from streamkernel.runtime.taskmanager.gateway import (
     AllocatedSlot,
     SlotReport,
@@ -82,6 +83,7 @@ class _Registered:
     number_of_slots: int
     last_heartbeat: float
     last_payload: Optional[TaskExecutorHeartbeat] = None
+    registered_at: int = 0  # ms since the epoch
 
 
 class ResourceManager:
@@ -135,7 +137,7 @@ class ResourceManager:
             self._used_indexes.add(index)
             self._next_index = max(self._next_index, index + 1)
             self._taskmanagers[taskmanager_id] = _Registered(gateway, index, slot_report.number_of_slots,
-                                                             time.monotonic())
+                                                             time.monotonic(), None, time.time_ns() // 1_000_000)
             self._cond.notify_all()
         return TaskExecutorRegistration(index)
 
@@ -172,6 +174,19 @@ class ResourceManager:
         now = time.monotonic()
         with self._cond:
             return {tm: int((now - r.last_heartbeat) * 1000) for tm, r in self._taskmanagers.items()}
+
+    def taskmanager_snapshots(self) -> tuple[TaskManagerSnapshot, ...]:
+        """Every registered TaskManager as last seen: slots, which job holds each, the age and
+        payload of its last heartbeat (live task metrics), in index order. Never calls a TaskManager."""
+        now = time.monotonic()
+        with self._cond:
+            return tuple(
+                TaskManagerSnapshot(tm, r.index, r.number_of_slots, r.registered_at,
+                                    int((now - r.last_heartbeat) * 1000),
+                                    tuple((self._allocations.get((tm, s)) or (None, None))[0]
+                                          for s in range(r.number_of_slots)),
+                                    r.last_payload)
+                for tm, r in sorted(self._taskmanagers.items(), key=lambda item: item[1].index))
 
     # ------------------------------------------------------------------------ slots
     def slots(self) -> tuple[SlotInfo, ...]:

@@ -1,0 +1,102 @@
+"""What the REST handlers read the cluster through: the :class:`RestContext`.
+
+It holds the DispatcherGateway (jobs' published :class:`JobDetails`, results), the
+ResourceManager's gateway (its TaskManager snapshots, with the live task metrics of their
+last heartbeats) and the cluster's configuration. Every read is of a published snapshot:
+no handler can stall a task or a JobMaster.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping, Optional
+
+from streamkernel.runtime.core.deployment import ExecutionAttemptId
+
+if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.runtime.dispatcher.gateway import DispatcherGateway
+    from streamkernel.runtime.jobmaster.job_status import JobDetails, SubtaskDetails
+    from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway, TaskManagerSnapshot
+
+__all__ = ["RestContext", "now_ms", "subtask_metrics", "RECENT_WINDOW_NS"]
+
+#: How far back the "recent" busy / idle / backpressured ratios look at least (Flink's are per second).
+RECENT_WINDOW_NS = 1_000_000_000
+_TIMES = ("uptime_ns", "backpressured_ns", "idle_ns", "busy_ns")
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class RestContext:
+    """The cluster as the REST handlers see it.
+
+    ``rest_address`` is the endpoint's ``host:port`` once bound (the endpoint sets it);
+    ``started_at`` when the JobManager started (ms since the epoch).
+    """
+
+    dispatcher: "DispatcherGateway"
+    resource_manager: "ResourceManagerGateway"
+    configuration: Mapping[str, str] = field(default_factory=dict)
+    rest_address: str = ""
+    started_at: int = field(default_factory=now_ms)
+    _samples: dict = field(default_factory=dict, repr=False)
+    _samples_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def taskmanagers(self) -> tuple["TaskManagerSnapshot", ...]:
+        """The ResourceManager's snapshot of every registered TaskManager."""
+        return self.resource_manager.taskmanager_snapshots()
+
+    def live_metrics(self) -> dict[ExecutionAttemptId, tuple[str, Mapping[str, Any]]]:
+        """Every running subtask attempt's (TaskManager id, metrics) of the last heartbeats.
+
+        Metrics carry the time figures since about a second ago (or since the previous
+        request, when that is longer ago) under ``"recent"``, once an earlier request saw
+        the attempt: the busy / idle / backpressured ratios are then recent ones, as Flink's.
+        """
+        live: dict[ExecutionAttemptId, tuple[str, Mapping[str, Any]]] = {}
+        for tm in self.taskmanagers():
+            if tm.last_heartbeat is not None:
+                for task in tm.last_heartbeat.tasks:
+                    live[task.attempt_id] = (tm.taskmanager_id, task.metrics)
+        with self._samples_lock:
+            for attempt in [a for a in self._samples if a not in live]:
+                del self._samples[attempt]
+            return {attempt: (tm, self._with_recent(attempt, metrics)) for attempt, (tm, metrics) in live.items()}
+
+    def _with_recent(self, attempt: ExecutionAttemptId, metrics: Mapping[str, Any]) -> Mapping[str, Any]:
+        if not all(isinstance(metrics.get(k), int) for k in _TIMES):
+            return metrics
+        sample = tuple(int(metrics[k]) for k in _TIMES)
+        samples = self._samples.setdefault(attempt, deque(maxlen=64))
+        if not samples or samples[-1][0] != sample[0]:
+            samples.append(sample)
+        while len(samples) > 2 and sample[0] - samples[1][0] >= RECENT_WINDOW_NS:
+            samples.popleft()  # the oldest kept is the newest one at least a window old
+        base = samples[0]
+        if sample[0] - base[0] < RECENT_WINDOW_NS // 5:
+            return metrics
+        return {**metrics, "recent": {k: now - then for k, now, then in zip(_TIMES, sample, base)}}
+
+    def job_configuration(self, details: "JobDetails") -> dict[str, str]:
+        """The job's effective configuration: the cluster's keys, overridden by the job's own."""
+        own: Mapping[str, Any] = {}
+        if details.job_graph is not None:
+            own = details.job_graph.stream_graph.configuration
+        return {**dict(self.configuration), **{k: str(v) for k, v in own.items()}}
+
+
+def subtask_metrics(details: "JobDetails", subtask: "SubtaskDetails",
+                    live: Mapping[ExecutionAttemptId, tuple[str, Mapping[str, Any]]]) -> Optional[Mapping[str, Any]]:
+    """A subtask's metrics: live (last heartbeat) while its attempt runs, else its final ones."""
+    attempt = ExecutionAttemptId(details.job_id, subtask.vertex_id, subtask.subtask_index, subtask.attempt_number)
+    found = live.get(attempt)
+    if found is not None:
+        return found[1]
+    return subtask.metrics

@@ -1,0 +1,192 @@
+"""The REST endpoint: a tornado HTTP server on its own thread and asyncio loop (Flink's
+``RestServerEndpoint`` / ``WebMonitorEndpoint``).
+
+``start()`` binds the first free port of the configured range (``rest.bind-port``, else
+``rest.port`` and the next ports: :func:`~streamkernel.common.options.rest.rest_port_range`)
+on ``rest.bind-address`` and returns once the server listens; it never blocks the caller
+afterwards. ``stop()`` closes the listening socket and every open connection, stops the loop
+and joins its thread: nothing is left behind. Handlers run on the endpoint's loop and only
+read published snapshots (:class:`~streamkernel.runtime.rest.context.RestContext`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import socket
+import threading
+from typing import Any, Optional
+
+from streamkernel.common.options import RestOptions
+from streamkernel.common.options.rest import rest_explicitly_configured, rest_port_range
+from streamkernel.errors import IllegalConfigurationError, StreamKernelError
+from streamkernel.runtime.rest.context import RestContext
+
+__all__ = ["RestServerEndpoint", "RestEndpointError"]
+
+_LOG = logging.getLogger(__name__)
+
+
+class RestEndpointError(StreamKernelError):
+    """The REST endpoint could not start (no free port in the configured range, a bad address)."""
+
+
+class RestServerEndpoint:
+    """Serves the REST API of one cluster (``context``) on ``rest.bind-address``:port.
+
+    ``rest_url`` is ``http://HOST:PORT`` while it serves (HOST: ``rest.address``, else the
+    bind address), None otherwise.
+    """
+
+    def __init__(self, context: RestContext, configuration: Optional[dict] = None) -> None:
+        conf = dict(configuration if configuration is not None else context.configuration)
+        self.context = context
+        self.bind_address = RestOptions.BIND_ADDRESS.get(conf).strip()
+        self.ports = rest_port_range(conf)  # raises IllegalConfigurationError naming the key
+        self._any_port_after_range = not rest_explicitly_configured(conf)
+        self.address = (RestOptions.ADDRESS.get(conf) or self.bind_address).strip()
+        self.max_content_length = RestOptions.SERVER_MAX_CONTENT_LENGTH.get(conf)
+        self.port: Optional[int] = None
+        self._thread: Optional[threading.Thread] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._server: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def rest_url(self) -> Optional[str]:
+        """``http://HOST:PORT`` while serving, else None."""
+        if self.port is None:
+            return None
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"http://{host}:{self.port}"
+
+    @property
+    def is_running(self) -> bool:
+        """True between a successful start() and stop()."""
+        return self.port is not None
+
+    def start(self) -> "RestServerEndpoint":
+        """Bind a port and serve on a new thread; returns once listening.
+
+        Raises RestEndpointError naming the address and ports when none could be bound.
+        """
+        with self._lock:
+            if self._thread is not None:
+                return self
+            sockets = self._bind()
+            if not _is_loopback(self.bind_address):
+                _LOG.warning("The REST API listens on %s:%s, not on a loopback address: anyone who can reach it can "
+                             "read and cancel this cluster's jobs (set rest.bind-address to 127.0.0.1 to keep it "
+                             "local)", self.bind_address, sockets[0].getsockname()[1])
+            ready = threading.Event()
+            failure: list[BaseException] = []
+            thread = threading.Thread(target=self._serve, args=(sockets, ready, failure),
+                                      name=f"streamkernel REST endpoint :{sockets[0].getsockname()[1]}", daemon=True)
+            thread.start()
+            ready.wait()
+            if failure:
+                thread.join()
+                raise RestEndpointError(f"the REST endpoint could not start: {failure[0]}") from failure[0]
+            self._thread = thread
+            self.port = sockets[0].getsockname()[1]
+            self.context.rest_address = f"{self.address}:{self.port}"
+        return self
+
+    def _bind(self) -> list[socket.socket]:
+        from tornado.netutil import bind_sockets  # lazy: tornado only when a cluster serves the API
+
+        try:
+            socket.getaddrinfo(self.bind_address, None)
+        except socket.gaierror as error:
+            raise IllegalConfigurationError(f"Invalid value {self.bind_address!r} for key "
+                                            f"'{RestOptions.BIND_ADDRESS.key()}': {error}") from None
+        last: Optional[OSError] = None
+        fallback = self._any_port_after_range and self.ports.start != 0
+        for port in list(self.ports) + ([0] if fallback else []):
+            try:
+                sockets = bind_sockets(port, self.bind_address, reuse_port=False)
+            except OSError as error:
+                last = error
+                continue
+            if port == 0 and fallback:
+                _LOG.warning("REST ports %s-%s are taken; serving on port %s instead", self.ports.start,
+                             self.ports.stop - 1, sockets[0].getsockname()[1])
+            return sockets
+        key = RestOptions.BIND_PORT.key() if RestOptions.BIND_PORT.key() in self.context.configuration \
+            else RestOptions.PORT.key()
+        raise RestEndpointError(
+            f"the REST endpoint could not bind {self.bind_address} on any port of {self.ports.start}-"
+            f"{self.ports.stop - 1} ({key}): {last}; free one, or set rest.bind-port (e.g. '0' for any free port)")
+
+    def _serve(self, sockets: list[socket.socket], ready: threading.Event, failure: list[BaseException]) -> None:
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        self._loop = loop
+        try:
+            from tornado.httpserver import HTTPServer
+            from tornado.web import Application
+
+            from streamkernel.runtime.rest.handlers.base import NotFoundHandler
+            from streamkernel.runtime.rest.routes import tornado_rules
+
+            arguments = {"context": self.context, "max_content_length": self.max_content_length}
+            application = Application(tornado_rules(self.context, self.max_content_length),
+                                      default_handler_class=NotFoundHandler, default_handler_args=arguments,
+                                      compress_response=True, log_function=_log_request)
+            server = HTTPServer(application, max_body_size=self.max_content_length, idle_connection_timeout=60,
+                                body_timeout=60)
+            server.add_sockets(sockets)
+            self._server = server
+        except BaseException as error:  # noqa: BLE001 - reported to start()
+            failure.append(error)
+            for sock in sockets:
+                sock.close()
+            loop.close()
+            ready.set()
+            return
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Close the listening socket and every connection, stop the loop, join the thread."""
+        with self._lock:
+            thread, loop, server = self._thread, self._loop, self._server
+            if thread is None or loop is None:
+                return
+
+            async def shutdown() -> None:
+                server.stop()
+                try:
+                    await asyncio.wait_for(server.close_all_connections(), timeout)
+                finally:
+                    loop.stop()
+
+            loop.call_soon_threadsafe(lambda: loop.create_task(shutdown()))
+            thread.join(timeout + 1.0)
+            if thread.is_alive():
+                _LOG.warning("the REST endpoint's thread did not stop within %.1f s", timeout + 1.0)
+            self._thread = self._loop = self._server = None
+            self.port = None
+
+    def __repr__(self) -> str:
+        return f"RestServerEndpoint({self.rest_url or 'stopped'})"
+
+
+def _is_loopback(address: str) -> bool:
+    if address in ("localhost", ""):
+        return address == "localhost"
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
+def _log_request(handler: Any) -> None:
+    """tornado's access log at DEBUG (its default warns on every 4xx, into the notebook)."""
+    _LOG.debug("%s %s %s %.1f ms", handler.get_status(), handler.request.method, handler.request.uri,
+               1000.0 * handler.request.request_time())

@@ -1,0 +1,161 @@
+"""The base of every REST handler: JSON out, Flink's error bodies, the body-size check.
+
+A handler subclasses :class:`RestHandler` and implements ``get`` (or ``post``, ``patch``
+...) with the path parameters of its Flink template as keyword arguments. It answers with
+:meth:`RestHandler.write_json` and refuses with :class:`RestError` (status and message).
+Errors leave as Flink's ``{"errors": ["..."]}``: an unknown path 404, an unknown job 404, a
+malformed id 400, a method the resource has not 405, a body over
+``rest.server.max-content-length`` 413; a handler's bug is a 500 with a one-line message
+(logged with its traceback, never sent).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Optional
+
+import tornado.web
+
+from streamkernel.runtime.jobmaster.job_status import JobDetails, VertexDetails
+from streamkernel.runtime.rest.context import RestContext
+from streamkernel.runtime.rest.json_views.ids import HEX32, vertex_by_hex
+
+__all__ = ["RestError", "RestHandler", "NotFoundHandler"]
+
+_LOG = logging.getLogger(__name__)
+
+
+class RestError(Exception):
+    """A request the handler refuses: ``status`` (4xx) and the message sent in ``errors``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def bad_parameter(name: str, value: str) -> RestError:
+    """Flink's 400 for a path or query parameter that does not parse."""
+    return RestError(400, f"Bad request, could not parse parameters: Cannot resolve path parameter ({name}) "
+                          f"from value \"{value}\".")
+
+
+@tornado.web.stream_request_body
+class RestHandler(tornado.web.RequestHandler):
+    """A REST resource: reads the cluster through ``self.context`` (a :class:`RestContext`).
+
+    The body is streamed in and counted, so that one over ``max_content_length`` gets 413
+    before anything is done; Flink's CLI sends ``{}`` even with a GET, which is accepted.
+    """
+
+    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "DELETE", "PATCH", "PUT", "OPTIONS")
+
+    def initialize(self, context: RestContext, max_content_length: int) -> None:
+        """tornado's per-request setup: the context and the body limit."""
+        self.context = context
+        self.max_content_length = max_content_length
+        self._body = bytearray()
+
+    def set_default_headers(self) -> None:
+        """JSON, and readable from any origin (Flink's ``web.access-control-allow-origin`` default ``*``)."""
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.set_header("Access-Control-Allow-Origin", "*")
+
+    def prepare(self) -> None:
+        """Refuse a declared body over the limit (413) before reading it."""
+        length = self.request.headers.get("Content-Length")
+        if length is not None and length.strip().isdigit() and int(length) > self.max_content_length:
+            raise RestError(413, f"Request entity too large: {int(length)} bytes exceed "
+                                 f"rest.server.max-content-length ({self.max_content_length})")
+
+    def data_received(self, chunk: bytes) -> None:
+        """Collect the body; a chunked one over the limit is refused (413)."""
+        self._body.extend(chunk)
+        if len(self._body) > self.max_content_length:
+            raise RestError(413, f"Request entity too large: more than rest.server.max-content-length "
+                                 f"({self.max_content_length}) bytes")
+
+    def json_body(self) -> Any:
+        """The request's JSON body (None when empty); 400 naming the problem when it is not JSON."""
+        if not self._body.strip():
+            return None
+        try:
+            return json.loads(self._body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as error:
+            raise RestError(400, f"Bad request, the request body is not valid JSON: {error}") from None
+
+    # ------------------------------------------------------------------ answers
+    def write_json(self, body: Any, status: int = 200) -> None:
+        """Send ``body`` as JSON with ``status``."""
+        self.set_status(status)
+        self.finish(json.dumps(body, default=str))
+
+    def _handle_request_exception(self, error: BaseException) -> None:
+        if isinstance(error, RestError):
+            if not self._finished:
+                self.write_json({"errors": [error.message]}, error.status)
+            return
+        super()._handle_request_exception(error)
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Flink's error body for tornado's own errors (405, malformed requests) and handler bugs (500)."""
+        exc_info = kwargs.get("exc_info")
+        error = exc_info[1] if exc_info else None
+        if status_code == 405:
+            message = f"Method {self.request.method} is not allowed for {self.request.path}"
+        elif status_code >= 500:
+            message = "Internal server error: " + (
+                f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".strip(": ")
+                if error is not None and not isinstance(error, tornado.web.HTTPError) else self._reason)
+        else:
+            message = (error.log_message if isinstance(error, tornado.web.HTTPError) and error.log_message
+                       else self._reason)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(json.dumps({"errors": [message]}))
+
+    def log_exception(self, typ: Any, value: Any, tb: Any) -> None:
+        """Log a handler's bug with its traceback (the client gets one line)."""
+        if isinstance(value, (RestError, tornado.web.HTTPError)):
+            return
+        _LOG.error("REST handler %s failed for %s %s", type(self).__name__, self.request.method, self.request.path,
+                   exc_info=(typ, value, tb))
+
+    # ------------------------------------------------------------------ lookups
+    def job(self, jobid: str) -> JobDetails:
+        """The published details of job ``jobid``: 400 for a malformed id, 404 for an unknown one."""
+        if not HEX32.match(jobid):
+            raise bad_parameter("jobid", jobid)
+        try:
+            return self.context.dispatcher.request_job_details(jobid.lower())
+        except KeyError:
+            raise RestError(404, f"Job {jobid.lower()} not found") from None
+
+    def vertex(self, details: JobDetails, vertexid: str) -> VertexDetails:
+        """The vertex ``vertexid`` of the job: 400 for a malformed id, 404 for an unknown one."""
+        if not HEX32.match(vertexid):
+            raise bad_parameter("vertexid", vertexid)
+        vertex = vertex_by_hex(details, vertexid)
+        if vertex is None:
+            raise RestError(404, f"JobVertex {vertexid.lower()} of job {details.job_id} not found")
+        return vertex
+
+    def query_list(self, name: str) -> Optional[list[str]]:
+        """A comma-separated query parameter as a list (None when absent), Flink's ``?get=a,b``."""
+        values = self.get_query_arguments(name)
+        if not values:
+            return None
+        return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+
+class NotFoundHandler(RestHandler):
+    """Any path no resource serves: Flink's 404 ``Not found: /x``."""
+
+    def _not_found(self, *args: Any, **kwargs: Any) -> None:
+        raise RestError(404, f"Not found: {self.request.path}")
+
+    get = post = put = patch = delete = head = options = _not_found
+
+    def prepare(self) -> None:
+        """A body is not read for an unknown path."""
+        raise RestError(404, f"Not found: {self.request.path}")

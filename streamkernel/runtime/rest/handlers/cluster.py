@@ -1,0 +1,75 @@
+"""Cluster resources: ``/config``, ``/overview``, ``/jobmanager/config``, ``/jobmanager/metrics``,
+and the two the Flink 2.3 dashboard asks on every page (``/applications/overview``, ``/jars``)."""
+
+from __future__ import annotations
+
+from streamkernel.runtime.rest.handlers.base import RestHandler
+from streamkernel.runtime.rest.json_views.cluster import (
+    cluster_overview,
+    dashboard_config,
+    jobmanager_config,
+    jobmanager_metric_values,
+)
+from streamkernel.runtime.rest.json_views.vertices import metric_list
+
+__all__ = ["ROUTES"]
+
+
+class DashboardConfigHandler(RestHandler):
+    """``GET /config``: the dashboard's configuration (refresh interval, version, features)."""
+
+    def get(self) -> None:
+        """Flink's DashboardConfiguration."""
+        self.write_json(dashboard_config(self.context.configuration))
+
+
+class ClusterOverviewHandler(RestHandler):
+    """``GET /overview``: TaskManagers, slots and jobs by status."""
+
+    def get(self) -> None:
+        """Flink's ClusterOverviewWithVersion."""
+        self.write_json(cluster_overview(self.context.taskmanagers(), self.context.dispatcher.list_jobs()))
+
+
+class JobManagerConfigHandler(RestHandler):
+    """``GET /jobmanager/config``: the cluster's configuration as ``[{key, value}]``."""
+
+    def get(self) -> None:
+        """Flink's ClusterConfigurationInfo (with the endpoint's effective address)."""
+        host, _, port = self.context.rest_address.rpartition(":")
+        self.write_json(jobmanager_config(self.context.configuration, {"rest.address": host, "rest.port": port}))
+
+
+class JobManagerMetricsHandler(RestHandler):
+    """``GET /jobmanager/metrics[?get=a,b]``: the JobManager's metrics (ids, or values as strings)."""
+
+    def get(self) -> None:
+        """Flink's metric collection."""
+        values = jobmanager_metric_values(self.context.taskmanagers(), self.context.dispatcher.list_jobs())
+        self.write_json(metric_list(values, self.query_list("get")))
+
+
+class ApplicationsOverviewHandler(RestHandler):
+    """``GET /applications/overview``: Flink 2.3's applications; streamkernel runs jobs, none."""
+
+    def get(self) -> None:
+        """``{"applications": []}``."""
+        self.write_json({"applications": []})
+
+
+class JarsHandler(RestHandler):
+    """``GET /jars``: uploaded jars; streamkernel runs Python programs, so none."""
+
+    def get(self) -> None:
+        """Flink's JarListInfo, empty."""
+        self.write_json({"address": f"http://{self.context.rest_address}", "files": []})
+
+
+ROUTES = [
+    ("/config", DashboardConfigHandler),
+    ("/overview", ClusterOverviewHandler),
+    ("/jobmanager/config", JobManagerConfigHandler),
+    ("/jobmanager/metrics", JobManagerMetricsHandler),
+    ("/applications/overview", ApplicationsOverviewHandler),
+    ("/jars", JarsHandler),
+]

@@ -1,0 +1,55 @@
+"""TaskManager resources: ``/taskmanagers``, ``/taskmanagers/:taskmanagerid`` and its ``metrics``,
+from the ResourceManager's snapshot of the registered TaskManagers."""
+
+from __future__ import annotations
+
+from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
+from streamkernel.runtime.rest.context import now_ms
+from streamkernel.runtime.rest.handlers.base import RestError, RestHandler
+from streamkernel.runtime.rest.json_views.cluster import taskmanager_details, taskmanager_info
+from streamkernel.runtime.rest.json_views.vertices import metric_list
+
+__all__ = ["ROUTES"]
+
+
+class TaskManagersHandler(RestHandler):
+    """``GET /taskmanagers``: every registered TaskManager with its slots."""
+
+    def get(self) -> None:
+        """Flink's TaskManagersInfo."""
+        now = now_ms()
+        self.write_json({"taskmanagers": [taskmanager_info(tm, now) for tm in self.context.taskmanagers()]})
+
+
+def _taskmanager(handler: RestHandler, taskmanagerid: str) -> TaskManagerSnapshot:
+    for tm in handler.context.taskmanagers():
+        if tm.taskmanager_id == taskmanagerid:
+            return tm
+    raise RestError(404, f"Could not find TaskExecutor {taskmanagerid}.")
+
+
+class TaskManagerDetailsHandler(RestHandler):
+    """``GET /taskmanagers/:taskmanagerid``: one TaskManager, its allocated slots and metrics."""
+
+    def get(self, taskmanagerid: str) -> None:
+        """Flink's TaskManagerDetailsInfo."""
+        self.write_json(taskmanager_details(_taskmanager(self, taskmanagerid), now_ms()))
+
+
+class TaskManagerMetricsHandler(RestHandler):
+    """``GET /taskmanagers/:taskmanagerid/metrics[?get=a,b]``: its slot figures (no JVM metrics here)."""
+
+    def get(self, taskmanagerid: str) -> None:
+        """Flink's metric collection."""
+        tm = _taskmanager(self, taskmanagerid)
+        running = len(tm.last_heartbeat.tasks) if tm.last_heartbeat is not None else 0
+        values = {"Status.TaskSlots.Total": tm.number_of_slots, "Status.TaskSlots.Free": tm.free_slots,
+                  "Status.Tasks.Running": running}
+        self.write_json(metric_list(values, self.query_list("get")))
+
+
+ROUTES = [
+    ("/taskmanagers", TaskManagersHandler),
+    ("/taskmanagers/:taskmanagerid", TaskManagerDetailsHandler),
+    ("/taskmanagers/:taskmanagerid/metrics", TaskManagerMetricsHandler),
+]

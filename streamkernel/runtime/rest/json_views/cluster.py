@@ -1,0 +1,124 @@
+"""The cluster as Flink's REST API shows it: ``/config`` (the dashboard's), ``/overview``,
+``/taskmanagers`` and one TaskManager, ``/jobmanager/config`` and ``/jobmanager/metrics``.
+
+Where streamkernel has no such thing (a JVM's heap, JMX, Flink's memory model) the fields
+carry Flink's own "unknown" values (-1, 0 or empty), as Flink's do for a TaskManager that
+does not report them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any, Iterable, Mapping, Optional
+
+from streamkernel.common.options import WebOptions
+from streamkernel.runtime.jobmaster.job_status import JobDetails
+from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
+
+__all__ = ["FLINK_VERSION", "dashboard_config", "cluster_overview", "taskmanager_info", "taskmanager_details",
+           "jobmanager_config", "jobmanager_metric_values"]
+
+#: The Flink version the API is compatible with (the dashboard compares it with its own).
+FLINK_VERSION = "2.3.0"
+
+_SECRET = re.compile(r"password|secret|token|key$|credential", re.IGNORECASE)
+
+
+def _revision() -> str:
+    from streamkernel import __version__  # lazy: the package's version only
+
+    return f"streamkernel {__version__}"
+
+
+def dashboard_config(configuration: Mapping[str, str]) -> dict:
+    """Flink's DashboardConfiguration: refresh interval, time zone, version, features.
+
+    ``web-submit`` is False whatever ``web.submit.enable`` says: the dashboard's submit page
+    uploads jars, which streamkernel cannot run (it runs Python programs).
+    """
+    offset = -time.altzone if time.localtime().tm_isdst > 0 else -time.timezone
+    return {"refresh-interval": WebOptions.REFRESH_INTERVAL.get(configuration),
+            "timezone-name": time.tzname[time.localtime().tm_isdst > 0], "timezone-offset": offset * 1000,
+            "flink-version": FLINK_VERSION, "flink-revision": _revision(),
+            "features": {"web-submit": False, "web-cancel": bool(WebOptions.CANCEL_ENABLE.get(configuration)),
+                         "web-rescale": False, "web-history": False}}
+
+
+def cluster_overview(taskmanagers: Iterable[TaskManagerSnapshot], jobs: Iterable[JobDetails]) -> dict:
+    """Flink's ClusterOverviewWithVersion."""
+    tms = list(taskmanagers)
+    statuses = [d.status.name for d in jobs]
+    return {"taskmanagers": len(tms), "slots-total": sum(t.number_of_slots for t in tms),
+            "slots-available": sum(t.free_slots for t in tms),
+            "taskmanagers-blocked": 0, "slots-free-and-blocked": 0,
+            "jobs-running": sum(1 for s in statuses if s not in ("FINISHED", "CANCELED", "FAILED")),
+            "jobs-finished": statuses.count("FINISHED"), "jobs-cancelled": statuses.count("CANCELED"),
+            "jobs-failed": statuses.count("FAILED"), "flink-version": FLINK_VERSION, "flink-commit": _revision()}
+
+
+def _resource(cpu: float = 0.0) -> dict:
+    # streamkernel does not budget memory per slot: Flink's unknown 0
+    return {"cpuCores": cpu, "taskHeapMemory": 0, "taskOffHeapMemory": 0, "managedMemory": 0, "networkMemory": 0,
+            "extendedResources": {}}
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return -1
+
+
+def taskmanager_info(tm: TaskManagerSnapshot, now: int) -> dict:
+    """Flink's TaskManagerInfo of one TaskManager (the ResourceManager's snapshot of it).
+
+    ``timeSinceLastHeartbeat`` is, as in Flink, the time of the last heartbeat (ms since the
+    epoch). Ports, JMX, and memory are Flink's unknowns (-1 / 0): a streamkernel TaskManager
+    has no data port of its own to show, no JVM and no memory budget.
+    """
+    return {
+        "id": tm.taskmanager_id, "path": f"streamkernel://{tm.taskmanager_id}", "dataPort": -1, "jmxPort": -1,
+        "timeSinceLastHeartbeat": now - tm.heartbeat_age_ms, "slotsNumber": tm.number_of_slots,
+        "freeSlots": tm.free_slots,
+        "assignedTasks": len(tm.last_heartbeat.tasks) if tm.last_heartbeat is not None else 0,
+        "totalResource": _resource(), "freeResource": _resource(),
+        # the machine's cores and memory (every backend but a remote Spark executor runs here)
+        "hardware": {"cpuCores": os.cpu_count() or -1, "physicalMemory": _physical_memory(), "freeMemory": -1,
+                     "managedMemory": 0},
+        "memoryConfiguration": {k: 0 for k in (
+            "frameworkHeap", "taskHeap", "frameworkOffHeap", "taskOffHeap", "networkMemory", "managedMemory",
+            "jvmMetaspace", "jvmOverhead", "totalFlinkMemory", "totalProcessMemory")},
+        "blocked": False,
+    }
+
+
+def taskmanager_details(tm: TaskManagerSnapshot, now: int) -> dict:
+    """Flink's TaskManagerDetailsInfo: the info, its allocated slots and its (JVM) metrics."""
+    body = taskmanager_info(tm, now)
+    body["allocatedSlots"] = [{"jobId": job, "resource": _resource()} for job in tm.allocated if job is not None]
+    # no JVM: heap, direct and mapped memory, Flink's network segments and GC are unknown (0 / empty)
+    body["metrics"] = {name: 0 for name in (
+        "heapUsed", "heapCommitted", "heapMax", "nonHeapUsed", "nonHeapCommitted", "nonHeapMax", "directCount",
+        "directUsed", "directMax", "mappedCount", "mappedUsed", "mappedMax", "memorySegmentsAvailable",
+        "memorySegmentsTotal", "nettyShuffleMemorySegmentsAvailable", "nettyShuffleMemorySegmentsUsed",
+        "nettyShuffleMemorySegmentsTotal", "nettyShuffleMemoryAvailable", "nettyShuffleMemoryUsed",
+        "nettyShuffleMemoryTotal")}
+    body["metrics"]["garbageCollectors"] = []
+    return body
+
+
+def jobmanager_config(configuration: Mapping[str, str], extra: Optional[Mapping[str, str]] = None) -> list[dict]:
+    """Flink's ClusterConfigurationInfo: ``[{"key", "value"}]``, sorted, secrets hidden as Flink hides them."""
+    merged = {**dict(configuration), **dict(extra or {})}
+    return [{"key": k, "value": "******" if _SECRET.search(k) else str(v)} for k, v in sorted(merged.items())]
+
+
+def jobmanager_metric_values(taskmanagers: Iterable[TaskManagerSnapshot], jobs: Iterable[JobDetails]) -> dict[str, Any]:
+    """The JobManager's metrics Flink names the same way (no JVM ones: streamkernel has none)."""
+    tms = list(taskmanagers)
+    return {"numRegisteredTaskManagers": len(tms),
+            "numRunningJobs": sum(1 for d in jobs if not d.status.is_globally_terminal_state()),
+            "taskSlotsAvailable": sum(t.free_slots for t in tms),
+            "taskSlotsTotal": sum(t.number_of_slots for t in tms)}
