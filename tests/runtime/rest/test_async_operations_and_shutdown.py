@@ -79,12 +79,12 @@ def test_the_store_duration_is_flinks_key_and_a_bad_value_fails_before_anything_
         MiniCluster(1, 1, backend="local", configuration={"rest.async.store-duration": "soon"})
 
 
-def _endpoint_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate()
-            if t.name.startswith("streamkernel REST endpoint") or t.name == SHUTDOWN_THREAD_NAME]
+def _new_threads(before: set[threading.Thread]) -> list[str]:
+    return [t.name for t in threading.enumerate() if t not in before]
 
 
 def test_delete_cluster_answers_then_stops_the_cluster_leaving_no_thread() -> None:
+    before = set(threading.enumerate())
     cluster = MiniCluster(1, 2, backend="local", configuration={"rest.port": "0", "web.cancel.enable": "false"})
     cluster.start(make_current=False)
     try:
@@ -97,8 +97,9 @@ def test_delete_cluster_answers_then_stops_the_cluster_leaving_no_thread() -> No
         wait_for_status(cluster, cancelled, JobStatus.CANCELED)
         running = start_counting_job(cluster, [], name="running at shutdown")
         assert client.request("DELETE", "/v1/cluster", b"{}") == (200, {})
-        wait_until(lambda: not cluster.is_running and cluster.rest_url is None and not _endpoint_threads(),
-                   message="the cluster, its endpoint and the shutdown thread to stop")
-        assert cluster.dispatcher.request_job_status(running) is JobStatus.CANCELED
+        wait_until(lambda: not cluster.is_running and cluster.rest_url is None and not _new_threads(before),
+                   message="the cluster to stop and every thread it started (the endpoint's, "
+                           f"'{SHUTDOWN_THREAD_NAME}') to end")
+        wait_for_status(cluster, running, JobStatus.CANCELED)
     finally:
         cluster.stop()

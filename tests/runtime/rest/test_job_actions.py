@@ -197,6 +197,16 @@ def test_stop_with_savepoint(cluster: MiniCluster, client: RestClient, tmp_path:
     assert cluster.dispatcher.request_job_status(job_id).is_globally_terminal_state()
 
 
+def test_a_savepoint_with_cancel_job_cancels_the_job_after_it(cluster: MiniCluster, client: RestClient,
+                                                               tmp_path: Path) -> None:
+    job_id = start_counting_job(cluster, [])
+    status, body = _post(client, f"/jobs/{job_id}/savepoints", {"target-directory": str(tmp_path), "cancel-job": True})
+    assert status == 202, body
+    location = _completed(client, f"/jobs/{job_id}/savepoints/{body['request-id']}")["location"]
+    assert Path(location).parent == tmp_path
+    assert cluster.dispatcher.request_job_status(job_id) is JobStatus.CANCELED  # the future completes once it ended
+
+
 def test_stop_with_drain_is_refused_naming_drain(cluster: MiniCluster, client: RestClient, job: str,
                                                  tmp_path: Path) -> None:
     status, message = _error(_post(client, f"/jobs/{job}/stop", {"targetDirectory": str(tmp_path), "drain": True}))
