@@ -103,3 +103,24 @@ def test_delete_cluster_answers_then_stops_the_cluster_leaving_no_thread() -> No
         wait_for_status(cluster, running, JobStatus.CANCELED)
     finally:
         cluster.stop()
+
+
+def test_stopping_the_endpoint_from_its_own_loop_is_refused_instead_of_deadlocking() -> None:
+    import asyncio
+
+    from streamkernel.runtime.rest.endpoint import RestEndpointError
+
+    with MiniCluster(1, 1, backend="local", configuration={"rest.port": "0"}) as cluster:
+        endpoint = cluster._rest
+        assert endpoint is not None and endpoint._loop is not None
+        outcome = asyncio.run_coroutine_threadsafe(_stop_here(endpoint), endpoint._loop).result(30)
+        assert isinstance(outcome, RestEndpointError) and "its own thread" in str(outcome)
+        assert RestClient(cluster.rest_url or "").ok("/jobs") == {"jobs": []}  # still serving
+
+
+async def _stop_here(endpoint: object) -> BaseException | None:
+    try:
+        endpoint.stop()  # type: ignore[attr-defined]
+    except BaseException as error:  # noqa: BLE001 - returned to the test
+        return error
+    return None
