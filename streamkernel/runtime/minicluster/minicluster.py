@@ -207,7 +207,7 @@ class MiniCluster:
         if self._serve_rest:
             try:
                 self._rest = RestServerEndpoint(RestContext(self._dispatcher, self._resource_manager,
-                                                            self.configuration)).start()
+                                                            self.configuration, shutdown_cluster=self.stop)).start()
             except BaseException:
                 self._dispatcher.shutdown(1.0)
                 self._resource_manager.stop()
