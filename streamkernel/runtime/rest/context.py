@@ -38,7 +38,8 @@ class RestContext:
     """The cluster as the REST handlers see it.
 
     ``rest_address`` is the endpoint's ``host:port`` once bound (the endpoint sets it);
-    ``started_at`` when the JobManager started (ms since the epoch).
+    ``started_at`` when the JobManager started (ms since the epoch); ``cluster_secret`` the
+    key job submissions are signed with (:mod:`..job_signature`; empty: none accepted).
     """
 
     dispatcher: "DispatcherGateway"
@@ -46,6 +47,7 @@ class RestContext:
     configuration: Mapping[str, str] = field(default_factory=dict)
     rest_address: str = ""
     started_at: int = field(default_factory=now_ms)
+    cluster_secret: bytes = field(default=b"", repr=False)
     _samples: dict = field(default_factory=dict, repr=False)
     _samples_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

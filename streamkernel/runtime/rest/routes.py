@@ -25,6 +25,7 @@ ROUTE_MODULES: tuple[str, ...] = (
     "streamkernel.runtime.rest.handlers.vertices",
     "streamkernel.runtime.rest.handlers.checkpoints",
     "streamkernel.runtime.rest.handlers.taskmanagers",
+    "streamkernel.runtime.rest.handlers.submission",
 )
 
 _METHODS = ("get", "head", "post", "delete", "patch", "put", "options")
