@@ -142,6 +142,8 @@ class DetachedJobExecutionResult(JobExecutionResult):
     def __repr__(self) -> str:
         return f"DetachedJobExecutionResult({self.get_job_id()})"
 
+    __str__ = __repr__
+
 
 def _in_background(name: str, work: Any) -> CompletableFuture[Any]:
     """Run ``work()`` on a daemon thread; its value (or error) completes the future."""
