@@ -154,6 +154,33 @@ def test_detached_run_returns_while_the_job_runs_and_the_rest_client_cancels_it(
     assert cluster.dispatcher.request_job_details(job_id).status is JobStatus.CANCELED
 
 
+def test_sigterm_while_attached_leaves_the_remote_job_running_and_says_so(cluster: MiniCluster,
+                                                                         tmp_path: Path) -> None:
+    host, port = _address(cluster)
+    (tmp_path / "job.py").write_text(UNBOUNDED_JOB)
+    env = {k: v for k, v in os.environ.items() if k not in ("STREAMKERNEL_CONFIGURATION", "STREAMKERNEL_BACKEND")}
+    before = {d.job_id for d in cluster.dispatcher.list_jobs()}
+    process = subprocess.Popen([sys.executable, "-m", "streamkernel", "run", "-m", f"{host}:{port}", "job.py"],
+                               cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def new_running_job() -> str | None:
+            for details in cluster.dispatcher.list_jobs():
+                if details.job_id not in before and details.status is JobStatus.RUNNING:
+                    return details.job_id
+            return None
+
+        job_id = wait_until(new_running_job, message="the attached run's job RUNNING on the cluster")
+        process.terminate()
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 143, stderr
+    assert f"job {job_id} keeps running on the cluster at {host}:{port}" in stderr
+    assert cluster.dispatcher.request_job_status(job_id) is JobStatus.RUNNING
+    cluster.dispatcher.cancel_job(job_id).result(timeout=60)
+
+
 def test_a_job_failing_on_the_cluster_fails_the_attached_run_with_its_cause(cluster: MiniCluster,
                                                                            tmp_path: Path) -> None:
     host, port = _address(cluster)
