@@ -287,3 +287,10 @@ def test_a_wrong_secret_or_an_unprotected_secret_file_fails_the_run_with_one_lin
     assert "Permissions 0644" in refused.stderr and "too open" in refused.stderr
     assert len(cluster.dispatcher.list_jobs()) == jobs_before
 
+
+
+def test_the_published_secret_is_the_one_the_process_taskmanagers_authenticate_with(home: Path) -> None:
+    with MiniCluster(1, 1, backend="process", configuration={"rest.port": "0"}).start(make_current=False) as remote:
+        host, port = _address(remote)
+        published = bytes.fromhex(secret_path(host, port).read_text().strip())
+        assert published == remote.taskmanager_backend.secret
