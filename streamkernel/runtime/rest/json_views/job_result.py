@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import traceback
-from typing import Any, Mapping
+from typing import Any
 
 from streamkernel.common.job_status import JobStatus
 from streamkernel.runtime.jobmaster.job_status import JobResult
@@ -59,7 +59,3 @@ def execution_result_body(result: JobResult) -> dict:
         body["failing-task"] = str(result.failing_task)
     return {"status": {"id": "COMPLETED"}, "job-execution-result": body}
 
-
-def accumulators_from(body: Mapping[str, Any]) -> dict:
-    """The accumulators of a ``job-execution-result`` body."""
-    return dict(body.get("accumulator-results") or {})
