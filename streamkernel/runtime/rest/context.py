@@ -44,6 +44,8 @@ class RestContext:
     stops the whole cluster (``DELETE /cluster``; None: the cluster cannot be shut down that
     way); it is called from a thread of its own, never the endpoint's. ``operations`` holds
     the savepoints and checkpoints triggered through the API (kept ``rest.async.store-duration``).
+    ``cluster_secret`` is the key job submissions are signed with (:mod:`.job_signature`; empty:
+    none accepted).
     """
 
     dispatcher: "DispatcherGateway"
@@ -53,6 +55,7 @@ class RestContext:
     started_at: int = field(default_factory=now_ms)
     shutdown_cluster: Optional[Callable[[], None]] = None
     operations: Optional[AsyncOperations] = None
+    cluster_secret: bytes = field(default=b"", repr=False)
     _samples: dict = field(default_factory=dict, repr=False)
     _samples_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

@@ -27,6 +27,7 @@ ROUTE_MODULES: tuple[str, ...] = (
     "streamkernel.runtime.rest.handlers.taskmanagers",
     "streamkernel.runtime.rest.handlers.job_actions",
     "streamkernel.runtime.rest.handlers.shutdown",
+    "streamkernel.runtime.rest.handlers.submission",
 )
 
 _METHODS = ("get", "head", "post", "delete", "patch", "put", "options")
