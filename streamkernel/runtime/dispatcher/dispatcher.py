@@ -22,13 +22,18 @@ from streamkernel.runtime.jobmaster.job_status import JobDetails, JobResult
 from streamkernel.runtime.jobmaster.jobmaster import JobMaster
 from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway
 
-__all__ = ["Dispatcher", "UnknownJobError"]
+__all__ = ["Dispatcher", "UnknownJobError", "DuplicateJobSubmissionError"]
 
 JobIdLike = Union[JobID, str]
 
 
 class UnknownJobError(KeyError):
     """No job with this id was submitted to this cluster."""
+
+
+class DuplicateJobSubmissionError(InvalidProgramError):
+    """A job was submitted with the id of a job this cluster already has (Flink's
+    ``DuplicateJobSubmissionException``)."""
 
 
 class Dispatcher:
@@ -46,15 +51,20 @@ class Dispatcher:
         self._jobs: dict[str, JobMaster] = {}
         self._running = True
 
-    def submit_job(self, stream_graph: StreamGraph, *, job_graph: Optional[JobGraph] = None) -> JobID:
+    def submit_job(self, stream_graph: StreamGraph, *, job_graph: Optional[JobGraph] = None,
+                   job_id: Optional[JobIdLike] = None) -> JobID:
         """Start a JobMaster for the job and return its id at once (the job runs in the background).
 
         Raises InvalidProgramError when the dispatcher is shut down, IllegalConfigurationError
         for the first declared key of the (cluster's and job's) configuration whose value does
         not fit its option, and whatever building the job's graphs raises (a cyclic graph ...).
         ``job_graph``: the job's JobGraph if the caller already built it (not built again).
+        ``job_id``: the id the client chose (as Flink's client puts it in the JobGraph), so it
+        knows the job's id before the answer comes; DuplicateJobSubmissionError if a job of
+        this cluster has it already. None: a new random id.
         """
-        job_id = JobID()
+        job_id = JobID() if job_id is None else (job_id if isinstance(job_id, JobID) else JobID.from_hex_string(job_id))
+        self._refuse_duplicate(job_id, stream_graph)
         configuration = {**self.configuration, **{k: str(v) for k, v in stream_graph.configuration.items()}}
         validate_configuration(configuration)  # before a JobMaster exists: nothing is deployed
         master = JobMaster(str(job_id), stream_graph, self._resource_manager, configuration=configuration,
@@ -64,9 +74,16 @@ class Dispatcher:
                 raise InvalidProgramError(
                     f"cannot submit job {stream_graph.job_name!r}: the cluster is stopped; start it again "
                     f"(MiniCluster.start() or %flink start) or stop using it as the current cluster")
+            self._refuse_duplicate(job_id, stream_graph)
             self._jobs[str(job_id)] = master
         master.start()
         return job_id
+
+    def _refuse_duplicate(self, job_id: JobID, stream_graph: StreamGraph) -> None:
+        if str(job_id) in self._jobs:
+            raise DuplicateJobSubmissionError(
+                f"cannot submit job {stream_graph.job_name!r}: job {job_id} was already submitted to this cluster "
+                f"(a job id is used once)")
 
     def _master(self, job_id: JobIdLike) -> JobMaster:
         with self._lock:

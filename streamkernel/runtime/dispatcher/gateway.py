@@ -26,8 +26,10 @@ JobIdLike = Union["JobID", str]
 class DispatcherGateway(Protocol):
     """Submit jobs, ask about them, steer them (cancel, checkpoints, savepoints)."""
 
-    def submit_job(self, stream_graph: "StreamGraph", *, job_graph: Optional["JobGraph"] = None) -> "JobID":
-        """Start the job and return its id at once (the job runs in the background)."""
+    def submit_job(self, stream_graph: "StreamGraph", *, job_graph: Optional["JobGraph"] = None,
+                   job_id: Optional[JobIdLike] = None) -> "JobID":
+        """Start the job and return its id at once (the job runs in the background); ``job_id``:
+        the id the client chose (a duplicate is refused), None: a new one."""
 
     def cancel_job(self, job_id: JobIdLike) -> "CompletableFuture[JobResult]":
         """Cancel a job; the future completes with its result once it is terminal."""

@@ -106,13 +106,17 @@ class RestClusterClient:
         return self.request("GET", "/config")[1]
 
     # ------------------------------------------------------------------ jobs
-    def submit_job(self, stream_graph: Any) -> JobID:
-        """Pickle ``stream_graph``, sign it and POST it to ``/jobs``; the new job's JobID."""
+    def submit_job(self, stream_graph: Any, job_id: Optional[JobID] = None) -> JobID:
+        """Pickle ``stream_graph``, sign it and POST it to ``/jobs``; the new job's JobID.
+
+        ``job_id``: the id to give the job (the client chooses it, as Flink's does, so it knows
+        the id even if the answer never comes); None: a new one."""
         from streamkernel.runtime.rest.handlers.submission import PAYLOAD_FORMAT
         from streamkernel.runtime.rest.job_signature import signed_headers
         from streamkernel.runtime.rpc.serialization import dumps
 
-        body = dumps({"format": PAYLOAD_FORMAT, "stream_graph": stream_graph})
+        job_id = job_id if job_id is not None else JobID()
+        body = dumps({"format": PAYLOAD_FORMAT, "stream_graph": stream_graph, "job_id": str(job_id)})
         _, answer = self.request("POST", "/jobs", body, signed_headers(self.secret(), body))
         return JobID.from_hex_string(str(answer["jobUrl"]).rsplit("/", 1)[-1])
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 from streamkernel.common.options import RestOptions
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
 from streamkernel.runtime.rest.async_operations import AsyncOperations
+from streamkernel.runtime.rest.job_signature import ReplayGuard
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.dispatcher.gateway import DispatcherGateway
@@ -56,6 +57,7 @@ class RestContext:
     shutdown_cluster: Optional[Callable[[], None]] = None
     operations: Optional[AsyncOperations] = None
     cluster_secret: bytes = field(default=b"", repr=False)
+    replay_guard: ReplayGuard = field(default_factory=ReplayGuard, repr=False)
     _samples: dict = field(default_factory=dict, repr=False)
     _samples_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

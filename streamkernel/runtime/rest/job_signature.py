@@ -3,19 +3,21 @@
 A submission's body is the pickled job; unpickling runs code, so the endpoint checks the
 signature (:func:`verify`, constant time) before it looks at a single byte of the body. The
 signature covers the timestamp and the body (``HMAC(secret, b"<ms>\\n" + body)``); a timestamp
-more than :data:`MAX_SKEW_MS` away from the cluster's clock is refused, so a recorded request
-cannot be replayed later.
+more than :data:`MAX_SKEW_MS` away from the cluster's clock is refused, and a
+:class:`ReplayGuard` refuses a signature it accepted before within that window, so a recorded
+request cannot be replayed, later or at once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import threading
 import time
 from typing import Optional
 
 __all__ = ["CONTENT_TYPE", "TIMESTAMP_HEADER", "SIGNATURE_HEADER", "MAX_SKEW_MS", "SignatureError", "sign",
-           "signed_headers", "verify"]
+           "signed_headers", "verify", "ReplayGuard"]
 
 #: The content type of a streamkernel job submission (the job pickled with cloudpickle).
 CONTENT_TYPE = "application/vnd.streamkernel.job+pickle"
@@ -65,3 +67,27 @@ def verify(secret: bytes, timestamp: Optional[str], signature: Optional[str], bo
     if not hmac.compare_digest(sign(secret, int(text), body).encode("ascii"), signature.strip().encode("utf-8",
                                                                                                         "replace")):
         raise SignatureError("Unauthorized: the request's signature does not match the cluster's secret")
+
+
+class ReplayGuard:
+    """The signatures a cluster accepted in the last :data:`MAX_SKEW_MS`: one seen again is refused.
+
+    A timestamp older than the window is refused by :func:`verify` already, so only signatures
+    within the window need remembering; older ones are dropped as new ones arrive.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[str, int] = {}  # signature -> its timestamp (ms)
+        self._lock = threading.Lock()
+
+    def check(self, signature: str, timestamp: str, now_ms: Optional[int] = None) -> None:
+        """Remember a verified request's signature; SignatureError if it was accepted before."""
+        now = int(now_ms if now_ms is not None else time.time() * 1000)
+        key = signature.strip()
+        with self._lock:
+            for old in [k for k, t in self._seen.items() if now - t > MAX_SKEW_MS]:
+                del self._seen[old]
+            if key in self._seen:
+                raise SignatureError("Unauthorized: this signed request was already submitted (a replay); "
+                                     "streamkernel run -m signs every submission anew")
+            self._seen[key] = int(timestamp.strip())

@@ -60,10 +60,10 @@ def _attached(configuration: Mapping[str, Any]) -> bool:
     return text == "true"
 
 
-def _submit(client: RestClusterClient, stream_graph: Any) -> JobID:
+def _submit(client: RestClusterClient, stream_graph: Any, job_id: JobID) -> JobID:
     for key in CLIENT_KEYS:  # the cluster runs the job; where the client sent it is no concern of the job's
         stream_graph.configuration.pop(key, None)
-    job_id = client.submit_job(stream_graph)
+    client.submit_job(stream_graph, job_id)
     print(f"Job has been submitted with JobID {job_id}", flush=True)
     return job_id
 
@@ -71,17 +71,22 @@ def _submit(client: RestClusterClient, stream_graph: Any) -> JobID:
 def execute_remote(client: RestClusterClient, stream_graph: Any) -> JobExecutionResult:
     """``env.execute()`` on the remote cluster: attached, wait for the result; detached, return at once."""
     attached = _attached(stream_graph.configuration)
-    job_id = _submit(client, stream_graph)
+    job_id = JobID()  # chosen here, so an interruption during the submission can still name the job
     if not attached:
-        return DetachedJobExecutionResult(job_id)
+        return DetachedJobExecutionResult(_submit(client, stream_graph, job_id))
+    submitted = False
     try:
+        _submit(client, stream_graph, job_id)
+        submitted = True
         while True:
             body = client.request_job_result(job_id)
             if body is not None:
                 break
             threading.Event().wait(_POLL_S)
     except (KeyboardInterrupt, SystemExit):
-        print(f"Interrupted: job {job_id} keeps running on the cluster at {client.host}:{client.port} (cancel it "
+        said = "Interrupted: " if submitted else \
+            f"Interrupted during the submission of job {job_id}: if the cluster received it, "
+        print(f"{said}job {job_id} keeps running on the cluster at {client.host}:{client.port} (cancel it "
               f"with PATCH {client.url}/jobs/{job_id}?mode=cancel, or flink cancel -m {client.host}:{client.port} "
               f"{job_id})", file=sys.stderr, flush=True)
         raise
@@ -94,7 +99,7 @@ def execute_remote(client: RestClusterClient, stream_graph: Any) -> JobExecution
 def submit_remote(client: RestClusterClient, stream_graph: Any) -> "RestJobClient":
     """``env.execute_async()`` on the remote cluster: submit and return its JobClient."""
     _attached(stream_graph.configuration)  # a bad value fails here too
-    return RestJobClient(client, _submit(client, stream_graph))
+    return RestJobClient(client, _submit(client, stream_graph, JobID()))
 
 
 def to_job_execution_result(body: Mapping[str, Any]) -> JobExecutionResult:

@@ -230,6 +230,22 @@ def test_no_or_a_wrong_signature_is_refused_401_before_anything_is_unpickled(clu
     assert not_a_job.value.status == 400 and marker.exists()
 
 
+def test_a_replayed_signed_request_is_refused_401_and_not_unpickled_again(cluster: MiniCluster,
+                                                                           tmp_path: Path) -> None:
+    client = RestClusterClient(*_address(cluster))
+    marker = tmp_path / "unpickled"
+    body = pickle.dumps(_CreatesFile(str(marker)))
+    headers = signed_headers(client.secret(), body)
+    with pytest.raises(RestClientError) as first:  # accepted: unpickled (then not a job: 400)
+        client.request("POST", "/jobs", body, headers)
+    assert first.value.status == 400 and marker.exists()
+    marker.unlink()
+    with pytest.raises(RestClientError) as replayed:  # the same signed request again, within the window
+        client.request("POST", "/jobs", body, headers)
+    assert replayed.value.status == 401 and "replay" in str(replayed.value)
+    assert not marker.exists(), "a replayed request was unpickled"
+
+
 def test_flinks_multipart_jobgraph_upload_gets_400_saying_how_to_submit(cluster: MiniCluster) -> None:
     client = RestClusterClient(*_address(cluster))
     with pytest.raises(RestClientError) as refused:
@@ -294,3 +310,20 @@ def test_the_published_secret_is_the_one_the_process_taskmanagers_authenticate_w
         host, port = _address(remote)
         published = bytes.fromhex(secret_path(host, port).read_text().strip())
         assert published == remote.taskmanager_backend.secret
+
+
+def test_the_client_chooses_the_job_id_and_a_duplicate_is_refused_409(cluster: MiniCluster) -> None:
+    from streamkernel.common.job_status import JobID
+    from streamkernel.graph.stream_graph import StreamGraph  # noqa: F401 - the payload's type
+
+    client = RestClusterClient(*_address(cluster))
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1, 2, 3]).add_sink(lambda x: None)
+    chosen = JobID()
+    assert client.submit_job(env.get_stream_graph("chosen id"), chosen) == chosen
+    assert cluster.dispatcher.request_job_details(str(chosen)).job_name == "chosen id"
+    env2 = StreamExecutionEnvironment.get_execution_environment()
+    env2.from_collection([4]).add_sink(lambda x: None)
+    with pytest.raises(RestClientError) as duplicate:
+        client.submit_job(env2.get_stream_graph("same id"), chosen)
+    assert duplicate.value.status == 409 and f"job {chosen} was already submitted" in str(duplicate.value)

@@ -1,7 +1,8 @@
 """Job submission: ``POST /jobs`` (Flink's JobSubmitHandler) and ``GET /jobs/:jobid/execution-result``.
 
 streamkernel takes Python jobs: the body is the job pickled by ``streamkernel run -m`` (a
-dict with the StreamGraph, :data:`PAYLOAD_FORMAT`), signed with the cluster's secret
+dict with the StreamGraph and the JobID the client chose, as Flink's client sets the
+JobGraph's id: :data:`PAYLOAD_FORMAT`), signed with the cluster's secret
 (:mod:`..job_signature`). The signature is checked before anything of the body is
 unpickled; unpickling and submitting run on a worker thread, never on the endpoint's loop.
 Flink's own multipart JobGraph upload is refused with 400 saying how to submit instead.
@@ -27,7 +28,7 @@ from streamkernel.runtime.rest.json_views.job_result import execution_result_bod
 
 __all__ = ["ROUTES", "PAYLOAD_FORMAT", "JobSubmitHandler", "JobExecutionResultHandler"]
 
-#: The version of the submitted payload ``{"format": 1, "stream_graph": StreamGraph}``.
+#: The version of the submitted payload ``{"format": 1, "stream_graph": StreamGraph, "job_id": hex or None}``.
 PAYLOAD_FORMAT = 1
 
 
@@ -46,9 +47,12 @@ def _load_and_submit(dispatcher: Any, body: bytes) -> str:
         raise RestError(400, f"Bad request, expected a streamkernel job payload of format {PAYLOAD_FORMAT} "
                              f"(a newer or older streamkernel run -m?)")
     from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
+    from streamkernel.runtime.dispatcher.dispatcher import DuplicateJobSubmissionError
 
     try:
-        return str(dispatcher.submit_job(payload["stream_graph"]))
+        return str(dispatcher.submit_job(payload["stream_graph"], job_id=payload.get("job_id")))
+    except DuplicateJobSubmissionError as error:
+        raise RestError(409, f"Job submission failed: {error}") from None
     except (IllegalConfigurationError, InvalidProgramError) as error:
         raise RestError(400, f"Job submission failed: {error}") from None
 
@@ -68,8 +72,9 @@ class JobSubmitHandler(RestHandler):
                                  f"({content_type or 'no content type'})")
         body = bytes(self._body)
         try:  # before anything of the body is unpickled
-            verify(self.context.cluster_secret, self.request.headers.get(TIMESTAMP_HEADER),
-                   self.request.headers.get(SIGNATURE_HEADER), body)
+            timestamp, signature = self.request.headers.get(TIMESTAMP_HEADER), self.request.headers.get(SIGNATURE_HEADER)
+            verify(self.context.cluster_secret, timestamp, signature, body)
+            self.context.replay_guard.check(signature or "", timestamp or "")
         except SignatureError as error:
             raise RestError(401, str(error)) from None
         executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="streamkernel REST submission")
