@@ -169,5 +169,7 @@ def test_taskmanagers_and_jobmanager(running_job: RunningJob) -> None:
     assert entries["rest.port"] == str(running_job.cluster.rest_url.rsplit(":", 1)[1])
     [total] = running_job.client.ok("/jobmanager/metrics?get=taskSlotsTotal")
     assert total == {"id": "taskSlotsTotal", "value": "4"}
-    assert running_job.client.ok("/applications/overview") == {"applications": []}
+    [application] = running_job.client.ok("/applications/overview")["applications"]
+    assert application["id"] == running_job.job_id and application["name"] == "SingleJobApplication(rest job)"
+    assert application["status"] == "RUNNING" and application["jobs"] == {"RUNNING": 1}
     assert running_job.client.ok("/jars")["files"] == []

@@ -18,7 +18,7 @@ from streamkernel.runtime.jobmaster.job_status import JobDetails
 from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
 
 __all__ = ["FLINK_VERSION", "dashboard_config", "cluster_overview", "taskmanager_info", "taskmanager_details",
-           "jobmanager_config", "jobmanager_metric_values"]
+           "jobmanager_config", "jobmanager_metric_values", "jobmanager_environment"]
 
 #: The Flink version the API is compatible with (the dashboard compares it with its own).
 FLINK_VERSION = "2.3.0"
@@ -122,3 +122,19 @@ def jobmanager_metric_values(taskmanagers: Iterable[TaskManagerSnapshot], jobs: 
             "numRunningJobs": sum(1 for d in jobs if not d.status.is_globally_terminal_state()),
             "taskSlotsAvailable": sum(t.free_slots for t in tms),
             "taskSlotsTotal": sum(t.number_of_slots for t in tms)}
+
+
+def jobmanager_environment() -> dict:
+    """Flink's EnvironmentInfo of the JobManager's process: here the Python interpreter (as
+    ``jvm``: version, machine architecture, interpreter options ``-X``/``-W``) and ``sys.path``
+    (as ``classpath``: where the JobManager loads code from)."""
+    import platform
+    import sys
+
+    options = [f"-X{k}" if v is True else f"-X{k}={v}" for k, v in sys._xoptions.items()]
+    options += [f"-W{w}" for w in sys.warnoptions]
+    if sys.flags.optimize:
+        options.append("-" + "O" * sys.flags.optimize)
+    version = f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})"
+    return {"jvm": {"version": version, "arch": platform.machine(), "options": options},
+            "classpath": [p for p in sys.path if p]}
