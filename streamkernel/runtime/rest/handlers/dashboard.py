@@ -4,7 +4,7 @@
 Flink's ``flink-dist-*.jar`` (:func:`~streamkernel.runtime.rest.web_ui.find_dashboard`) it
 answers ``/`` with ``index.html`` and any other path with that file of the jar's ``web/``
 (the cache headers :class:`~streamkernel.runtime.rest.web_ui.DashboardFiles` returns; a
-request whose ``If-None-Match`` is the ETag gets 304); without it, ``/`` is the page saying
+request whose ``If-None-Match`` is the file's ETag gets 304); without it, ``/`` is the page saying
 how to get it, with the API's paths. A path the jar lacks, or one refused as unsafe, is
 Flink's 404 ``{"errors": ["Not found: /x"]}``.
 """
@@ -62,7 +62,10 @@ class DashboardHandler(RestHandler):
             raise RestError(404, f"Not found: {self.request.path}")
         for name, value in found.headers.items():
             self.set_header(name, value)
-        # tornado answers 304 itself when If-None-Match matches the ETag set here
+        if self.check_etag_header():  # If-None-Match names this ETag: the browser has the file
+            self.set_status(304)
+            self.finish()
+            return
         self.finish(found.body)
 
     def head(self, path: str) -> None:

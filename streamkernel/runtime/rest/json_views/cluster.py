@@ -97,7 +97,11 @@ def taskmanager_info(tm: TaskManagerSnapshot, now: int) -> dict:
 def taskmanager_details(tm: TaskManagerSnapshot, now: int) -> dict:
     """Flink's TaskManagerDetailsInfo: the info, its allocated slots and its (JVM) metrics."""
     body = taskmanager_info(tm, now)
-    body["allocatedSlots"] = [{"jobId": job, "resource": _resource()} for job in tm.allocated if job is not None]
+    in_slot: dict[int, int] = {}
+    for task in (tm.last_heartbeat.tasks if tm.last_heartbeat is not None else ()):
+        in_slot[task.slot_index] = in_slot.get(task.slot_index, 0) + 1
+    body["allocatedSlots"] = [{"jobId": job, "resource": _resource(), "assignedTasks": in_slot.get(index, 0)}
+                              for index, job in enumerate(tm.allocated) if job is not None]
     # no JVM: heap, direct and mapped memory, Flink's network segments and GC are unknown (0 / empty)
     body["metrics"] = {name: 0 for name in (
         "heapUsed", "heapCommitted", "heapMax", "nonHeapUsed", "nonHeapCommitted", "nonHeapMax", "directCount",
