@@ -5,7 +5,10 @@ dashboard's pages read."""
 
 from __future__ import annotations
 
+import dataclasses
+import platform
 import re
+import sys
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -13,11 +16,18 @@ from typing import Iterator
 
 import pytest
 from rest_client import RestClient  # tests/runtime/ is on sys.path
+from rest_job import RunningJob
 
+from streamkernel.common.job_status import JobStatus
 from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.runtime.rest import web_ui
 from streamkernel.runtime.rest.handlers.dashboard import api_paths
+from streamkernel.runtime.rest.json_views.applications import (
+    APPLICATION_STATES,
+    application_details,
+    application_status,
+)
 
 JOB = "0123456789abcdef0123456789abcdef"
 MARKER = "STATIC FILE, NOT THE API"
@@ -129,3 +139,58 @@ def test_a_dashboard_jar_that_is_no_file_is_refused_naming_the_key(tmp_path: Pat
     with pytest.raises(IllegalConfigurationError, match=r"web\.dashboard\.jar: .*nothing\.jar.* is not a file"):
         cluster.start(make_current=False)
     assert cluster.rest_url is None
+
+
+# ------------------------------------------------------------------ what the dashboard's pages read
+def test_every_job_is_a_single_job_application_as_in_flink_2_3(running_job: RunningJob) -> None:
+    client, jid = running_job.client, running_job.job_id
+    [overview] = client.ok("/applications/overview")["applications"]
+    assert overview == {"id": jid, "name": "SingleJobApplication(rest job)", "start-time": overview["start-time"],
+                        "end-time": -1, "duration": overview["duration"], "status": "RUNNING",
+                        "jobs": {"RUNNING": 1}}
+    details = client.ok(f"/applications/{jid}")
+    assert (details["id"], details["status"], details["end-time"]) == (jid, "RUNNING", -1)
+    assert set(details["timestamps"]) == set(APPLICATION_STATES) and details["timestamps"]["FINISHED"] == 0
+    [job] = details["jobs"]
+    assert (job["jid"], job["name"], job["state"]) == (jid, "rest job", "RUNNING")
+    assert client.ok(f"/v1/applications/{jid}/exceptions") == {"exceptionHistory": {"entries": []}}
+    assert client.ok(f"/jobs/{jid}")["application-id"] == jid
+    assert client.get(f"/applications/{JOB}") == (404, {"errors": [f"Application {JOB} not found"]})
+    status, body = client.get("/applications/nope")
+    assert status == 400 and "applicationid" in body["errors"][0]
+
+
+def test_an_ended_jobs_application_has_its_state_and_when_it_entered_it(running_job: RunningJob) -> None:
+    details = running_job.cluster.dispatcher.request_job_details(running_job.job_id)
+    for status, state in ((JobStatus.FINISHED, "FINISHED"), (JobStatus.FAILED, "FAILED"),
+                          (JobStatus.CANCELED, "CANCELED"), (JobStatus.CANCELLING, "CANCELING"),
+                          (JobStatus.RESTARTING, "RUNNING")):
+        ended = dataclasses.replace(details, status=status, end_time=details.start_time + 5,
+                                    status_timestamps={**details.status_timestamps, status.name: details.start_time + 5})
+        assert application_status(ended) == state
+        view = application_details(ended, {})
+        assert view["status"] == state and view["jobs"][0]["state"] == status.name
+        if state != "RUNNING":
+            assert view["timestamps"][state] == details.start_time + 5
+
+
+def test_the_jobmanagers_environment_is_the_interpreter_and_its_path(running_job: RunningJob) -> None:
+    environment = running_job.client.ok("/jobmanager/environment")
+    assert set(environment) == {"jvm", "classpath"} and set(environment["jvm"]) == {"version", "arch", "options"}
+    assert environment["jvm"]["version"].startswith(f"{platform.python_implementation()} {platform.python_version()}")
+    assert environment["jvm"]["arch"] == platform.machine()
+    assert environment["classpath"] == [p for p in sys.path if p]
+
+
+def test_a_vertexs_accumulators_list_its_subtasks(running_job: RunningJob) -> None:
+    client, jid = running_job.client, running_job.job_id
+    vertices = client.ok(f"/jobs/{jid}")["vertices"]
+    for vertex in vertices:
+        path = f"/jobs/{jid}/vertices/{vertex['id']}"
+        assert client.ok(path + "/accumulators") == {"id": vertex["id"], "user-accumulators": []}
+        subtasks = client.ok(path + "/subtasks/accumulators")
+        assert (subtasks["id"], subtasks["parallelism"]) == (vertex["id"], 2)
+        assert [(s["subtask"], s["attempt"], s["user-accumulators"]) for s in subtasks["subtasks"]] == [
+            (0, 0, []), (1, 0, [])]
+        assert all(s["endpoint"].startswith("taskmanager-") for s in subtasks["subtasks"])
+    assert client.get(f"/jobs/{jid}/vertices/{JOB}/accumulators")[0] == 404
