@@ -134,7 +134,7 @@ def _shot(page: Any, name: str) -> None:
 
 
 def test_flinks_dashboard_shows_the_cluster_the_job_its_checkpoints_and_the_configuration(
-        running_job: RunningJob, browser: Any) -> None:
+        browser: Any, running_job: RunningJob) -> None:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.set_default_timeout(TIMEOUT_MS)
     console = Console(page, running_job.url)
