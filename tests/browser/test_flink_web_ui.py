@@ -50,7 +50,7 @@ class RunningJob:
 
 
 @pytest.fixture
-def running_job() -> Iterator[RunningJob]:
+def running_job(tmp_path: pathlib.Path) -> Iterator[RunningJob]:
     from streamkernel.common import WatermarkStrategy
     from streamkernel.common.job_status import JobStatus
     from streamkernel.datastream.connectors import DataGeneratorSource
@@ -66,6 +66,7 @@ def running_job() -> Iterator[RunningJob]:
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(2)
         env.enable_checkpointing(200)
+        env.get_checkpoint_config().set_checkpoint_storage_dir(str(tmp_path / "checkpoints"))
         words = env.from_source(DataGeneratorSource(lambda i: ("w%d" % (i % 7), 1), None, 200.0),
                                 WatermarkStrategy.no_watermarks(), "words")
         words.key_by(lambda p: p[0]).reduce(lambda a, b: (a[0], a[1] + b[1])).name("Counts") \
@@ -195,5 +196,7 @@ def test_flinks_dashboard_shows_the_cluster_the_job_its_checkpoints_and_the_conf
     _shot(page, "jobmanager-config")
     page.goto(url + "/#/job-manager/metrics")
     page.get_by_text("JVM (Heap/Non-Heap) Memory").first.wait_for()
+    page.goto(url + "/#/job-manager/thread-dump")
+    page.locator(".view-lines", has_text=re.compile(r"JobMaster\s'web\sui\sjob'")).first.wait_for()  # the editor
 
     console.check()

@@ -194,3 +194,12 @@ def test_a_vertexs_accumulators_list_its_subtasks(running_job: RunningJob) -> No
             (0, 0, []), (1, 0, [])]
         assert all(s["endpoint"].startswith("taskmanager-") for s in subtasks["subtasks"])
     assert client.get(f"/jobs/{jid}/vertices/{JOB}/accumulators")[0] == 404
+
+
+def test_the_jobmanagers_thread_dump_names_every_thread_with_its_stack(running_job: RunningJob) -> None:
+    infos = running_job.client.ok("/jobmanager/thread-dump")["threadInfos"]
+    by_name = {info["threadName"]: info["stringifiedThreadInfo"] for info in infos}
+    endpoint = next(name for name in by_name if name.startswith("streamkernel REST endpoint :"))
+    assert by_name[endpoint].startswith(f'"{endpoint}" Id=') and " daemon\n" in by_name[endpoint]
+    assert "run_forever" in by_name[endpoint]  # its loop, serving this very request
+    assert "MainThread" in by_name

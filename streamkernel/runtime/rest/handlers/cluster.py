@@ -1,5 +1,5 @@
 """Cluster resources: ``/config``, ``/overview``, ``/jobmanager/config``, ``/jobmanager/metrics``,
-``/jobmanager/environment``, and ``/jars`` (which the Flink 2.3 dashboard asks for)."""
+``/jobmanager/environment``, ``/jobmanager/thread-dump``, and ``/jars`` (which the Flink 2.3 dashboard asks for)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from streamkernel.runtime.rest.json_views.cluster import (
     jobmanager_config,
     jobmanager_environment,
     jobmanager_metric_values,
+    thread_dump,
 )
 from streamkernel.runtime.rest.json_views.vertices import metric_list
 
@@ -58,6 +59,14 @@ class JobManagerEnvironmentHandler(RestHandler):
         self.write_json(jobmanager_environment())
 
 
+class JobManagerThreadDumpHandler(RestHandler):
+    """``GET /jobmanager/thread-dump``: every thread of the JobManager's process with its stack."""
+
+    def get(self) -> None:
+        """Flink's ThreadDumpInfo."""
+        self.write_json(thread_dump())
+
+
 class JarsHandler(RestHandler):
     """``GET /jars``: uploaded jars; streamkernel runs Python programs, so none."""
 
@@ -72,5 +81,6 @@ ROUTES = [
     ("/jobmanager/config", JobManagerConfigHandler),
     ("/jobmanager/metrics", JobManagerMetricsHandler),
     ("/jobmanager/environment", JobManagerEnvironmentHandler),
+    ("/jobmanager/thread-dump", JobManagerThreadDumpHandler),
     ("/jars", JarsHandler),
 ]

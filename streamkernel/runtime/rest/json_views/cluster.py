@@ -18,7 +18,7 @@ from streamkernel.runtime.jobmaster.job_status import JobDetails
 from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
 
 __all__ = ["FLINK_VERSION", "dashboard_config", "cluster_overview", "taskmanager_info", "taskmanager_details",
-           "jobmanager_config", "jobmanager_metric_values", "jobmanager_environment"]
+           "jobmanager_config", "jobmanager_metric_values", "jobmanager_environment", "thread_dump"]
 
 #: The Flink version the API is compatible with (the dashboard compares it with its own).
 FLINK_VERSION = "2.3.0"
@@ -142,3 +142,20 @@ def jobmanager_environment() -> dict:
     version = f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})"
     return {"jvm": {"version": version, "arch": platform.machine(), "options": options},
             "classpath": [p for p in sys.path if p]}
+
+
+def thread_dump() -> dict:
+    """Flink's ThreadDumpInfo of this process: each thread's name and its stack, innermost call
+    last (Python's order), as ``"name" Id=... daemon`` and the frames."""
+    import sys
+    import threading
+    import traceback
+
+    frames = sys._current_frames()
+    infos = []
+    for thread in sorted(threading.enumerate(), key=lambda t: t.name):
+        frame = frames.get(thread.ident) if thread.ident is not None else None
+        header = f'"{thread.name}" Id={thread.ident}{" daemon" if thread.daemon else ""}\n'
+        stack = "".join(traceback.format_stack(frame)) if frame is not None else ""
+        infos.append({"threadName": thread.name, "stringifiedThreadInfo": header + stack})
+    return {"threadInfos": infos}
