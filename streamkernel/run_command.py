@@ -15,6 +15,13 @@ exactly as ``flink run`` hands its options to the program's context environment:
   per job;
 * ``--detached`` / ``-d``: start the same command in a background process and return at
   once, printing its pid and the log file its output goes to (``--log FILE``).
+* ``-m HOST:PORT`` / ``--jobmanager HOST:PORT``: submit every job of the script to the running
+  cluster whose REST API is there, as ``flink run -m`` (:mod:`streamkernel.runtime.rest.remote_execution`):
+  the script builds its jobs here, the cluster runs them. ``execute()`` follows the job to its
+  end (Ctrl-C leaves it running); with ``--detached`` it returns once the job is submitted,
+  printing ``Job has been submitted with JobID <id>``. Submission is signed with the cluster's
+  secret: ``--secret-file FILE``, else ``$STREAMKERNEL_CLUSTER_SECRET`` (hex), else the file the
+  cluster wrote for its address under ``$STREAMKERNEL_HOME`` (:mod:`streamkernel.runtime.rest.cluster_secret`).
 
 Exit status: 0 when the script ended normally (or ``sys.exit(0)``), the script's
 ``sys.exit`` code, 1 when it raised (the traceback is printed), 2 for bad options, 143 when
@@ -59,6 +66,10 @@ def run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--slots", type=positive_int, default=None, help="slots per TaskManager of that cluster")
     parser.add_argument("--detached", "-d", action="store_true", help="run in a background process and return at once")
     parser.add_argument("--log", default=None, help="with --detached: the file for the script's output")
+    parser.add_argument("-m", "--jobmanager", default=None, metavar="HOST:PORT",
+                        help="submit the jobs to the running cluster whose REST API is at HOST:PORT (as flink run -m)")
+    parser.add_argument("--secret-file", default=None, metavar="FILE",
+                        help="with -m: the file holding the cluster's secret (hex, readable by you only)")
     return parser
 
 
@@ -97,6 +108,11 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except (ValueError, IllegalConfigurationError) as error:
         print(f"streamkernel run: {error}", file=sys.stderr)
         return 2
+    if args.jobmanager is not None:
+        return _run_remote(args, conf)
+    if args.secret_file is not None:
+        print("streamkernel run: --secret-file needs -m HOST:PORT (the cluster to submit to)", file=sys.stderr)
+        return 2
     cluster = None
     if args.taskmanagers is not None:
         from streamkernel.runtime.minicluster.minicluster import MiniCluster
@@ -108,12 +124,52 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             return 2
     if args.detached:
         return _detach(args, argv)
-    os.environ[CONTEXT_CONFIGURATION_ENV] = json.dumps(conf)
-    arguments = list(args.arguments)
     if cluster is not None:
         cluster.start()
         if cluster.rest_url is not None:
             print(f"streamkernel run: Flink's REST API and Web UI at {cluster.rest_url}", file=sys.stderr)
+    try:
+        return _run_script(args, conf)
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+def _run_remote(args: argparse.Namespace, conf: dict[str, str]) -> int:
+    """``-m HOST:PORT``: check the address, the cluster and its secret before the script runs, then run
+    the script with every environment submitting to that cluster."""
+    from streamkernel.runtime.rest.client import (ClusterUnreachableError, RestClientError, RestClusterClient,
+                                                  parse_address)
+    from streamkernel.runtime.rest.cluster_secret import SECRET_FILE_ENV, SecretError
+
+    if args.taskmanagers is not None or args.backend is not None:
+        print("streamkernel run: -m submits to a running cluster; --taskmanagers, --slots and --backend start one "
+              "(use one or the other)", file=sys.stderr)
+        return 2
+    try:
+        host, port = parse_address(args.jobmanager, "-m")
+    except ValueError as error:
+        print(f"streamkernel run: {error}", file=sys.stderr)
+        return 2
+    client = RestClusterClient(host, port, secret_file=args.secret_file)
+    try:
+        client.secret()  # no secret: say where we looked, before the script builds anything
+        client.check_reachable()
+    except (SecretError, ClusterUnreachableError) as error:
+        print(f"streamkernel run: {error}", file=sys.stderr)
+        return 1
+    if args.secret_file is not None:
+        os.environ[SECRET_FILE_ENV] = os.path.abspath(os.path.expanduser(args.secret_file))
+    conf.update({"execution.target": "remote", "rest.address": host, "rest.port": str(port),
+                 "execution.attached": "false" if args.detached else "true"})
+    return _run_script(args, conf, one_line_errors=(SecretError, ClusterUnreachableError, RestClientError))
+
+
+def _run_script(args: argparse.Namespace, conf: dict[str, str], one_line_errors: tuple = ()) -> int:
+    """Run the script as ``__main__`` with ``conf`` as every environment's context configuration;
+    an error of ``one_line_errors`` (a cluster refusing a submission) is shown as one line."""
+    os.environ[CONTEXT_CONFIGURATION_ENV] = json.dumps(conf)
+    arguments = list(args.arguments)
     saved_argv, saved_path = sys.argv, list(sys.path)
     restore_sigterm = exit_on_sigterm()
     sys.argv = [args.script, *arguments]
@@ -127,6 +183,14 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             return code or 0
         print(code, file=sys.stderr)
         return 1
+    except one_line_errors as error:
+        print(f"streamkernel run: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        if not one_line_errors:
+            traceback.print_exc()
+            return 1
+        return 130  # -m: the remote job runs on, as the interruption's message said
     except BaseException:  # noqa: BLE001 - the script's error, shown as Python shows it
         traceback.print_exc()
         return 1
@@ -134,8 +198,6 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         sys.argv, sys.path[:] = saved_argv, saved_path
         if restore_sigterm is not None:
             restore_sigterm()
-        if cluster is not None:
-            cluster.stop()
 
 
 def _detach(args: argparse.Namespace, argv: Sequence[str]) -> int:

@@ -14,7 +14,8 @@ on ``sys.path``)::
 
     code, out, err = flink_tools.run_flink_cli(["list"], "127.0.0.1:8081")
 
-What the CLI sends (measured against a recording server, tests/test_flink_tools.py): every path
+What the CLI sends (tests/test_flink_tools.py lists the requests; tests/runtime/rest/test_flink_cli.py runs
+them against the real endpoint): every path
 is prefixed with ``/v1`` and every request, GETs included, carries a JSON body (``{}`` when the
 message has none) with ``Content-Type: application/json; charset=UTF-8`` and ``Connection: close``.
 """

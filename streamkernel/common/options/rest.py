@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamkernel.common.config_options import ConfigOptions
+from streamkernel.common.time import Duration
 from streamkernel.errors import IllegalConfigurationError
 
 __all__ = ["RestOptions", "PORT_FALLBACK_COUNT", "rest_port_range", "rest_explicitly_configured",
@@ -35,6 +36,10 @@ class RestOptions:
     SERVER_MAX_CONTENT_LENGTH = _key("rest.server.max-content-length").int_type().default_value(104_857_600) \
         .with_range(1).with_description(
             "Largest request body (bytes) the REST endpoint accepts; a larger one gets 413 and nothing else happens.")
+    ASYNC_OPERATION_STORE_DURATION = _key("rest.async.store-duration").duration_type() \
+        .default_value(Duration.of_minutes(5)).with_description(
+            "How long the result of a completed asynchronous operation (a savepoint, stop-with-savepoint or "
+            "checkpoint triggered through the REST API) can still be asked for by its trigger id.")
 
 
 def rest_port_range(configuration: Mapping[str, Any]) -> range:
@@ -73,6 +78,6 @@ def check_rest_options(configuration: Mapping[str, Any]) -> None:
     """Parse every REST key of ``configuration``: the first bad value raises
     IllegalConfigurationError naming its key (before a cluster starts anything)."""
     for option in (RestOptions.BIND_ADDRESS, RestOptions.PORT, RestOptions.ADDRESS,
-                   RestOptions.SERVER_MAX_CONTENT_LENGTH):
+                   RestOptions.SERVER_MAX_CONTENT_LENGTH, RestOptions.ASYNC_OPERATION_STORE_DURATION):
         option.get(configuration)
     rest_port_range(configuration)

@@ -81,7 +81,21 @@ def submit_stream_graph(env: Any, stream_graph: StreamGraph) -> MiniClusterJobCl
     A transient cluster stops by itself once the job reaches a terminal state (and at the
     latest when the interpreter exits: :mod:`.exit`).
     """
+    remote = _remote_client(stream_graph)
+    if remote is not None:
+        from streamkernel.runtime.rest.remote_execution import submit_remote
+
+        return submit_remote(remote, stream_graph)  # type: ignore[return-value]
     return _submit(stream_graph)[0]
+
+
+def _remote_client(stream_graph: StreamGraph) -> Any:
+    """The REST client when the job goes to a running cluster (``execution.target: remote``), else None."""
+    if str(stream_graph.configuration.get("execution.target", "")).strip().lower() != "remote":
+        return None  # no import of the REST client for local execution
+    from streamkernel.runtime.rest.remote_execution import remote_client_for
+
+    return remote_client_for(stream_graph.configuration)
 
 
 def _submit(stream_graph: StreamGraph) -> tuple[MiniClusterJobClient, Optional[MiniCluster]]:
@@ -138,6 +152,11 @@ def execute_stream_graph(env: Any, stream_graph: StreamGraph) -> JobExecutionRes
     not fit its option (:mod:`streamkernel.common.options`).
     """
     validate_configuration(stream_graph.configuration)
+    remote = _remote_client(stream_graph)
+    if remote is not None:
+        from streamkernel.runtime.rest.remote_execution import execute_remote
+
+        return execute_remote(remote, stream_graph)
     cluster = current_cluster()
     transient = cluster is None
     job_graph: Optional[JobGraph] = None  # built by the JobMaster unless sizing a transient cluster did
@@ -172,6 +191,11 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
     sink = CollectSink()
     data_stream.sink_to(sink).name("Collect Sink").set_parallelism(1)  # one collector, as Flink's CollectSinkOperator
     stream_graph = env.get_stream_graph(job_execution_name, clear_transformations=True)
+    remote = _remote_client(stream_graph)
+    if remote is not None:
+        from streamkernel.runtime.rest.remote_execution import collect_refused
+
+        raise collect_refused(remote)
     client, transient = _submit(stream_graph)
     buffer = sink.buffer  # ended with the job by MiniCluster.submit (watch_collect_buffers)
     dispatcher = client._dispatcher  # the cluster the job runs on (current or transient)

@@ -41,10 +41,12 @@ the lifecycle and the jobs.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Union
 
 from streamkernel.common.job_status import JobID, JobStatus
@@ -70,11 +72,14 @@ from streamkernel.runtime.minicluster.taskmanagers import (
 )
 from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
 from streamkernel.runtime.rest.context import RestContext
+from streamkernel.runtime.rest.cluster_secret import remove_secret_file, write_secret_file
 from streamkernel.runtime.rest.endpoint import RestServerEndpoint
+from streamkernel.runtime.rpc.transport import new_cluster_secret
 
 __all__ = ["MiniCluster", "JobInfo", "SlotOccupancy", "TaskManagerInfo", "current_cluster", "set_current_cluster",
            "BACKENDS", "LOCAL_HEARTBEAT_DEFAULTS"]
 
+_LOG = logging.getLogger(__name__)
 _current_lock = threading.Lock()
 _current: Optional["MiniCluster"] = None
 
@@ -162,6 +167,7 @@ class MiniCluster:
         self._failures: Optional[FailureInjection] = None
         self._serve_rest = bool(rest)
         self._rest: Optional[RestServerEndpoint] = None
+        self._secret_file: Optional[Path] = None  # the secret for clients of this user (cluster_secret.py)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, make_current: bool = True) -> "MiniCluster":
@@ -206,8 +212,12 @@ class MiniCluster:
                                           self.slots_per_taskmanager, self._lifecycle, lambda: self._running)
         if self._serve_rest:
             try:
+                # the TaskManagers' secret (a new one on the local backend) signs REST job submissions
+                secret = getattr(self._backend, "secret", None) or new_cluster_secret()
                 self._rest = RestServerEndpoint(RestContext(self._dispatcher, self._resource_manager,
-                                                            self.configuration)).start()
+                                                            self.configuration, shutdown_cluster=self.stop,
+                                                            cluster_secret=secret)).start()
+                self._secret_file = _publish_secret(self._rest, secret)
             except BaseException:
                 self._dispatcher.shutdown(1.0)
                 self._resource_manager.stop()
@@ -235,6 +245,8 @@ class MiniCluster:
             if self._rest is not None:  # first: no request sees a half-stopped cluster
                 self._rest.stop()
                 self._rest = None
+                remove_secret_file(self._secret_file)
+                self._secret_file = None
             self._dispatcher.shutdown(timeout)
             self._resource_manager.stop()  # no heartbeats: TaskManagers leaving now are not "lost"
             try:
@@ -359,3 +371,15 @@ def _local_shuffle() -> Any:
     from streamkernel.runtime.network.shuffle import LocalShuffleEnvironment  # lazy: the network stack
 
     return LocalShuffleEnvironment()
+
+
+def _publish_secret(rest: RestServerEndpoint, secret: bytes) -> Optional[Path]:
+    """Write the cluster's secret where a client of this user finds it from the REST address
+    (``streamkernel run -m HOST:PORT``); a failure only disables such submissions (logged)."""
+    assert rest.port is not None
+    try:
+        return write_secret_file(rest.address, rest.port, secret)
+    except OSError as error:
+        _LOG.warning("could not write the cluster's secret for REST job submission (%s); clients need "
+                     "--secret-file or $STREAMKERNEL_CLUSTER_SECRET", error)
+        return None

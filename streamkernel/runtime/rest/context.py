@@ -12,9 +12,11 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
+from streamkernel.common.options import RestOptions
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
+from streamkernel.runtime.rest.async_operations import AsyncOperations
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.dispatcher.gateway import DispatcherGateway
@@ -38,7 +40,12 @@ class RestContext:
     """The cluster as the REST handlers see it.
 
     ``rest_address`` is the endpoint's ``host:port`` once bound (the endpoint sets it);
-    ``started_at`` when the JobManager started (ms since the epoch).
+    ``started_at`` when the JobManager started (ms since the epoch). ``shutdown_cluster``
+    stops the whole cluster (``DELETE /cluster``; None: the cluster cannot be shut down that
+    way); it is called from a thread of its own, never the endpoint's. ``operations`` holds
+    the savepoints and checkpoints triggered through the API (kept ``rest.async.store-duration``).
+    ``cluster_secret`` is the key job submissions are signed with (:mod:`.job_signature`; empty:
+    none accepted).
     """
 
     dispatcher: "DispatcherGateway"
@@ -46,8 +53,16 @@ class RestContext:
     configuration: Mapping[str, str] = field(default_factory=dict)
     rest_address: str = ""
     started_at: int = field(default_factory=now_ms)
+    shutdown_cluster: Optional[Callable[[], None]] = None
+    operations: Optional[AsyncOperations] = None
+    cluster_secret: bytes = field(default=b"", repr=False)
     _samples: dict = field(default_factory=dict, repr=False)
     _samples_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.operations is None:
+            duration = RestOptions.ASYNC_OPERATION_STORE_DURATION.get(self.configuration)
+            self.operations = AsyncOperations(duration.to_milliseconds() / 1000.0)
 
     def taskmanagers(self) -> tuple["TaskManagerSnapshot", ...]:
         """The ResourceManager's snapshot of every registered TaskManager."""

@@ -155,11 +155,18 @@ class RestServerEndpoint:
             loop.close()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Close the listening socket and every connection, stop the loop, join the thread."""
+        """Close the listening socket and every connection, stop the loop, join the thread.
+
+        Raises RestEndpointError when called from the endpoint's own thread (a handler): it
+        would wait for itself; stop it from another thread (as ``DELETE /cluster`` does).
+        """
         with self._lock:
             thread, loop, server = self._thread, self._loop, self._server
             if thread is None or loop is None:
                 return
+            if thread is threading.current_thread():
+                raise RestEndpointError("the REST endpoint cannot be stopped from its own thread (a handler): it "
+                                        "would wait for itself; stop it from another thread")
 
             async def shutdown() -> None:
                 server.stop()

@@ -1,0 +1,160 @@
+"""Does reading the REST API slow a job down? (issue 16)
+
+Run: ``.venv/bin/python bench/bench_rest.py [--records N] [--repeat R] [--rate 50] [--quick]``
+
+The cluster is the worst case for the endpoint: the ``local`` backend, whose tasks are
+threads of the same process as the JobManager and its REST endpoint, so every request the
+endpoint answers takes the GIL from the job. W2 (``bench/workloads.py``: records keyed by
+one of 10,000 keys, a running reduce, parallelism 1, a sink counting records) runs ``R``
+times without readers and ``R`` times with them, alternately; the median throughputs are
+compared (target: at least 95% kept).
+
+The readers run in another process (as a browser and ``curl`` would), for the whole of each
+loaded run:
+
+* ``curl``: ``--rate`` requests a second (default 50), round-robin over the resources a
+  client polls (``/overview``, ``/jobs/overview``, ``/jobs/:id``, ``/jobs/:id/checkpoints``,
+  a vertex, its backpressure and subtask metrics, ``/taskmanagers``);
+* the Web UI: every 3 s (Flink's ``web.refresh-interval``) the calls the dashboard's job page
+  makes on each refresh (``/config``, ``/overview``, ``/jobs/overview``, ``/jobs/:id``,
+  and per vertex its watermarks and the subtask metrics it plots).
+
+Each loaded run reports how many requests were answered and their median latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from typing import Any, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bench_scaleout  # noqa: E402 - W2 on a parallel sequence, with a counting sink
+
+from streamkernel.runtime.minicluster.minicluster import MiniCluster  # noqa: E402
+
+UI_REFRESH_S = 3.0
+UI_METRICS = "backPressuredTimeMsPerSecond,busyTimeMsPerSecond,numRecordsInPerSecond"
+
+
+def _get(base: str, path: str) -> Any:
+    with urllib.request.urlopen(base + path, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def _running_job(base: str) -> Optional[tuple[str, list[str]]]:
+    """(job id, vertex ids) of the running job, or None."""
+    running = [j for j in _get(base, "/jobs/overview")["jobs"] if j["state"] == "RUNNING"]
+    if not running:
+        return None
+    jid = running[0]["jid"]
+    return jid, [v["id"] for v in _get(base, f"/jobs/{jid}")["vertices"]]
+
+
+def readers(base: str, rate: float, ready: Any, stop: Any, results: Any) -> None:
+    """The other process: poll as curl and the Web UI would until ``stop`` is set."""
+    _get(base, "/overview")
+    ready.set()
+    latencies: list[float] = []
+    job: Optional[tuple[str, list[str]]] = None
+    next_ui = time.monotonic()
+    k = 0
+    period = 1.0 / rate
+    next_request = time.monotonic()
+    while not stop.is_set():
+        if job is None:
+            try:
+                job = _running_job(base)
+            except OSError:
+                job = None
+            if job is None:
+                stop.wait(0.005)  # the loaded run has not started its job yet
+                continue
+        jid, vertices = job
+        curl = ["/overview", "/jobs/overview", f"/jobs/{jid}", f"/jobs/{jid}/checkpoints", "/taskmanagers"]
+        for v in vertices:
+            curl += [f"/jobs/{jid}/vertices/{v}", f"/jobs/{jid}/vertices/{v}/backpressure",
+                     f"/jobs/{jid}/vertices/{v}/subtasks/metrics?get={UI_METRICS}"]
+        paths = [curl[k % len(curl)]]
+        k += 1
+        if time.monotonic() >= next_ui:
+            next_ui += UI_REFRESH_S
+            paths += ["/config", "/overview", "/jobs/overview", f"/jobs/{jid}"]
+            for v in vertices:
+                paths += [f"/jobs/{jid}/vertices/{v}/watermarks",
+                          f"/jobs/{jid}/vertices/{v}/subtasks/metrics?get={UI_METRICS}"]
+        for path in paths:
+            started = time.perf_counter()
+            try:
+                _get(base, path)
+            except OSError:
+                job = None  # the job ended: find the next one
+                break
+            latencies.append(time.perf_counter() - started)
+        next_request += period
+        delay = next_request - time.monotonic()
+        if delay > 0:
+            stop.wait(delay)
+        else:
+            next_request = time.monotonic()
+    results.put((len(latencies), statistics.median(latencies) if latencies else 0.0))
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rate", type=float, default=50.0, help="curl's requests per second (default 50)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run (figures mean nothing)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.records, args.repeat = 50_000, 1
+    print(f"command: python bench/bench_rest.py --records {args.records} --repeat {args.repeat} --rate {args.rate:g}")
+    cluster = MiniCluster(1, 1, backend="local", rest=True).start()
+    base = cluster.rest_url
+    directory = tempfile.mkdtemp(prefix="bench-rest-")
+    context = multiprocessing.get_context("spawn")
+    quiet: list[float] = []
+    loaded: list[float] = []
+    answered: list[tuple[int, float]] = []
+    try:
+        bench_scaleout.run_w2(1, 10_000, directory)  # first-use costs
+        for _ in range(args.repeat):
+            started = time.perf_counter()
+            assert bench_scaleout.run_w2(1, args.records, directory) == args.records
+            quiet.append(args.records / (time.perf_counter() - started))
+            ready, stop, results = context.Event(), context.Event(), context.Queue()
+            reader = context.Process(target=readers, args=(base, args.rate, ready, stop, results), daemon=True)
+            reader.start()
+            if not ready.wait(60):
+                raise SystemExit("bench_rest: the reader process did not reach the REST API within 60 s")
+            started = time.perf_counter()
+            assert bench_scaleout.run_w2(1, args.records, directory) == args.records
+            loaded.append(args.records / (time.perf_counter() - started))
+            stop.set()
+            answered.append(results.get(timeout=60))
+            reader.join(30)
+    finally:
+        cluster.stop()
+        os.rmdir(directory)
+    kept = statistics.median(loaded) / statistics.median(quiet)
+    requests = sum(n for n, _ in answered)
+    seconds = sum(args.records / r for r in loaded)
+    print(f"W2, {args.records:,d} records, local backend, parallelism 1, median of {args.repeat}:")
+    print(f"  without readers  {statistics.median(quiet):12,.0f} records/s")
+    print(f"  with readers     {statistics.median(loaded):12,.0f} records/s  ({requests:,d} requests answered, "
+          f"{requests / seconds:.0f}/s, median latency {1000 * statistics.median(m for _, m in answered):.1f} ms)")
+    print(f"  throughput kept: {100 * kept:.1f}% (target >= 95%)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

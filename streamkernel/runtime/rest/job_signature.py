@@ -1,0 +1,67 @@
+"""The signature of a job submitted through the REST API: HMAC-SHA256 under the cluster's secret.
+
+A submission's body is the pickled job; unpickling runs code, so the endpoint checks the
+signature (:func:`verify`, constant time) before it looks at a single byte of the body. The
+signature covers the timestamp and the body (``HMAC(secret, b"<ms>\\n" + body)``); a timestamp
+more than :data:`MAX_SKEW_MS` away from the cluster's clock is refused, so a recorded request
+cannot be replayed later.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+from typing import Optional
+
+__all__ = ["CONTENT_TYPE", "TIMESTAMP_HEADER", "SIGNATURE_HEADER", "MAX_SKEW_MS", "SignatureError", "sign",
+           "signed_headers", "verify"]
+
+#: The content type of a streamkernel job submission (the job pickled with cloudpickle).
+CONTENT_TYPE = "application/vnd.streamkernel.job+pickle"
+#: Milliseconds since the epoch when the client signed the request.
+TIMESTAMP_HEADER = "X-Streamkernel-Timestamp"
+#: ``hmac-sha256=<hex>`` of the timestamp and the body.
+SIGNATURE_HEADER = "X-Streamkernel-Signature"
+#: How far (ms) a request's timestamp may be from the cluster's clock: five minutes.
+MAX_SKEW_MS = 5 * 60 * 1000
+_SCHEME = "hmac-sha256="
+
+
+class SignatureError(Exception):
+    """A request whose signature is missing, malformed, wrong or too old (answered 401)."""
+
+
+def sign(secret: bytes, timestamp_ms: int, body: bytes) -> str:
+    """The signature header's value for ``body`` sent at ``timestamp_ms``."""
+    mac = hmac.new(secret, f"{int(timestamp_ms)}\n".encode("ascii"), hashlib.sha256)
+    mac.update(body)
+    return _SCHEME + mac.hexdigest()
+
+
+def signed_headers(secret: bytes, body: bytes, now_ms: Optional[int] = None) -> dict[str, str]:
+    """The headers of a signed submission of ``body``."""
+    timestamp = int(now_ms if now_ms is not None else time.time() * 1000)
+    return {"Content-Type": CONTENT_TYPE, TIMESTAMP_HEADER: str(timestamp),
+            SIGNATURE_HEADER: sign(secret, timestamp, body)}
+
+
+def verify(secret: bytes, timestamp: Optional[str], signature: Optional[str], body: bytes,
+           now_ms: Optional[int] = None) -> None:
+    """Raise SignatureError (saying what is wrong) unless ``signature`` signs ``timestamp`` and
+    ``body`` under ``secret`` and ``timestamp`` is within :data:`MAX_SKEW_MS` of now."""
+    if not secret:
+        raise SignatureError("this cluster has no secret to check submissions against")
+    if not signature or not timestamp:
+        raise SignatureError(f"Unauthorized: a job submission must be signed with the cluster's secret "
+                             f"({TIMESTAMP_HEADER} and {SIGNATURE_HEADER} headers; streamkernel run -m signs it)")
+    text = timestamp.strip()
+    if not text.isdigit():
+        raise SignatureError(f"Unauthorized: malformed {TIMESTAMP_HEADER} header {text[:40]!r}")
+    now = int(now_ms if now_ms is not None else time.time() * 1000)
+    if abs(now - int(text)) > MAX_SKEW_MS:
+        raise SignatureError(f"Unauthorized: the request's timestamp is {abs(now - int(text)) // 1000} s away from "
+                             f"the cluster's clock (at most {MAX_SKEW_MS // 1000} s allowed)")
+    if not hmac.compare_digest(sign(secret, int(text), body).encode("ascii"), signature.strip().encode("utf-8",
+                                                                                                        "replace")):
+        raise SignatureError("Unauthorized: the request's signature does not match the cluster's secret")
