@@ -22,6 +22,7 @@ from streamkernel.common.options import RestOptions
 from streamkernel.common.options.rest import rest_explicitly_configured, rest_port_range
 from streamkernel.errors import IllegalConfigurationError, StreamKernelError
 from streamkernel.runtime.rest.context import RestContext
+from streamkernel.runtime.rest.web_ui import find_dashboard
 
 __all__ = ["RestServerEndpoint", "RestEndpointError"]
 
@@ -44,6 +45,7 @@ class RestServerEndpoint:
         self.context = context
         self.bind_address = RestOptions.BIND_ADDRESS.get(conf).strip()
         self.ports = rest_port_range(conf)  # raises IllegalConfigurationError naming the key
+        find_dashboard(conf)  # web.dashboard.jar set to no file: IllegalConfigurationError naming it, before serving
         self._any_port_after_range = not rest_explicitly_configured(conf)
         self.address = (RestOptions.ADDRESS.get(conf) or self.bind_address).strip()
         self.max_content_length = RestOptions.SERVER_MAX_CONTENT_LENGTH.get(conf)

@@ -162,6 +162,12 @@ def test_taskmanagers_and_jobmanager(running_job: RunningJob) -> None:
     one = running_job.client.ok("/taskmanagers/taskmanager-1")
     assert one["id"] == "taskmanager-1" and "heapUsed" in one["metrics"]
     assert all(slot["jobId"] == running_job.job_id for slot in one["allocatedSlots"])
+
+    def assigned_per_slot() -> list[int]:
+        return [slot["assignedTasks"] for tm in ("taskmanager-1", "taskmanager-2")
+                for slot in running_job.client.ok(f"/taskmanagers/{tm}")["allocatedSlots"]]
+    # 2 vertices x parallelism 2, two subtasks per slot (slot sharing), as the heartbeats report them
+    wait_until(lambda: assigned_per_slot() == [2, 2], message="the allocated slots' assignedTasks: 2 and 2")
     assert running_job.client.get("/taskmanagers/taskmanager-1/metrics")[0] == 200
     config = running_job.client.ok("/jobmanager/config")
     entries = {e["key"]: e["value"] for e in config}
@@ -169,5 +175,7 @@ def test_taskmanagers_and_jobmanager(running_job: RunningJob) -> None:
     assert entries["rest.port"] == str(running_job.cluster.rest_url.rsplit(":", 1)[1])
     [total] = running_job.client.ok("/jobmanager/metrics?get=taskSlotsTotal")
     assert total == {"id": "taskSlotsTotal", "value": "4"}
-    assert running_job.client.ok("/applications/overview") == {"applications": []}
+    [application] = running_job.client.ok("/applications/overview")["applications"]
+    assert application["id"] == running_job.job_id and application["name"] == "SingleJobApplication(rest job)"
+    assert application["status"] == "RUNNING" and application["jobs"] == {"RUNNING": 1}
     assert running_job.client.ok("/jars")["files"] == []

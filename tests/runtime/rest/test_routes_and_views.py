@@ -29,9 +29,10 @@ def test_a_template_matches_with_and_without_v1_and_names_its_parameters() -> No
 
 
 def test_fixed_segments_win_over_parameters() -> None:
-    rules = tornado_rules(context=None, max_content_length=10)
+    rules = tornado_rules(context=types.SimpleNamespace(configuration={}), max_content_length=10)
     patterns = [rule[0] for rule in rules]
     assert patterns.index(template_pattern("/jobs/overview")) < patterns.index(template_pattern("/jobs/:jobid"))
+    assert patterns[-1] == r"/(.*)"  # the dashboard's catch-all comes after every API route
 
 
 def _module(monkeypatch: pytest.MonkeyPatch, name: str, routes: list) -> str:

@@ -1,5 +1,5 @@
 """Cluster resources: ``/config``, ``/overview``, ``/jobmanager/config``, ``/jobmanager/metrics``,
-and the two the Flink 2.3 dashboard asks on every page (``/applications/overview``, ``/jars``)."""
+``/jobmanager/environment``, ``/jobmanager/thread-dump``, and ``/jars`` (which the Flink 2.3 dashboard asks for)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from streamkernel.runtime.rest.json_views.cluster import (
     cluster_overview,
     dashboard_config,
     jobmanager_config,
+    jobmanager_environment,
     jobmanager_metric_values,
+    thread_dump,
 )
 from streamkernel.runtime.rest.json_views.vertices import metric_list
 
@@ -49,12 +51,20 @@ class JobManagerMetricsHandler(RestHandler):
         self.write_json(metric_list(values, self.query_list("get")))
 
 
-class ApplicationsOverviewHandler(RestHandler):
-    """``GET /applications/overview``: Flink 2.3's applications; streamkernel runs jobs, none."""
+class JobManagerEnvironmentHandler(RestHandler):
+    """``GET /jobmanager/environment``: the JobManager's runtime and where it loads code from."""
 
     def get(self) -> None:
-        """``{"applications": []}``."""
-        self.write_json({"applications": []})
+        """Flink's EnvironmentInfo (``jvm``, ``classpath``)."""
+        self.write_json(jobmanager_environment())
+
+
+class JobManagerThreadDumpHandler(RestHandler):
+    """``GET /jobmanager/thread-dump``: every thread of the JobManager's process with its stack."""
+
+    def get(self) -> None:
+        """Flink's ThreadDumpInfo."""
+        self.write_json(thread_dump())
 
 
 class JarsHandler(RestHandler):
@@ -70,6 +80,7 @@ ROUTES = [
     ("/overview", ClusterOverviewHandler),
     ("/jobmanager/config", JobManagerConfigHandler),
     ("/jobmanager/metrics", JobManagerMetricsHandler),
-    ("/applications/overview", ApplicationsOverviewHandler),
+    ("/jobmanager/environment", JobManagerEnvironmentHandler),
+    ("/jobmanager/thread-dump", JobManagerThreadDumpHandler),
     ("/jars", JarsHandler),
 ]

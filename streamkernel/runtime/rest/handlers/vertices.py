@@ -1,5 +1,6 @@
 """Vertex resources: ``/jobs/:jobid/vertices/:vertexid`` and its ``backpressure``,
-``watermarks``, ``subtasktimes``, ``taskmanagers``, ``metrics`` and ``subtasks/metrics``."""
+``watermarks``, ``subtasktimes``, ``taskmanagers``, ``metrics``, ``subtasks/metrics``, ``accumulators``
+and ``subtasks/accumulators``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from streamkernel.runtime.rest.json_views.ids import vertex_id_of
 from streamkernel.runtime.rest.json_views.vertices import (
     MetricsOf,
     subtask_times,
+    subtasks_accumulators,
     subtasks_metrics,
+    vertex_accumulators,
     vertex_backpressure,
     vertex_details,
     vertex_metrics,
@@ -116,6 +119,24 @@ class SubtasksMetricsHandler(_VertexHandler):
         self.write_json(subtasks_metrics(vertex, metrics_of, self.query_list("get"), modes, wanted))
 
 
+class VertexAccumulatorsHandler(_VertexHandler):
+    """``GET .../accumulators``: the vertex's user accumulators."""
+
+    def get(self, jobid: str, vertexid: str) -> None:
+        """Flink's JobVertexAccumulatorsInfo."""
+        _, _, hex_id, _ = self.lookup(jobid, vertexid)
+        self.write_json(vertex_accumulators(hex_id))
+
+
+class SubtasksAccumulatorsHandler(_VertexHandler):
+    """``GET .../subtasks/accumulators``: each subtask's user accumulators."""
+
+    def get(self, jobid: str, vertexid: str) -> None:
+        """Flink's SubtasksAllAccumulatorsInfo."""
+        _, vertex, hex_id, _ = self.lookup(jobid, vertexid)
+        self.write_json(subtasks_accumulators(vertex, hex_id))
+
+
 _V = "/jobs/:jobid/vertices/:vertexid"
 ROUTES = [
     (_V, VertexDetailsHandler),
@@ -125,4 +146,6 @@ ROUTES = [
     (_V + "/taskmanagers", VertexTaskManagersHandler),
     (_V + "/metrics", VertexMetricsHandler),
     (_V + "/subtasks/metrics", SubtasksMetricsHandler),
+    (_V + "/accumulators", VertexAccumulatorsHandler),
+    (_V + "/subtasks/accumulators", SubtasksAccumulatorsHandler),
 ]

@@ -18,7 +18,7 @@ from streamkernel.runtime.jobmaster.job_status import JobDetails
 from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
 
 __all__ = ["FLINK_VERSION", "dashboard_config", "cluster_overview", "taskmanager_info", "taskmanager_details",
-           "jobmanager_config", "jobmanager_metric_values"]
+           "jobmanager_config", "jobmanager_metric_values", "jobmanager_environment", "thread_dump"]
 
 #: The Flink version the API is compatible with (the dashboard compares it with its own).
 FLINK_VERSION = "2.3.0"
@@ -97,7 +97,11 @@ def taskmanager_info(tm: TaskManagerSnapshot, now: int) -> dict:
 def taskmanager_details(tm: TaskManagerSnapshot, now: int) -> dict:
     """Flink's TaskManagerDetailsInfo: the info, its allocated slots and its (JVM) metrics."""
     body = taskmanager_info(tm, now)
-    body["allocatedSlots"] = [{"jobId": job, "resource": _resource()} for job in tm.allocated if job is not None]
+    in_slot: dict[int, int] = {}
+    for task in (tm.last_heartbeat.tasks if tm.last_heartbeat is not None else ()):
+        in_slot[task.slot_index] = in_slot.get(task.slot_index, 0) + 1
+    body["allocatedSlots"] = [{"jobId": job, "resource": _resource(), "assignedTasks": in_slot.get(index, 0)}
+                              for index, job in enumerate(tm.allocated) if job is not None]
     # no JVM: heap, direct and mapped memory, Flink's network segments and GC are unknown (0 / empty)
     body["metrics"] = {name: 0 for name in (
         "heapUsed", "heapCommitted", "heapMax", "nonHeapUsed", "nonHeapCommitted", "nonHeapMax", "directCount",
@@ -122,3 +126,36 @@ def jobmanager_metric_values(taskmanagers: Iterable[TaskManagerSnapshot], jobs: 
             "numRunningJobs": sum(1 for d in jobs if not d.status.is_globally_terminal_state()),
             "taskSlotsAvailable": sum(t.free_slots for t in tms),
             "taskSlotsTotal": sum(t.number_of_slots for t in tms)}
+
+
+def jobmanager_environment() -> dict:
+    """Flink's EnvironmentInfo of the JobManager's process: here the Python interpreter (as
+    ``jvm``: version, machine architecture, interpreter options ``-X``/``-W``) and ``sys.path``
+    (as ``classpath``: where the JobManager loads code from)."""
+    import platform
+    import sys
+
+    options = [f"-X{k}" if v is True else f"-X{k}={v}" for k, v in sys._xoptions.items()]
+    options += [f"-W{w}" for w in sys.warnoptions]
+    if sys.flags.optimize:
+        options.append("-" + "O" * sys.flags.optimize)
+    version = f"{platform.python_implementation()} {platform.python_version()} ({sys.executable})"
+    return {"jvm": {"version": version, "arch": platform.machine(), "options": options},
+            "classpath": [p for p in sys.path if p]}
+
+
+def thread_dump() -> dict:
+    """Flink's ThreadDumpInfo of this process: each thread's name and its stack, innermost call
+    last (Python's order), as ``"name" Id=... daemon`` and the frames."""
+    import sys
+    import threading
+    import traceback
+
+    frames = sys._current_frames()
+    infos = []
+    for thread in sorted(threading.enumerate(), key=lambda t: t.name):
+        frame = frames.get(thread.ident) if thread.ident is not None else None
+        header = f'"{thread.name}" Id={thread.ident}{" daemon" if thread.daemon else ""}\n'
+        stack = "".join(traceback.format_stack(frame)) if frame is not None else ""
+        infos.append({"threadName": thread.name, "stringifiedThreadInfo": header + stack})
+    return {"threadInfos": infos}

@@ -96,14 +96,15 @@ def job_details(details: JobDetails, live_metrics: Mapping[tuple[int, int], Opti
     timestamps = {status.name: 0 for status in JobStatus}
     timestamps.update(details.status_timestamps)
     return {
-        "jid": details.job_id, "name": details.job_name, "isStoppable": False, "state": details.status.name,
+        "jid": details.job_id, "application-id": details.job_id,  # Flink 2.3: its SingleJobApplication's id
+        "name": details.job_name, "isStoppable": False, "state": details.status.name,
         "job-type": job_type(configuration), "schedulerType": "Default", "start-time": details.start_time, "end-time": _end_time(details),
         "duration": details.duration_ms,
         "maxParallelism": max((int(v["maxParallelism"]) for v in vertices), default=-1),
         "now": now, "timestamps": timestamps, "vertices": vertices, "status-counts": status_counts,
         "plan": job_plan(details, configuration)["plan"],
         "stream-graph": None,  # Flink 2.x's adaptive-graph view: streamkernel's graph is fixed at submission
-        "pending-operators": 0, "application-id": None,  # no Flink 2.3 applications here
+        "pending-operators": 0,
     }
 
 

@@ -17,7 +17,7 @@ from streamkernel.runtime.rest.json_views.io_metrics import (
 )
 
 __all__ = ["vertex_details", "vertex_backpressure", "vertex_watermarks", "subtask_times", "vertex_taskmanagers",
-           "vertex_metrics", "subtasks_metrics", "metric_list"]
+           "vertex_metrics", "subtasks_metrics", "metric_list", "vertex_accumulators", "subtasks_accumulators"]
 
 #: A subtask's metrics snapshot (live or final), by subtask.
 MetricsOf = Callable[[SubtaskDetails], Optional[Mapping[str, Any]]]
@@ -113,6 +113,20 @@ def vertex_taskmanagers(vertex: VertexDetails, hex_id: str, metrics_of: MetricsO
                      "duration": -1 if start < 0 else (end if end >= 0 else now) - start,
                      "metrics": sum_io(io_metrics(metrics_of(s)) for s in subs), "status-counts": counts})
     return {"id": hex_id, "name": vertex.name, "now": now, "taskmanagers": rows}
+
+
+def vertex_accumulators(hex_id: str) -> dict:
+    """Flink's JobVertexAccumulatorsInfo. streamkernel's accumulators are the job's, known once
+    it ended (``/jobs/:jobid/accumulators``); a vertex has none of its own."""
+    return {"id": hex_id, "user-accumulators": []}
+
+
+def subtasks_accumulators(vertex: VertexDetails, hex_id: str) -> dict:
+    """Flink's SubtasksAllAccumulatorsInfo: each subtask (current attempt, where it runs), none
+    with accumulators of its own (see :func:`vertex_accumulators`)."""
+    return {"id": hex_id, "parallelism": vertex.parallelism, "subtasks": [
+        {"subtask": s.subtask_index, "attempt": s.attempt_number, "endpoint": _endpoint(s),
+         "user-accumulators": []} for s in vertex.subtasks]}
 
 
 def _per_subtask(vertex: VertexDetails, metrics_of: MetricsOf) -> dict[int, dict[str, Any]]:
