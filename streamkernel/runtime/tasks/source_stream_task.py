@@ -43,6 +43,10 @@ class SourceStreamTask(StreamTask):
         metrics = self.metrics
         hold_for_output = self.checkpointer.unaligned
         while not self._cancelled.is_set():
+            if self.stopping is not None:  # took a stop-with-savepoint's snapshot: read nothing more
+                if self._await_savepoint_outcome():
+                    return
+                continue  # the savepoint failed: read on
             if hold_for_output:
                 self._wait_for_output(source)
             backpressured = metrics.backpressured_at_busy_start = metrics.backpressured_ns
@@ -53,6 +57,8 @@ class SourceStreamTask(StreamTask):
             metrics.busy_ns += time.perf_counter_ns() - start - (metrics.backpressured_ns - backpressured)
             self._between_batches()
             self._emit_latency_marker()
+            if self.stopping is not None:
+                continue
             if not more:
                 return
             wait = source.idle_wait_seconds()
@@ -64,6 +70,11 @@ class SourceStreamTask(StreamTask):
                     source.wakeup.wait(min(wait, self._timer_wait(IDLE_POLL_S)))
                 self.metrics.idle_ns += time.perf_counter_ns() - idle_start
         self._check_cancelled()
+
+    def drain_for_savepoint(self) -> None:
+        """Stop-with-savepoint with drain: the source emits MAX_WATERMARK, then the operators end."""
+        self.chain.head.advance_to_end_of_event_time()  # type: ignore[union-attr]
+        super().drain_for_savepoint()
 
     def _wait_for_output(self, source: Any) -> None:
         """Unaligned checkpoints: read the next batch only once every output channel has a
