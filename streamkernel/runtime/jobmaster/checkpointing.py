@@ -218,9 +218,10 @@ class JobCheckpointing:
         while pending:
             action = pending.popleft()
             if isinstance(action, TriggerCheckpoint):
+                stop = (action.synchronous, action.drain) if action.synchronous else ()  # stop-with-savepoint
                 for key in action.targets:
                     self._call_task(key, "trigger_checkpoint", action.checkpoint_id, action.timestamp,
-                                    action.is_savepoint, action.synchronous, action.drain)
+                                    action.is_savepoint, *stop)
             elif isinstance(action, CompleteCheckpoint):
                 pending.extend(self._complete(action))
             elif isinstance(action, NotifyCheckpointComplete):

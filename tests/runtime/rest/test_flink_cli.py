@@ -78,9 +78,7 @@ def test_list_savepoint_restore_and_stop(cluster: MiniCluster, tmp_path: Path) -
     found = SAVEPOINT_LINE.search(out)
     assert found is not None, out
     assert Path(found.group(1)).parent == tmp_path / "stopped" and Path(found.group(1)).is_dir()
-    # streamkernel's stop-with-savepoint cancels after the savepoint (docs/architecture.md): CANCELED
-    wait_until(lambda: cluster.dispatcher.request_job_status(restored).is_globally_terminal_state(),
-               message="the stopped job to end")
+    wait_for_status(cluster, restored, JobStatus.FINISHED)  # Flink's stop-with-savepoint: the job FINISHES
 
 
 def test_cancel_and_a_failed_savepoint(cluster: MiniCluster, tmp_path: Path) -> None:
