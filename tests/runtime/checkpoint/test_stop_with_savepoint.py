@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import pathlib
+import threading
 from typing import Any, Optional
 
 import pytest
@@ -23,6 +24,9 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.common.serialization import Encoder
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors import FileSink, RollingPolicy
+from streamkernel.datastream.functions import MapFunction, RuntimeContext
+from streamkernel.datastream.state import ValueStateDescriptor
+from streamkernel.errors import CheckpointFailedError
 from streamkernel.datastream.window import TumblingEventTimeWindows
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import Pause, ScriptedSource, wait_until
@@ -173,3 +177,33 @@ def test_stop_without_drain_keeps_open_windows_in_the_savepoint_and_restoring_fi
         restored.execute_async("restored").get_job_execution_result().result(120)
     everything = fired_windows(tmp_path / "fired.txt")
     assert sorted(everything) == sorted(windows_of(EVENTS).items())  # each window once, with all its events
+
+
+# ------------------------------------------------------------------ a failed stop
+class Unsnapshottable(MapFunction):
+    """Keeps a lock in keyed state: every snapshot of it fails, so the savepoint is declined."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:
+        self.state = runtime_context.get_state(ValueStateDescriptor("lock", Types.PICKLED_BYTE_ARRAY()))
+
+    def map(self, value: str) -> str:
+        self.state.update(threading.Lock())
+        return value
+
+
+def test_a_failed_stop_with_savepoint_leaves_the_job_running_where_it_stopped(tmp_path) -> None:
+    appended = tmp_path / "appended.txt"
+    with MiniCluster(1, 2) as cluster:
+        env = environment(tmp_path)
+        env.set_parallelism(1)
+        (env.from_source(ScriptedSource(slowly(RECORDS)), WatermarkStrategy.no_watermarks(), "records").uid("records")
+         .key_by(lambda r: r[-1]).map(Unsnapshottable()).uid("locks")
+         .add_sink(AppendLine(appended)).uid("appended"))
+        client = env.execute_async("stop fails")
+        wait_until(lambda: len(lines(appended)) >= 40, timeout=60, message="40 records written")
+        with pytest.raises(CheckpointFailedError, match="declined"):
+            cluster.checkpoints.stop_with_savepoint(client.get_job_id(), str(tmp_path / "savepoints"))
+        # the source stopped at the barrier goes on after the abort: the job reads to its end, once
+        client.get_job_execution_result().result(120)
+        assert client.get_job_status().result() is JobStatus.FINISHED
+    assert sorted(lines(appended)) == sorted(RECORDS)
