@@ -130,8 +130,8 @@ class CheckpointCoordinator:
     >>> coordinator = CheckpointCoordinator(CheckpointCoordinatorConfiguration(interval_ms=1000))
     >>> coordinator.start(0, CheckpointPlan(((1, 0),), ((1, 0), (2, 0))))
     []
-    >>> coordinator.tick(1000)
-    [TriggerCheckpoint(checkpoint_id=1, timestamp=1000, is_savepoint=False, targets=((1, 0),), target_dir=None, synchronous=False, drain=False)]
+    >>> [(a.checkpoint_id, a.targets, a.synchronous) for a in coordinator.tick(1000)]
+    [(1, ((1, 0),), False)]
     """
 
     def __init__(self, config: CheckpointCoordinatorConfiguration, *, first_checkpoint_id: int = 1,

@@ -20,7 +20,6 @@ from rest_counting_job import start_counting_job, wait_for_status  # tests/runti
 
 from streamkernel.common.job_status import JobStatus
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
-from streamkernel.testing.waiting import wait_until
 
 _spec = importlib.util.spec_from_file_location("flink_tools", Path(__file__).parents[2] / "flink_tools.py")
 assert _spec is not None and _spec.loader is not None
