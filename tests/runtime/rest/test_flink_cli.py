@@ -73,7 +73,7 @@ def test_list_savepoint_restore_and_stop(cluster: MiniCluster, tmp_path: Path) -
     assert first[0] == (0, 1)  # from scratch
     assert value > 0 and count == value + 1, resumed[:3]  # the source's position and the count were restored
 
-    out = _flink(cluster, "stop", "--savepointPath", str(tmp_path / "stopped"), restored)
+    out = _flink(cluster, "stop", "--drain", "--savepointPath", str(tmp_path / "stopped"), restored)
     found = SAVEPOINT_LINE.search(out)
     assert found is not None, out
     assert Path(found.group(1)).parent == tmp_path / "stopped" and Path(found.group(1)).is_dir()
