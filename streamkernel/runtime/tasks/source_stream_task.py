@@ -49,6 +49,8 @@ class SourceStreamTask(StreamTask):
                 continue  # the savepoint failed: read on
             if hold_for_output:
                 self._wait_for_output(source)
+                if self.stopping is not None:
+                    continue
             backpressured = metrics.backpressured_at_busy_start = metrics.backpressured_ns
             start = metrics.busy_since = time.perf_counter_ns()
             more = source.emit_next(batch)
@@ -89,6 +91,8 @@ class SourceStreamTask(StreamTask):
             while not self._cancelled.is_set():
                 if self._mail:  # a checkpoint trigger, a notification: run it while we wait
                     self._between_batches()
+                    if self.stopping is not None:
+                        return  # stopped at a savepoint's barrier: read nothing more
                     continue
                 wakeup.clear()
                 waiting = [c for writer in self.writers for c in writer.channels

@@ -41,8 +41,10 @@ def _in_tmp(tmp_path: Any, monkeypatch: Any) -> None:
     monkeypatch.chdir(tmp_path)  # ./savepoints and the checkpoint directory stay out of the repository
 
 
-def environment(tmp_path: pathlib.Path, restore_from: Optional[str] = None) -> StreamExecutionEnvironment:
-    conf = {"execution.checkpointing.interval": "1 h", "execution.checkpointing.dir": str(tmp_path / "chk")}
+def environment(tmp_path: pathlib.Path, restore_from: Optional[str] = None,
+                extra: Optional[dict] = None) -> StreamExecutionEnvironment:
+    conf = {"execution.checkpointing.interval": "1 h", "execution.checkpointing.dir": str(tmp_path / "chk"),
+            **(extra or {})}
     if restore_from is not None:
         conf["execution.state-recovery.path"] = restore_from
     return StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
@@ -86,9 +88,10 @@ def two_sinks_job(env: StreamExecutionEnvironment, out: pathlib.Path, appended: 
     words.add_sink(AppendLine(appended)).uid("appended")
 
 
-def stop_then_restore_keeps_both_sinks_exactly_once(cluster: MiniCluster, tmp_path: pathlib.Path) -> None:
+def stop_then_restore_keeps_both_sinks_exactly_once(cluster: MiniCluster, tmp_path: pathlib.Path,
+                                                    extra: Optional[dict] = None) -> None:
     out, appended = tmp_path / "out", tmp_path / "appended.txt"
-    env = environment(tmp_path)
+    env = environment(tmp_path, extra=extra)
     two_sinks_job(env, out, appended)
     client = env.execute_async("before the stop")
     wait_until(lambda: len(lines(appended)) >= 40, timeout=60, message="40 records written")
@@ -98,7 +101,7 @@ def stop_then_restore_keeps_both_sinks_exactly_once(cluster: MiniCluster, tmp_pa
     assert len(before) < len(RECORDS), "the job read everything before it was stopped: the test proves nothing"
     # the savepoint's transactions are committed, and nothing after its barrier reached either sink
     assert committed_lines(out) == before
-    restored = environment(tmp_path, restore_from=savepoint)
+    restored = environment(tmp_path, restore_from=savepoint, extra=extra)
     two_sinks_job(restored, out, appended)
     restored.execute_async("restored").get_job_execution_result().result(120)
     expected = sorted(r.upper() for r in RECORDS)
@@ -109,6 +112,12 @@ def stop_then_restore_keeps_both_sinks_exactly_once(cluster: MiniCluster, tmp_pa
 def test_stop_with_savepoint_finishes_and_restoring_it_is_exactly_once_for_every_sink(tmp_path) -> None:
     with MiniCluster(1, 4) as cluster:
         stop_then_restore_keeps_both_sinks_exactly_once(cluster, tmp_path)
+
+
+def test_stop_with_savepoint_aligns_with_unaligned_checkpoints_on(tmp_path) -> None:
+    with MiniCluster(1, 4) as cluster:
+        stop_then_restore_keeps_both_sinks_exactly_once(cluster, tmp_path,
+                                                        {"execution.checkpointing.unaligned.enabled": "true"})
 
 
 def test_stop_with_savepoint_on_the_process_backend(tmp_path) -> None:
