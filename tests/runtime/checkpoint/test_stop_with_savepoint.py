@@ -109,6 +109,7 @@ def stop_then_restore_keeps_both_sinks_exactly_once(cluster: MiniCluster, tmp_pa
     assert committed_lines(out) == expected
 
 
+@pytest.mark.py_matrix
 def test_stop_with_savepoint_finishes_and_restoring_it_is_exactly_once_for_every_sink(tmp_path) -> None:
     with MiniCluster(1, 4) as cluster:
         stop_then_restore_keeps_both_sinks_exactly_once(cluster, tmp_path)
@@ -166,6 +167,7 @@ def stop(tmp_path: pathlib.Path, cluster: MiniCluster, drain: bool) -> tuple[str
     return savepoint, events, fired_windows(fired)
 
 
+@pytest.mark.py_matrix
 def test_stop_with_drain_fires_the_open_windows_before_the_job_finishes(tmp_path) -> None:
     with MiniCluster(1, 2) as cluster:
         _, events, fired = stop(tmp_path, cluster, drain=True)
