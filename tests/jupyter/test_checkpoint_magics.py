@@ -225,6 +225,7 @@ def test_savepoint_errors_are_one_line(shell, tmp_path) -> None:
     usage_error(ip, "checkpoints", "no cluster is running")
     ip.run_line_magic("flink", "start --slots 2")
     usage_error(ip, "savepoint --stop", "no job is running")
+    usage_error(ip, "savepoint --drain", "--drain needs --stop")
     build(ip, tmp_path)
     ip.run_line_magic("flink", "submit")
     wait_until(part_one_counted(ip), message="part one")
