@@ -113,7 +113,7 @@ class MiniClusterJobClient(JobClient):
 
     def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
                             savepoint_directory: Optional[str] = None) -> CompletableFuture[str]:
-        """Take a savepoint, then stop the job; the future gets the savepoint's directory once
+        """Stop the job with a synchronous savepoint; the future gets the savepoint's directory once
         the job has ended FINISHED (exceptionally CheckpointFailedError if the savepoint
         failed: the job then keeps running). Restore it by submitting the job with
         ``execution.state-recovery.path`` set to that directory.

@@ -122,7 +122,7 @@ class SavepointTriggerHandler(_ActionHandler):
 
 
 class StopWithSavepointHandler(_ActionHandler):
-    """``POST /jobs/:jobid/stop``: take a savepoint, then stop the job; polled as a savepoint."""
+    """``POST /jobs/:jobid/stop``: stop the job with a synchronous savepoint; polled as a savepoint."""
 
     def post(self, jobid: str) -> None:
         """Flink's StopWithSavepointHandler: 202 ``{"request-id": TRIGGER}``; ``drain: true``
