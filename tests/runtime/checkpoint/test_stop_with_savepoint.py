@@ -26,7 +26,7 @@ from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors import FileSink, RollingPolicy
 from streamkernel.datastream.functions import MapFunction, RuntimeContext
 from streamkernel.datastream.state import ValueStateDescriptor
-from streamkernel.errors import CheckpointFailedError
+from streamkernel.errors import CheckpointFailedError, JobExecutionError
 from streamkernel.datastream.window import TumblingEventTimeWindows
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import Pause, ScriptedSource, wait_until
@@ -218,3 +218,20 @@ def test_a_failed_stop_with_savepoint_leaves_the_job_running_where_it_stopped(tm
         client.get_job_execution_result().result(120)
         assert client.get_job_status().result() is JobStatus.FINISHED
     assert sorted(lines(appended)) == sorted(RECORDS)
+
+
+def test_a_failed_stop_with_drain_fails_the_job_over(tmp_path) -> None:
+    appended = tmp_path / "appended.txt"
+    with MiniCluster(1, 2) as cluster:
+        env = environment(tmp_path, extra={"restart-strategy.type": "none"})
+        env.set_parallelism(1)
+        (env.from_source(ScriptedSource(slowly(RECORDS)), WatermarkStrategy.no_watermarks(), "records").uid("records")
+         .key_by(lambda r: r[-1]).map(Unsnapshottable()).uid("locks")
+         .add_sink(AppendLine(appended)).uid("appended"))
+        client = env.execute_async("drain fails")
+        wait_until(lambda: len(lines(appended)) >= 40, timeout=60, message="40 records written")
+        with pytest.raises(CheckpointFailedError, match="declined"):
+            cluster.checkpoints.stop_with_savepoint(client.get_job_id(), str(tmp_path / "savepoints"), drain=True)
+        # MAX_WATERMARK went out and the operators' input ended: the job cannot go on, it fails over
+        with pytest.raises(JobExecutionError, match="with drain failed"):
+            client.get_job_execution_result().result(120)
