@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -52,10 +53,13 @@ class CheckpointCommands:
         print(f"Checkpoint of job {job.name!r} completed: {path} (bound to `checkpoint`)")
 
     def savepoint(self, args: argparse.Namespace) -> None:
-        """``%flink savepoint [JOB] [--dir D] [--stop]``: take a savepoint (and stop the job)."""
+        """``%flink savepoint [JOB] [--dir D] [--stop [--drain]]``: take a savepoint (and stop the job)."""
         cluster = self.cluster_commands.cluster_or_usage("savepoint")
+        if args.drain and not args.stop:
+            raise UsageError("%flink savepoint: --drain needs --stop (it drains a job that stops)")
         job = self.cluster_commands.running_job(cluster, args.job, "savepoint")
-        call = cluster.checkpoints.stop_with_savepoint if args.stop else cluster.checkpoints.trigger_savepoint
+        call: Any = (functools.partial(cluster.checkpoints.stop_with_savepoint, drain=args.drain) if args.stop
+                     else cluster.checkpoints.trigger_savepoint)
         path = self._call(call, "savepoint", job.job_id, args.dir)
         self.cluster_commands.session.shell.push({"savepoint": path})
         stopped = " and stopped the job" if args.stop else ""

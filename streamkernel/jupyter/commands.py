@@ -109,7 +109,10 @@ def line_parser() -> MagicArgumentParser:
                            help="job id prefix or name (default: the only running job)")
     savepoint.add_argument("--dir", "-d", type=nonblank, default=None,
                            help="target directory (default: execution.checkpointing.savepoint-dir or ./savepoints)")
-    savepoint.add_argument("--stop", action="store_true", help="stop the job after the savepoint (stop-with-savepoint)")
+    savepoint.add_argument("--stop", action="store_true",
+                           help="stop the job with the savepoint (stop-with-savepoint: the job ends FINISHED)")
+    savepoint.add_argument("--drain", action="store_true",
+                           help="with --stop: emit MAX_WATERMARK first, so event-time windows and timers fire")
     restore = sub.add_parser("restore", add_help=False, help="submit the dataflow starting from a checkpoint or savepoint")
     restore.add_argument("path", type=nonblank, help="a savepoint or chk-N checkpoint directory")
     restore.add_argument("--parallelism", "-p", type=parallelism, default=None,

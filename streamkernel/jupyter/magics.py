@@ -55,7 +55,7 @@ class FlinkMagics(Magics):
         ``%flink start [--taskmanagers N] [--slots S]``, ``%flink stop``, ``%flink cluster``,
         ``%flink jobs``, ``%flink submit``, ``%flink cancel JOB``, ``%flink metrics [JOB]``,
         ``%flink kill-taskmanager TM``, ``%flink fail OPERATOR``, ``%flink checkpoint [JOB]``,
-        ``%flink savepoint [JOB] [--dir D] [--stop]``, ``%flink restore PATH [--parallelism N]``,
+        ``%flink savepoint [JOB] [--dir D] [--stop [--drain]]``, ``%flink restore PATH [--parallelism N]``,
         ``%flink checkpoints [JOB]``, ``%flink slots``, ``%flink dashboard [JOB]``,
         ``%flink metrics --live [JOB]``, ``%flink results [JOB]``, ``%flink peek OPERATOR``,
         ``%flink state [JOB] OPERATOR [--key K]``,

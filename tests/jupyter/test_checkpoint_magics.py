@@ -140,7 +140,7 @@ def test_savepoint_then_stop_with_savepoint_then_restore_at_parallelism_3_keeps_
     assert ip.user_ns["job"].get_job_status().result().name == "RUNNING"  # a savepoint alone does not stop
     ip.run_line_magic("flink", f"savepoint counting --stop --dir {target}")
     stopped = ip.user_ns["savepoint"]
-    assert ip.user_ns["job"].get_job_status().result().name == "CANCELED"
+    assert ip.user_ns["job"].get_job_status().result().name == "FINISHED"
     assert os.path.dirname(kept) == os.path.dirname(stopped) == str(target) and kept != stopped
     shown.clear()
     ip.run_line_magic("flink", "checkpoints")
@@ -225,6 +225,7 @@ def test_savepoint_errors_are_one_line(shell, tmp_path) -> None:
     usage_error(ip, "checkpoints", "no cluster is running")
     ip.run_line_magic("flink", "start --slots 2")
     usage_error(ip, "savepoint --stop", "no job is running")
+    usage_error(ip, "savepoint --drain", "--drain needs --stop")
     build(ip, tmp_path)
     ip.run_line_magic("flink", "submit")
     wait_until(part_one_counted(ip), message="part one")

@@ -270,7 +270,7 @@ class JobDashboard(_LiveWidget):
         return f"Savepoint written: {self.cluster.checkpoints.trigger_savepoint(self.job_id)}"
 
     def stop_with_savepoint(self) -> str:
-        """Take a savepoint, then stop the job."""
+        """Stop the job with a synchronous savepoint (it ends FINISHED)."""
         return f"Stopped with savepoint {self.cluster.checkpoints.stop_with_savepoint(self.job_id)}"
 
     def cancel(self) -> str:

@@ -27,13 +27,16 @@ SubtaskKey = tuple[int, int]
 
 @dataclass(frozen=True)
 class TriggerCheckpoint:
-    """Tell the ``targets`` (source subtasks) to take checkpoint ``checkpoint_id`` now."""
+    """Tell the ``targets`` (source subtasks) to take checkpoint ``checkpoint_id`` now;
+    ``synchronous``/``drain``: the savepoint of a stop-with-savepoint (see ``CheckpointBarrier``)."""
 
     checkpoint_id: int
     timestamp: int
     is_savepoint: bool
     targets: tuple[SubtaskKey, ...]
     target_dir: Optional[str] = None
+    synchronous: bool = False
+    drain: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,14 @@ class NotifyCheckpointComplete:
 @dataclass(frozen=True)
 class AbortCheckpoint:
     """Checkpoint ``checkpoint_id`` failed: discard its stored state, tell the ``targets``;
-    a savepoint's requester learns ``reason``."""
+    a savepoint's requester learns ``reason``. ``synchronous``: a stop-with-savepoint's, whose
+    tasks wait for its outcome (they are told, and resume)."""
 
     checkpoint_id: int
     reason: str
     is_savepoint: bool
     targets: tuple[SubtaskKey, ...]
+    synchronous: bool = False
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ Each event method returns the actions the driver (the JobMaster) carries out::
 
     start(now, plan)                    the job is RUNNING: periodic checkpoints begin
     tick(now)                           time passed: expire timed-out checkpoints, trigger one when due
-    trigger(now, is_savepoint, dir)     a person asked for a checkpoint or savepoint
+    trigger(now, is_savepoint, dir)     a person asked for a checkpoint or savepoint (``synchronous``:
+                                        stop-with-savepoint, ``drain``: with MAX_WATERMARK first)
     acknowledge(id, subtask, handle, now) / decline(id, subtask, reason, now)
     finalized(id, now, path) / finalize_failed(id, reason, now)   the driver wrote (or failed to write) the metadata
     tasks_finished(subtasks, now)       bounded subtasks ended
@@ -37,6 +38,11 @@ The rules (Flink's):
   a completed checkpoint resets the count. Savepoint failures, checkpoints subsumed by a
   newer one, declines caused by a newer barrier overtaking an older one, and checkpoints
   aborted because the job stopped or a task finished are not counted.
+* A stop-with-savepoint's savepoint is *synchronous* (Flink's SUSPEND/TERMINATE savepoint
+  types): its tasks stop at its barrier and wait for its outcome. While it is pending, and
+  after it completed, nothing else is triggered (Flink stops the checkpoint scheduler); when
+  it fails the job goes on (its tasks are told with :class:`AbortCheckpoint`) and so do
+  periodic checkpoints.
 * When a checkpoint (not a savepoint) completes, older pending checkpoints (not
   savepoints) are subsumed. Pending savepoints count towards the concurrency limit.
 * Acknowledgements and declines of checkpoints that are no longer pending are ignored
@@ -105,6 +111,9 @@ class PendingCheckpoint:
     not_yet_acknowledged: set[SubtaskKey]
     acknowledged: dict[SubtaskKey, Any] = field(default_factory=dict)
     finalizing: bool = False
+    #: the savepoint of a stop-with-savepoint (``drain``: with MAX_WATERMARK first)
+    synchronous: bool = False
+    drain: bool = False
 
     def is_fully_acknowledged(self) -> bool:
         """Every expected subtask has acknowledged."""
@@ -121,8 +130,8 @@ class CheckpointCoordinator:
     >>> coordinator = CheckpointCoordinator(CheckpointCoordinatorConfiguration(interval_ms=1000))
     >>> coordinator.start(0, CheckpointPlan(((1, 0),), ((1, 0), (2, 0))))
     []
-    >>> coordinator.tick(1000)
-    [TriggerCheckpoint(checkpoint_id=1, timestamp=1000, is_savepoint=False, targets=((1, 0),), target_dir=None)]
+    >>> [(a.checkpoint_id, a.targets, a.synchronous) for a in coordinator.tick(1000)]
+    [(1, ((1, 0),), False)]
     """
 
     def __init__(self, config: CheckpointCoordinatorConfiguration, *, first_checkpoint_id: int = 1,
@@ -142,6 +151,8 @@ class CheckpointCoordinator:
         self._latest_completed_id = 0
         self._consecutive_failures = 0
         self._aborted: deque[int] = deque(maxlen=_REMEMBERED_ABORTS)
+        #: the stop-with-savepoint pending or completed in this epoch (nothing else triggers then)
+        self._stopping: Optional[int] = None
 
     # ------------------------------------------------------------------ reading
     @property
@@ -184,6 +195,7 @@ class CheckpointCoordinator:
         self._epoch += 1
         self._plan = plan
         self._finished = set()
+        self._stopping = None
         self._next_periodic = now_ms + self.config.interval_ms if self.config.is_periodic else None
         return []
 
@@ -229,29 +241,36 @@ class CheckpointCoordinator:
         self._next_periodic = now_ms + self.config.interval_ms
         return actions + self._start_checkpoint(now_ms, is_savepoint=False, target_dir=None, forced=False)
 
-    def trigger(self, now_ms: int, is_savepoint: bool = False, target_dir: Optional[str] = None
-                ) -> list[CheckpointAction]:
+    def trigger(self, now_ms: int, is_savepoint: bool = False, target_dir: Optional[str] = None,
+                synchronous: bool = False, drain: bool = False) -> list[CheckpointAction]:
         """A checkpoint or savepoint asked for by a person (``%flink checkpoint``/``savepoint``):
-        triggered now, whatever the interval, min pause and concurrency limit say."""
+        triggered now, whatever the interval, min pause and concurrency limit say.
+        ``synchronous`` (a savepoint only): stop-with-savepoint, ``drain`` with MAX_WATERMARK first."""
         reason = self._not_running_reason()
         if reason is not None:
             kind = "savepoint" if is_savepoint else "checkpoint"
             return [TriggerRejected(f"cannot take a {kind}: {reason}", is_savepoint, target_dir)]
-        return self._start_checkpoint(now_ms, is_savepoint=is_savepoint, target_dir=target_dir, forced=True)
+        synchronous = synchronous and is_savepoint
+        actions = self._start_checkpoint(now_ms, is_savepoint=is_savepoint, target_dir=target_dir, forced=True,
+                                         synchronous=synchronous, drain=drain and synchronous)
+        if synchronous:
+            self._stopping = self._next_id - 1
+        return actions
 
     def _start_checkpoint(self, now_ms: int, is_savepoint: bool, target_dir: Optional[str],
-                          forced: bool) -> list[CheckpointAction]:
+                          forced: bool, synchronous: bool = False, drain: bool = False) -> list[CheckpointAction]:
         assert self._plan is not None
         checkpoint_id = self._next_id
         self._next_id += 1
         wait_for = set(self._plan.tasks_to_wait_for)
         self._pending[checkpoint_id] = PendingCheckpoint(checkpoint_id, now_ms, is_savepoint, target_dir, forced,
-                                                         self._epoch, wait_for)
+                                                         self._epoch, wait_for, synchronous=synchronous, drain=drain)
         self.history.report_pending(checkpoint_id, now_ms, is_savepoint, len(wait_for))
-        return [TriggerCheckpoint(checkpoint_id, now_ms, is_savepoint, tuple(self._plan.tasks_to_trigger), target_dir)]
+        return [TriggerCheckpoint(checkpoint_id, now_ms, is_savepoint, tuple(self._plan.tasks_to_trigger), target_dir,
+                                  synchronous, drain)]
 
     def _periodic_due(self) -> Optional[int]:
-        if not self._running or self._next_periodic is None:
+        if not self._running or self._next_periodic is None or self._stopping is not None:
             return None
         if self._last_completion is None:
             return self._next_periodic
@@ -260,6 +279,8 @@ class CheckpointCoordinator:
     def _not_running_reason(self) -> Optional[str]:
         if not self._running or self._plan is None:
             return "the job is not running"
+        if self._stopping is not None:
+            return f"the job is stopping with savepoint {self._stopping}"
         if self._finished:
             return (f"not all tasks are running (subtask {_name(min(self._finished))} finished); "
                     "checkpoints stop once a task has finished")
@@ -363,7 +384,9 @@ class CheckpointCoordinator:
         self.history.report_failed(pending.checkpoint_id, now_ms, reason)
         targets = tuple(self._plan.tasks_to_wait_for) if self._plan is not None else ()
         actions: list[CheckpointAction] = [AbortCheckpoint(pending.checkpoint_id, reason, pending.is_savepoint,
-                                                           targets)]
+                                                           targets, pending.synchronous)]
+        if pending.synchronous and self._stopping == pending.checkpoint_id:
+            self._stopping = None  # the stop failed: the job goes on, and so do periodic checkpoints
         # Flink's CheckpointFailureManager: savepoints and checkpoints older than the latest
         # completed one never count.
         if counted and not pending.is_savepoint and pending.checkpoint_id > self._latest_completed_id:

@@ -56,11 +56,19 @@ class WatermarkStatus:
 
 @dataclass(frozen=True)
 class CheckpointBarrier:
-    """Separates the records of checkpoint ``checkpoint_id`` from those after it."""
+    """Separates the records of checkpoint ``checkpoint_id`` from those after it.
+
+    ``synchronous``: the savepoint of a stop-with-savepoint (Flink's SUSPEND savepoint type):
+    sources emit nothing after it and every task finishes once the savepoint completed;
+    ``drain`` (Flink's TERMINATE): sources emitted MAX_WATERMARK before it and every operator
+    ended its input before its snapshot.
+    """
 
     checkpoint_id: int
     timestamp: int
     is_savepoint: bool = False
+    synchronous: bool = False
+    drain: bool = False
 
 
 @dataclass(frozen=True)

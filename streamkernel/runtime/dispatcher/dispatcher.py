@@ -129,9 +129,11 @@ class Dispatcher:
         """Take a savepoint of a running job; the future gets its directory."""
         return self._master(job_id).trigger_savepoint(target_dir)
 
-    def stop_with_savepoint(self, job_id: JobIdLike, target_dir: Optional[str] = None) -> CompletableFuture[str]:
-        """Take a savepoint, then stop the job; the future gets the savepoint's directory once the job ended."""
-        return self._master(job_id).stop_with_savepoint(target_dir)
+    def stop_with_savepoint(self, job_id: JobIdLike, target_dir: Optional[str] = None,
+                            drain: bool = False) -> CompletableFuture[str]:
+        """Stop the job with a synchronous savepoint (``drain``: MAX_WATERMARK first); the future
+        gets the savepoint's directory once the job ended FINISHED."""
+        return self._master(job_id).stop_with_savepoint(target_dir, drain)
 
     def add_job_status_listener(self, job_id: JobIdLike, listener: Callable[[JobDetails], None]) -> None:
         """Call ``listener(details)`` now and whenever the job's status changes (see JobMaster)."""

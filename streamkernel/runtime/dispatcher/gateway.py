@@ -55,8 +55,10 @@ class DispatcherGateway(Protocol):
     def trigger_savepoint(self, job_id: JobIdLike, target_dir: Optional[str] = None) -> "CompletableFuture[str]":
         """Take a savepoint; the future gets its directory."""
 
-    def stop_with_savepoint(self, job_id: JobIdLike, target_dir: Optional[str] = None) -> "CompletableFuture[str]":
-        """Take a savepoint, then stop the job; the future gets the savepoint's directory."""
+    def stop_with_savepoint(self, job_id: JobIdLike, target_dir: Optional[str] = None,
+                            drain: bool = False) -> "CompletableFuture[str]":
+        """Stop the job with a synchronous savepoint (``drain``: MAX_WATERMARK first); the future
+        gets the savepoint's directory once the job ended FINISHED."""
 
     def add_job_status_listener(self, job_id: JobIdLike, listener: "Callable[[JobDetails], None]") -> None:
         """Call ``listener(details)`` now and whenever the job's status changes."""

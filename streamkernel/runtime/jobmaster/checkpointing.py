@@ -15,7 +15,8 @@ their own)::
     CompleteCheckpoint       -> storage.finalize (metadata, retention), or write_savepoint,
                                 then coordinator.finalized (or finalize_failed)
     NotifyCheckpointComplete -> TaskExecutor.notify_checkpoint_complete for every subtask
-    AbortCheckpoint          -> storage.discard; a waiting request learns why
+    AbortCheckpoint          -> storage.discard; a waiting request learns why; the tasks of a
+                                stop-with-savepoint are told (notify_checkpoint_aborted) and go on
     DiscardState             -> storage.discard_state (a late acknowledgement)
     FailJob                  -> the JobMaster fails the job (its restart strategy decides)
 
@@ -78,13 +79,15 @@ def _now_ms() -> int:
 class CheckpointRequest:
     """A checkpoint or savepoint a person asked for; ``future`` gets its path.
 
-    ``stop``: stop-with-savepoint, the job is cancelled once the savepoint completed and
-    ``future`` completes when the job has ended.
+    ``stop``: stop-with-savepoint: the savepoint is synchronous (the sources stop at its
+    barrier, every task finishes once it completed), ``future`` completes when the job has
+    ended; ``drain``: the sources emit MAX_WATERMARK first and operators end their input.
     """
 
     is_savepoint: bool
     target_dir: Optional[str] = None
     stop: bool = False
+    drain: bool = False
     future: CompletableFuture = field(default_factory=CompletableFuture)
 
     @property
@@ -166,7 +169,8 @@ class JobCheckpointing:
         except IllegalConfigurationError as error:  # a file in the way, an unknown scheme: this savepoint fails
             request.future.complete_exceptionally(CheckpointFailedError(f"{request.kind} failed: {error}"))
             return
-        actions = self.coordinator.trigger(now_ms, request.is_savepoint, target)
+        actions = self.coordinator.trigger(now_ms, request.is_savepoint, target, synchronous=request.stop,
+                                           drain=request.drain)
         for action in actions:
             if isinstance(action, TriggerRejected):
                 request.future.complete_exceptionally(CheckpointFailedError(action.reason))
@@ -214,9 +218,10 @@ class JobCheckpointing:
         while pending:
             action = pending.popleft()
             if isinstance(action, TriggerCheckpoint):
+                stop = (action.synchronous, action.drain) if action.synchronous else ()  # stop-with-savepoint
                 for key in action.targets:
                     self._call_task(key, "trigger_checkpoint", action.checkpoint_id, action.timestamp,
-                                    action.is_savepoint)
+                                    action.is_savepoint, *stop)
             elif isinstance(action, CompleteCheckpoint):
                 pending.extend(self._complete(action))
             elif isinstance(action, NotifyCheckpointComplete):
@@ -231,6 +236,9 @@ class JobCheckpointing:
                 if request is not None:
                     request.future.complete_exceptionally(CheckpointFailedError(
                         f"{kind} {action.checkpoint_id} failed: {action.reason}"))
+                if action.synchronous:  # the tasks waiting at its barrier go on
+                    for key in action.targets:
+                        self._call_task(key, "notify_checkpoint_aborted", action.checkpoint_id)
             elif isinstance(action, DiscardState):
                 self.storage.discard_state(action.handle)
             elif isinstance(action, FailJob):

@@ -187,16 +187,20 @@ class JobMaster:
         else ``./savepoints``); the future gets the savepoint's directory."""
         return self._request(CheckpointRequest(is_savepoint=True, target_dir=target_dir))
 
-    def stop_with_savepoint(self, target_dir: Optional[str] = None) -> CompletableFuture[str]:
-        """Take a savepoint, then stop the job; the future gets the savepoint's directory once
-        the job has ended. If the savepoint fails, the job keeps running (as in Flink).
+    def stop_with_savepoint(self, target_dir: Optional[str] = None, drain: bool = False) -> CompletableFuture[str]:
+        """Stop the job with a synchronous savepoint (Flink's stop-with-savepoint); the future
+        gets the savepoint's directory once the job has ended FINISHED.
 
-        Deviation from Flink: the job is cancelled after the savepoint (it ends CANCELED, not
-        FINISHED, and its sources are not stopped at the savepoint's barrier, so records read
-        after it may still reach sinks before the tasks stop; restoring the savepoint reads
-        them again).
+        Each source stops reading at the savepoint's barrier; each task, once it took its
+        snapshot, waits for the savepoint to complete (two-phase-commit sinks commit it), then
+        finishes without ending its input: windows and timers stay in the savepoint, and no
+        record read after the barrier reaches a sink. ``drain`` (Flink's ``--drain``): the
+        sources emit MAX_WATERMARK before the barrier (event-time windows and timers fire) and
+        every operator ends its input before its snapshot. If the savepoint fails, the job
+        keeps running (after a drain, which cannot be undone, it fails over instead) and the
+        future fails saying why.
         """
-        return self._request(CheckpointRequest(is_savepoint=True, target_dir=target_dir, stop=True))
+        return self._request(CheckpointRequest(is_savepoint=True, target_dir=target_dir, stop=True, drain=drain))
 
     def _request(self, request: CheckpointRequest) -> CompletableFuture[str]:
         with self._requests_lock:
@@ -209,9 +213,9 @@ class JobMaster:
         return request.future
 
     def _stop_after_savepoint(self, request: CheckpointRequest, path: str) -> None:
-        """The savepoint of a stop-with-savepoint completed: end the job, then answer."""
+        """The savepoint of a stop-with-savepoint completed: its tasks finish (they were told
+        with the completion notification); answer once the job has ended."""
         self.result_future.add_done_callback(lambda _: request.future.complete(path))
-        self._events.put(CancelRequested())
 
     def add_status_listener(self, listener: Callable[[JobDetails], None]) -> None:
         """Call ``listener(details)`` now and after every change of the job's status (from the

@@ -60,11 +60,13 @@ class ClusterCheckpoints:
         return self._wait(future, "savepoint", job_id, timeout)
 
     def stop_with_savepoint(self, job_id: JobIdLike, target_dir: Optional[str] = None,
-                            timeout: Optional[float] = DEFAULT_CHECKPOINT_WAIT_SECONDS) -> str:
-        """Take a savepoint, then stop the job (Flink's stop-with-savepoint); returns the
-        savepoint's directory once the job has ended. The job keeps running if the savepoint
-        fails. Here the job ends CANCELED (see ``JobMaster.stop_with_savepoint``)."""
-        future = self.dispatcher.stop_with_savepoint(_job(job_id), _text(target_dir))
+                            timeout: Optional[float] = DEFAULT_CHECKPOINT_WAIT_SECONDS, drain: bool = False) -> str:
+        """Stop the job with a synchronous savepoint (Flink's stop-with-savepoint); returns the
+        savepoint's directory once the job has ended FINISHED. The sources stop at the
+        savepoint's barrier and nothing read after it reaches a sink; ``drain`` (Flink's
+        ``--drain``) emits MAX_WATERMARK first, so event-time windows and timers fire. The job
+        keeps running if the savepoint fails (see ``JobMaster.stop_with_savepoint``)."""
+        future = self.dispatcher.stop_with_savepoint(_job(job_id), _text(target_dir), drain)
         return self._wait(future, "stop-with-savepoint", job_id, timeout)
 
     def checkpoint_stats(self, job_id: JobIdLike) -> Optional[CheckpointStatsSnapshot]:

@@ -113,21 +113,19 @@ class MiniClusterJobClient(JobClient):
 
     def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
                             savepoint_directory: Optional[str] = None) -> CompletableFuture[str]:
-        """Take a savepoint, then stop the job; the future gets the savepoint's directory once
-        the job has ended (exceptionally CheckpointFailedError if the savepoint failed: the
-        job then keeps running). Restore it by submitting the job with
+        """Stop the job with a synchronous savepoint; the future gets the savepoint's directory once
+        the job has ended FINISHED (exceptionally CheckpointFailedError if the savepoint
+        failed: the job then keeps running). Restore it by submitting the job with
         ``execution.state-recovery.path`` set to that directory.
 
+        The savepoint is synchronous: sources stop at its barrier, so nothing read after it
+        reaches a sink. ``advance_to_end_of_event_time=True`` (Flink's drain) emits
+        MAX_WATERMARK first: event-time windows and timers fire before the savepoint.
         ``savepoint_directory`` None: ``execution.checkpointing.savepoint-dir``, else
-        ``./savepoints``. Deviations from Flink: the job ends CANCELED rather than FINISHED,
-        and ``advance_to_end_of_event_time=True`` (drain: MAX_WATERMARK before the savepoint)
-        is not supported: the future fails with NotImplementedError.
+        ``./savepoints``.
         """
-        if advance_to_end_of_event_time:
-            return CompletableFuture.failed_future(NotImplementedError(
-                "stop_with_savepoint(advance_to_end_of_event_time=True) (drain) is not supported: sources "
-                "cannot end their input at a savepoint here; stop without draining"))
-        return self._dispatcher.stop_with_savepoint(self._job_id, savepoint_directory)
+        return self._dispatcher.stop_with_savepoint(self._job_id, savepoint_directory,
+                                                    bool(advance_to_end_of_event_time))
 
     def trigger_savepoint(self, savepoint_directory: Optional[str] = None) -> CompletableFuture[str]:
         """Take a savepoint of the running job; the future gets its directory (exceptionally

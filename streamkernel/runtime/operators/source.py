@@ -245,6 +245,10 @@ class SourceOperator(StreamOperator):
                 if watermark is not None:
                     self._emit_watermark(watermark)
 
+    def advance_to_end_of_event_time(self) -> None:
+        """Stop-with-savepoint with drain: emit MAX_WATERMARK now (Flink's ``advanceToEndOfEventTime``)."""
+        self._emit_watermark(MAX_WATERMARK)
+
     def _emit_watermark(self, timestamp: int) -> None:
         if timestamp <= self.current_watermark:
             return

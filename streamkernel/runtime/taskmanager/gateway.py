@@ -171,9 +171,10 @@ class TaskExecutorGateway(Protocol):
         """The job ended: free its channels (``shuffle.release(job_id)``) and forget its tasks."""
 
     def trigger_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, timestamp: int,
-                           is_savepoint: bool = False) -> None:
+                           is_savepoint: bool = False, synchronous: bool = False, drain: bool = False) -> None:
         """Tell a source subtask to take checkpoint ``checkpoint_id`` between two batches and
         send its barrier downstream (Flink's ``triggerCheckpoint``); returns at once.
+        ``synchronous``: a stop-with-savepoint's savepoint (``drain``: MAX_WATERMARK first).
 
         Unknown or ended attempts are ignored: the JobMaster learns of their end anyway.
         """
@@ -181,6 +182,10 @@ class TaskExecutorGateway(Protocol):
     def notify_checkpoint_complete(self, attempt_id: ExecutionAttemptId, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` completed: the subtask's operators may commit
         (Flink's ``confirmCheckpoint``); returns at once, ignores unknown or ended attempts."""
+
+    def notify_checkpoint_aborted(self, attempt_id: ExecutionAttemptId, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` failed (Flink's ``abortCheckpoint``): a subtask waiting at
+        a stop-with-savepoint's barrier goes on; returns at once, ignores unknown or ended attempts."""
 
     def heartbeat(self) -> TaskExecutorHeartbeat:
         """Answer a heartbeat with the slot report and live task metrics; raises once stopped."""

@@ -56,13 +56,17 @@ class TaskExecutorProxy(RemoteProxy):
         self._call("release_job", job_id)
 
     def trigger_checkpoint(self, attempt_id: "ExecutionAttemptId", checkpoint_id: int, timestamp: int,
-                           is_savepoint: bool = False) -> None:
+                           is_savepoint: bool = False, synchronous: bool = False, drain: bool = False) -> None:
         """Trigger a checkpoint at a source subtask (a tell)."""
-        self._tell("trigger_checkpoint", attempt_id, checkpoint_id, timestamp, is_savepoint)
+        self._tell("trigger_checkpoint", attempt_id, checkpoint_id, timestamp, is_savepoint, synchronous, drain)
 
     def notify_checkpoint_complete(self, attempt_id: "ExecutionAttemptId", checkpoint_id: int) -> None:
         """Confirm a completed checkpoint to a subtask (a tell)."""
         self._tell("notify_checkpoint_complete", attempt_id, checkpoint_id)
+
+    def notify_checkpoint_aborted(self, attempt_id: "ExecutionAttemptId", checkpoint_id: int) -> None:
+        """Tell a subtask that a checkpoint failed (a tell)."""
+        self._tell("notify_checkpoint_aborted", attempt_id, checkpoint_id)
 
     def heartbeat(self) -> TaskExecutorHeartbeat:
         """The TaskManager's slot report and live task metrics (waits ``heartbeat_timeout`` s at most)."""

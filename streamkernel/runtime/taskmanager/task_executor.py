@@ -195,19 +195,28 @@ class TaskExecutor:
         return None if deployed is None or deployed.state.is_terminal else deployed.task
 
     def trigger_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, timestamp: int,
-                           is_savepoint: bool = False) -> None:
+                           is_savepoint: bool = False, synchronous: bool = False, drain: bool = False) -> None:
         """Tell a source subtask to take checkpoint ``checkpoint_id`` (it runs between two batches
-        in the task's thread); unknown or ended attempts are ignored."""
+        in the task's thread; ``synchronous``: a stop-with-savepoint's); unknown or ended attempts
+        are ignored."""
         self._check_reachable()
         trigger = getattr(self._live_task(attempt_id), "trigger_checkpoint", None)
         if trigger is not None:
-            trigger(checkpoint_id, timestamp, is_savepoint)
+            trigger(checkpoint_id, timestamp, is_savepoint, synchronous, drain)
 
     def notify_checkpoint_complete(self, attempt_id: ExecutionAttemptId, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` completed: the subtask's operators may commit now (in its
         thread); unknown or ended attempts are ignored."""
         self._check_reachable()
         notify = getattr(self._live_task(attempt_id), "notify_checkpoint_complete", None)
+        if notify is not None:
+            notify(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, attempt_id: ExecutionAttemptId, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` failed: a subtask waiting at a stop-with-savepoint's
+        barrier goes on (in its thread); unknown or ended attempts are ignored."""
+        self._check_reachable()
+        notify = getattr(self._live_task(attempt_id), "notify_checkpoint_aborted", None)
         if notify is not None:
             notify(checkpoint_id)
 

@@ -43,8 +43,9 @@ class InputStreamTask(StreamTask):
         timeout_checks = isinstance(barriers, UnalignedBarrierHandler) and barriers.timeout_ms > 0
         two_input = isinstance(head, TwoInputStreamOperator)
         fed = batch_input(head, self.tdd.nodes[0], self.tdd.configuration, two_input)  # the head itself when streaming
-        processor = InputProcessor(self.gate, fed, two_input, self.metrics,
-                                   self._on_latency_marker, barriers)
+        processor = self._processor = InputProcessor(self.gate, fed, two_input, self.metrics,
+                                                     self._on_latency_marker, barriers,
+                                                     stopping=lambda: self.stopping is not None)
         for input_index, buffer in self.checkpointer.restored_in_flight():  # before any new record
             processor.feed(input_index, buffer)
         poll = self.gate.poll
@@ -68,6 +69,8 @@ class InputStreamTask(StreamTask):
             metrics.busy_since = 0
             metrics.busy_ns += perf() - busy_start - (metrics.backpressured_ns - backpressured)
             if ended:
+                if self.stopping is not None:  # stopped with a savepoint: finish once it completed
+                    self._await_savepoint_outcome()
                 return
             if debloater is not None:  # Flink's periodic debloat(), between two buffers
                 now = perf()
@@ -75,6 +78,11 @@ class InputStreamTask(StreamTask):
                     debloater.debloat(now)
             self._between_batches()
         self._check_cancelled()
+
+    def drain_for_savepoint(self) -> None:
+        """Stop-with-savepoint with drain (MAX_WATERMARK came before the barrier): every input ends."""
+        self._processor.end_all_inputs()
+        super().drain_for_savepoint()
 
     def _buffer_debloater(self) -> "TaskDebloater | None":
         """The periodic buffer debloating of this task's input gate, when it is on."""

@@ -43,8 +43,14 @@ class SourceStreamTask(StreamTask):
         metrics = self.metrics
         hold_for_output = self.checkpointer.unaligned
         while not self._cancelled.is_set():
+            if self.stopping is not None:  # took a stop-with-savepoint's snapshot: read nothing more
+                if self._await_savepoint_outcome():
+                    return
+                continue  # the savepoint failed: read on
             if hold_for_output:
                 self._wait_for_output(source)
+                if self.stopping is not None:
+                    continue
             backpressured = metrics.backpressured_at_busy_start = metrics.backpressured_ns
             start = metrics.busy_since = time.perf_counter_ns()
             more = source.emit_next(batch)
@@ -53,6 +59,8 @@ class SourceStreamTask(StreamTask):
             metrics.busy_ns += time.perf_counter_ns() - start - (metrics.backpressured_ns - backpressured)
             self._between_batches()
             self._emit_latency_marker()
+            if self.stopping is not None:
+                continue
             if not more:
                 return
             wait = source.idle_wait_seconds()
@@ -64,6 +72,11 @@ class SourceStreamTask(StreamTask):
                     source.wakeup.wait(min(wait, self._timer_wait(IDLE_POLL_S)))
                 self.metrics.idle_ns += time.perf_counter_ns() - idle_start
         self._check_cancelled()
+
+    def drain_for_savepoint(self) -> None:
+        """Stop-with-savepoint with drain: the source emits MAX_WATERMARK, then the operators end."""
+        self.chain.head.advance_to_end_of_event_time()  # type: ignore[union-attr]
+        super().drain_for_savepoint()
 
     def _wait_for_output(self, source: Any) -> None:
         """Unaligned checkpoints: read the next batch only once every output channel has a
@@ -78,6 +91,8 @@ class SourceStreamTask(StreamTask):
             while not self._cancelled.is_set():
                 if self._mail:  # a checkpoint trigger, a notification: run it while we wait
                     self._between_batches()
+                    if self.stopping is not None:
+                        return  # stopped at a savepoint's barrier: read nothing more
                     continue
                 wakeup.clear()
                 waiting = [c for writer in self.writers for c in writer.channels

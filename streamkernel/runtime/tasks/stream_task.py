@@ -11,6 +11,15 @@ work (:meth:`StreamTask._between_batches`): actions other threads put into the
 :class:`~.mailbox.TaskMailbox`, due processing-time timers, output flushes whose buffer
 timeout elapsed. Everything an operator does happens in this thread, so operators need no
 locks.
+
+Stop-with-savepoint (Flink's synchronous savepoint): once the task took the snapshot of a
+*synchronous* barrier (:class:`StopWithSavepoint`), its loop stops processing - a source
+reads nothing more, no processing-time timer fires, the input carries nothing but the end of
+partitions - and waits, running only its mailbox, for the savepoint's outcome. Completed
+(the notification commits two-phase-commit sinks first), the task finishes *without* ending
+its operators' input (FLINK-21132): windows and timers stay in the savepoint. With ``drain``
+the operators ended their input before the snapshot (the sources emitted MAX_WATERMARK).
+Aborted, the task goes on where it stopped (after a drain it fails: the job fails over).
 """
 
 from __future__ import annotations
@@ -38,13 +47,22 @@ from streamkernel.runtime.tasks.task_checkpoint import TaskCheckpointer
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.tasks.task import TaskServices
 
-__all__ = ["StreamTask", "TaskCancelledError", "IDLE_POLL_S"]
+__all__ = ["StreamTask", "StopWithSavepoint", "TaskCancelledError", "IDLE_POLL_S"]
 
 IDLE_POLL_S = 0.05  # longest a task blocks without looking at timers and cancellation
 
 
 class TaskCancelledError(Exception):
     """Raised inside a task's thread to unwind it after cancel()."""
+
+
+class StopWithSavepoint:
+    """The synchronous savepoint a task took and now waits for (``completed`` once notified)."""
+
+    def __init__(self, checkpoint_id: int, drain: bool) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.drain = drain
+        self.completed = False
 
 
 class StreamTask:
@@ -69,6 +87,9 @@ class StreamTask:
         self.mailbox = TaskMailbox(self._wake_up)
         self._mail = self.mailbox.queue  # tested directly between batches: no call when empty
         self.checkpointer = TaskCheckpointer(self)
+        #: the stop-with-savepoint this task took part in and waits for (None: running)
+        self.stopping: Optional[StopWithSavepoint] = None
+        self._mail_signal = threading.Event()  # set with every mailbox action (for the stop's wait)
         config = tdd.configuration
         # -1: flush only when full (execution.buffer-timeout.enabled false)
         self._buffer_timeout_ms = (ExecutionOptions.BUFFER_TIMEOUT.get(config).to_milliseconds()
@@ -95,7 +116,10 @@ class StreamTask:
         """(Task thread) run the loop until the input ended, then finish and close the operators;
         raises :class:`TaskCancelledError` when cancelled."""
         self._run_loop(self.chain.head)  # type: ignore[union-attr]
-        self._finish()
+        if self.stopping is None:
+            self._finish()
+        else:  # stopped with a savepoint: the operators' input does not end (drain: it ended already)
+            self._end_partitions()
         self._close_operators()
         self.mailbox.close()
 
@@ -114,18 +138,65 @@ class StreamTask:
         if wakeup is not None:
             wakeup.set()
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, is_savepoint: bool = False) -> None:
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, is_savepoint: bool = False,
+                           synchronous: bool = False, drain: bool = False) -> None:
         """(Source tasks) take checkpoint ``checkpoint_id`` between two batches and emit its barrier
-        (Flink's ``triggerCheckpointAsync``)."""
-        barrier = CheckpointBarrier(checkpoint_id, timestamp, is_savepoint)
+        (Flink's ``triggerCheckpointAsync``; ``synchronous``: stop-with-savepoint, module docstring)."""
+        barrier = CheckpointBarrier(checkpoint_id, timestamp, is_savepoint, synchronous, drain and synchronous)
         self.mailbox.put(lambda: self.checkpointer.perform(barrier))
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        """Checkpoint ``checkpoint_id`` completed: operators may commit (in the task thread)."""
-        self.mailbox.put(lambda: self.checkpointer.notify_complete(checkpoint_id))
+        """Checkpoint ``checkpoint_id`` completed: operators may commit (in the task thread); a
+        task waiting for this stop-with-savepoint finishes."""
+        self.mailbox.put(lambda: self._checkpoint_complete(checkpoint_id))
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` failed: a task waiting for it as a stop-with-savepoint goes on."""
+        self.mailbox.put(lambda: self._checkpoint_aborted(checkpoint_id))
+
+    def _checkpoint_complete(self, checkpoint_id: int) -> None:
+        self.checkpointer.notify_complete(checkpoint_id)
+        if self.stopping is not None and checkpoint_id >= self.stopping.checkpoint_id:
+            self.stopping.completed = True
+
+    def _checkpoint_aborted(self, checkpoint_id: int) -> None:
+        stopping = self.stopping
+        if stopping is None or stopping.checkpoint_id != checkpoint_id or stopping.completed:
+            return
+        if stopping.drain:
+            raise RuntimeError(f"stop-with-savepoint {checkpoint_id} with drain failed after {self.tdd.name_with_subtask} "
+                               "had ended its input (MAX_WATERMARK): the job fails over to its latest checkpoint")
+        self.stopping = None  # the savepoint failed: the job goes on, and this task where it stopped
+
+    def stop_at(self, barrier: CheckpointBarrier) -> None:
+        """(Task thread) this task took the snapshot of a synchronous savepoint: stop processing
+        and wait for its outcome (module docstring)."""
+        self.stopping = StopWithSavepoint(barrier.checkpoint_id, barrier.drain)
+
+    def drain_for_savepoint(self) -> None:
+        """(Task thread) a stop-with-savepoint with drain reached this task: end every
+        operator's input before the snapshot (sources first emit MAX_WATERMARK)."""
+        self._end_operators()
+
+    def _await_savepoint_outcome(self) -> bool:
+        """Run only the mailbox until the stop-with-savepoint completed (True) or failed (False)."""
+        self._flush_all()
+        signal = self._mail_signal
+        while not self._cancelled.is_set():
+            stopping = self.stopping
+            if stopping is None or stopping.completed:
+                return stopping is not None
+            signal.clear()
+            if self._mail:
+                self.mailbox.run_all()
+            else:
+                signal.wait(IDLE_POLL_S)
+        self._check_cancelled()
+        return False
 
     def _wake_up(self) -> None:
         """The mailbox got an action: wake the task thread (blocked on its gate or its source)."""
+        self._mail_signal.set()
         if self.gate is not None:
             self.gate.wakeup()
         wakeup = getattr(self.chain.head if self.chain is not None else None, "wakeup", None)
@@ -169,7 +240,8 @@ class StreamTask:
         """Mailbox work between batches: posted actions, due timers, buffer timeout flushes."""
         if self._mail:
             self.mailbox.run_all()
-        self.processing_time.fire_due()
+        if self.stopping is None:  # stopped at a savepoint: timers stay in it
+            self.processing_time.fire_due()
         if self._buffer_timeout_ms >= 0:
             now = time.monotonic()
             if (now - self._last_flush) * 1000 >= self._buffer_timeout_ms:
@@ -195,14 +267,26 @@ class StreamTask:
 
     def _finish(self) -> None:
         """End of input: finish operators head first, then end every output channel."""
+        self._end_operators()
+        for writer in self.writers:
+            writer.broadcast_event(END_OF_PARTITION)
+        self._between_batches()
+
+    def _end_operators(self) -> None:
+        """Finish the operators head first (their input ended), and fire the timers now due."""
         for index, (_, operator) in enumerate(self.chain.in_order()):  # type: ignore[union-attr]
             if index > 0:  # the head's input ended already; chained operators' input ends now (Flink)
                 operator.end_input()
             operator.finish()
         self.processing_time.fire_due()
+
+    def _end_partitions(self) -> None:
+        """Stopped with a savepoint: end every output channel, the operators untouched."""
         for writer in self.writers:
             writer.broadcast_event(END_OF_PARTITION)
-        self._between_batches()
+        self._flush_all()
+        if self._mail:
+            self.mailbox.run_all()
 
     def _close_operators(self, quietly: bool = False) -> None:
         """Close every operator once; after a failure (``quietly``) close errors are ignored."""

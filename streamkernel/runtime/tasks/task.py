@@ -73,13 +73,19 @@ class Task:
         self._cancelled.set()
         self.invokable.cancel()
 
-    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, is_savepoint: bool = False) -> None:
-        """(Source tasks) take checkpoint ``checkpoint_id`` between two batches and emit its barrier."""
-        self.invokable.trigger_checkpoint(checkpoint_id, timestamp, is_savepoint)
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, is_savepoint: bool = False,
+                           synchronous: bool = False, drain: bool = False) -> None:
+        """(Source tasks) take checkpoint ``checkpoint_id`` between two batches and emit its barrier
+        (``synchronous``: a stop-with-savepoint's, ``drain``: MAX_WATERMARK first)."""
+        self.invokable.trigger_checkpoint(checkpoint_id, timestamp, is_savepoint, synchronous, drain)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` completed: operators may commit (in the task thread)."""
         self.invokable.notify_checkpoint_complete(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` failed: a task waiting at a stop-with-savepoint goes on."""
+        self.invokable.notify_checkpoint_aborted(checkpoint_id)
 
     def peek(self, node_id: int, limit: int, seconds: float) -> list:
         """The last records (with timestamps) operator ``node_id`` of this task emits within

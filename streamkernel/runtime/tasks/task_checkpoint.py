@@ -105,9 +105,13 @@ class TaskCheckpointer:
         return result
 
     def perform(self, barrier: CheckpointBarrier) -> None:
-        """Snapshot, store, forward the barrier, acknowledge (or decline on failure)."""
+        """Snapshot, store, forward the barrier, acknowledge (or decline on failure). A
+        synchronous barrier (stop-with-savepoint) then stops the task: it waits for the
+        savepoint's outcome; with ``drain`` its operators end their input before the snapshot."""
         task = self.task
         responder = task.services.checkpoint_responder
+        if barrier.synchronous and barrier.drain:
+            task.drain_for_savepoint()
         try:
             snapshot = self.snapshot(barrier.checkpoint_id)
             handle = self._store(barrier, snapshot)
@@ -118,10 +122,14 @@ class TaskCheckpointer:
             self._forward(barrier)
             if responder is not None:
                 responder.decline(task.tdd.attempt_id, barrier.checkpoint_id, f"{type(exc).__name__}: {exc}")
+            if barrier.synchronous and barrier.drain:
+                task.stop_at(barrier)  # drained: only the savepoint's end (its abort) lets it go on
             return
         self._forward(barrier)
         if responder is not None:
             responder.acknowledge(task.tdd.attempt_id, barrier.checkpoint_id, handle)
+        if barrier.synchronous:
+            task.stop_at(barrier)
 
     def _forward(self, barrier: CheckpointBarrier) -> None:
         """The barrier to every output channel: ahead of queued output when unaligned."""

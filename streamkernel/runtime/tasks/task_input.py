@@ -36,7 +36,8 @@ class InputProcessor:
     """Dispatches what the gate delivers to the head operator; tracks when all input ended."""
 
     def __init__(self, gate: Any, head: Any, two_input: bool, metrics: TaskMetrics,
-                 on_latency_marker: Callable[[LatencyMarker], None], barriers: Any = None) -> None:
+                 on_latency_marker: Callable[[LatencyMarker], None], barriers: Any = None,
+                 stopping: Callable[[], bool] = lambda: False) -> None:
         from streamkernel.runtime.network.watermark_valve import StatusWatermarkValve
 
         self.head = head
@@ -45,6 +46,8 @@ class InputProcessor:
         self.metrics = metrics
         self._on_latency_marker = on_latency_marker
         self._barriers = barriers
+        # True once the task stopped at a stop-with-savepoint: channels end without ending the input
+        self._stopping = stopping
         # unaligned checkpoints: a buffer is processed in slices, a priority event may come between
         self._slice = UNALIGNED_SLICE if hasattr(barriers, "on_announcement") else 0
         inputs = 2 if two_input else 1
@@ -86,6 +89,9 @@ class InputProcessor:
         elif item is END_OF_PARTITION:
             if self._barriers is not None:
                 self._barriers.on_channel_finished(channel)
+            if self._stopping():  # no watermark and no end of input: they stay in the savepoint
+                self._open_channels[i] -= 1
+                return not any(self._open_channels)
             self._advance(i, self._valves[i].channel_finished(local))
             self._open_channels[i] -= 1
             if self._open_channels[i] == 0:
@@ -140,6 +146,12 @@ class InputProcessor:
         if watermark is not None:
             self.metrics.input_watermark = watermark
             self._watermark[input_index](watermark)
+
+    def end_all_inputs(self) -> None:
+        """End every input that has not ended yet (stop-with-savepoint with drain)."""
+        for input_index, ended in enumerate(self._ended):
+            if not ended:
+                self._end_input(input_index)
 
     def _end_input(self, input_index: int) -> None:
         self._ended[input_index] = True

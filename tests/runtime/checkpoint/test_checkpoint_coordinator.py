@@ -320,3 +320,32 @@ def test_plan_from_a_job_graph_triggers_sources_and_waits_for_every_subtask() ->
     source_vertex = job_graph.vertices[0]
     assert plan.tasks_to_trigger == ((source_vertex.id, 0),)  # from_collection is non-parallel
     assert len(plan.tasks_to_wait_for) == 1 + 2
+
+
+# ------------------------------------------------------------------ stop-with-savepoint
+def test_a_stop_with_savepoint_is_synchronous_and_nothing_else_triggers_while_or_after_it() -> None:
+    coordinator = _coordinator()
+    [trigger] = coordinator.trigger(500, is_savepoint=True, target_dir="/sp", synchronous=True, drain=True)
+    assert trigger == TriggerCheckpoint(1, 500, True, (SOURCE,), "/sp", synchronous=True, drain=True)
+    assert coordinator.tick(5000) == [] and coordinator.next_wakeup_ms() == 500 + coordinator.config.timeout_ms
+    [rejected] = coordinator.trigger(600, is_savepoint=True)
+    assert isinstance(rejected, TriggerRejected) and "stopping with savepoint 1" in rejected.reason
+    assert _of(_complete(coordinator, 1, 700), NotifyCheckpointComplete)  # the tasks finish on this
+    assert coordinator.tick(9000) == []  # the job is about to finish: no periodic checkpoint
+    assert isinstance(coordinator.trigger(9000)[0], TriggerRejected)
+
+
+def test_a_failed_stop_with_savepoint_tells_its_tasks_and_checkpoints_go_on() -> None:
+    coordinator = _coordinator()
+    coordinator.trigger(500, is_savepoint=True, synchronous=True)
+    [abort] = coordinator.decline(1, SINK, "no space left", 600)
+    assert abort == AbortCheckpoint(1, "declined by subtask 0 of vertex 2: no space left", True, (SOURCE, SINK),
+                                    synchronous=True)
+    assert [a.checkpoint_id for a in coordinator.tick(1000)] == [2]  # the job goes on, and so do checkpoints
+
+
+def test_only_a_savepoint_can_be_synchronous() -> None:
+    coordinator = _coordinator()
+    [trigger] = coordinator.trigger(500, is_savepoint=False, synchronous=True, drain=True)
+    assert not trigger.synchronous and not trigger.drain
+    assert [a.checkpoint_id for a in coordinator.trigger(600)] == [2]

@@ -65,7 +65,7 @@ def test_savepoints_restored_at_parallelism_1_then_3_then_2_keep_every_key(tmp_p
         client = env.execute_async("p1")
         wait_until(lambda: latest == collections.Counter(WORDS[:300]) and running(client), message="part one")
         savepoint_1 = cluster.checkpoints.stop_with_savepoint(client.get_job_id(), tmp_path / "savepoints")
-        assert client.get_job_status().result() is JobStatus.CANCELED
+        assert client.get_job_status().result() is JobStatus.FINISHED
         first.open()
 
         env = environment({"execution.state-recovery.path": savepoint_1})
@@ -103,7 +103,7 @@ def test_the_job_client_triggers_savepoints_and_stops_with_one(tmp_path) -> None
         explicit = client.trigger_savepoint(str(tmp_path / "explicit")).result(30)
         assert client.get_job_status().result() is JobStatus.RUNNING  # a savepoint does not stop the job
         stopped = client.stop_with_savepoint(savepoint_directory=str(tmp_path / "explicit")).result(30)
-        assert client.get_job_status().result() is JobStatus.CANCELED
+        assert client.get_job_status().result() is JobStatus.FINISHED
         rows = client.get_job_details().checkpoint_rows()
     assert os.path.dirname(configured) == str(tmp_path / "configured")
     assert os.path.dirname(explicit) == os.path.dirname(stopped) == str(tmp_path / "explicit")

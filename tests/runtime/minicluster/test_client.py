@@ -127,7 +127,7 @@ def test_savepoints_of_a_job_that_ended_fail_clearly() -> None:
             client.trigger_savepoint().result(30)
         with pytest.raises(CheckpointFailedError, match="the job is FINISHED"):
             client.stop_with_savepoint().result(30)
-        with pytest.raises(NotImplementedError, match="advance_to_end_of_event_time=True"):
+        with pytest.raises(CheckpointFailedError, match="the job is FINISHED"):
             client.stop_with_savepoint(advance_to_end_of_event_time=True).result(30)
 
 

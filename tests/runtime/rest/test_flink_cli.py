@@ -20,7 +20,6 @@ from rest_counting_job import start_counting_job, wait_for_status  # tests/runti
 
 from streamkernel.common.job_status import JobStatus
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
-from streamkernel.testing.waiting import wait_until
 
 _spec = importlib.util.spec_from_file_location("flink_tools", Path(__file__).parents[2] / "flink_tools.py")
 assert _spec is not None and _spec.loader is not None
@@ -74,13 +73,11 @@ def test_list_savepoint_restore_and_stop(cluster: MiniCluster, tmp_path: Path) -
     assert first[0] == (0, 1)  # from scratch
     assert value > 0 and count == value + 1, resumed[:3]  # the source's position and the count were restored
 
-    out = _flink(cluster, "stop", "--savepointPath", str(tmp_path / "stopped"), restored)
+    out = _flink(cluster, "stop", "--drain", "--savepointPath", str(tmp_path / "stopped"), restored)
     found = SAVEPOINT_LINE.search(out)
     assert found is not None, out
     assert Path(found.group(1)).parent == tmp_path / "stopped" and Path(found.group(1)).is_dir()
-    # streamkernel's stop-with-savepoint cancels after the savepoint (docs/architecture.md): CANCELED
-    wait_until(lambda: cluster.dispatcher.request_job_status(restored).is_globally_terminal_state(),
-               message="the stopped job to end")
+    wait_for_status(cluster, restored, JobStatus.FINISHED)  # Flink's stop-with-savepoint: the job FINISHES
 
 
 def test_cancel_and_a_failed_savepoint(cluster: MiniCluster, tmp_path: Path) -> None:

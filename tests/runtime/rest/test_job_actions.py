@@ -194,7 +194,7 @@ def test_stop_with_savepoint(cluster: MiniCluster, client: RestClient, tmp_path:
     assert status == 202 and HEX32.match(body["request-id"]), body
     location = _completed(client, f"/v1/jobs/{job_id}/savepoints/{body['request-id']}")["location"]
     assert Path(location).parent == tmp_path
-    assert cluster.dispatcher.request_job_status(job_id).is_globally_terminal_state()
+    assert cluster.dispatcher.request_job_status(job_id) is JobStatus.FINISHED  # the future completes once it ended
 
 
 def test_a_savepoint_with_cancel_job_cancels_the_job_after_it(cluster: MiniCluster, client: RestClient,
@@ -207,11 +207,17 @@ def test_a_savepoint_with_cancel_job_cancels_the_job_after_it(cluster: MiniClust
     assert cluster.dispatcher.request_job_status(job_id) is JobStatus.CANCELED  # the future completes once it ended
 
 
-def test_stop_with_drain_is_refused_naming_drain(cluster: MiniCluster, client: RestClient, job: str,
-                                                 tmp_path: Path) -> None:
-    status, message = _error(_post(client, f"/jobs/{job}/stop", {"targetDirectory": str(tmp_path), "drain": True}))
-    assert status == 400 and '"drain"' in message
-    assert cluster.dispatcher.request_job_status(job) is JobStatus.RUNNING and os.listdir(tmp_path) == []
+def test_stop_with_drain_passes_drain_through(cluster: MiniCluster, client: RestClient, job: str,
+                                              tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list = []
+    stop = cluster.dispatcher.stop_with_savepoint
+    monkeypatch.setattr(cluster.dispatcher, "stop_with_savepoint",
+                        lambda job_id, directory, drain=False: calls.append(drain) or stop(job_id, directory, drain))
+    status, body = _post(client, f"/jobs/{job}/stop", {"targetDirectory": str(tmp_path), "drain": True})
+    assert status == 202, body
+    location = _completed(client, f"/jobs/{job}/savepoints/{body['request-id']}")["location"]
+    assert Path(location).parent == tmp_path and calls == [True]
+    assert cluster.dispatcher.request_job_status(job) is JobStatus.FINISHED
 
 
 # ------------------------------------------------------------------ checkpoints

@@ -17,6 +17,7 @@ import re
 from concurrent.futures import Future
 from typing import Any, Callable
 
+from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options.checkpointing import CheckpointingOptions
 from streamkernel.runtime.jobmaster.job_status import JobDetails
@@ -114,31 +115,46 @@ class SavepointTriggerHandler(_ActionHandler):
         dispatcher = self.context.dispatcher
         if request.cancel_job:
             self.trigger(_SAVEPOINT, details, request.trigger_id,
-                         lambda: dispatcher.stop_with_savepoint(details.job_id, directory))
+                         lambda: _savepoint_then_cancel(dispatcher, details.job_id, directory))
         else:
             self.trigger(_SAVEPOINT, details, request.trigger_id,
                          lambda: dispatcher.trigger_savepoint(details.job_id, directory))
 
 
 class StopWithSavepointHandler(_ActionHandler):
-    """``POST /jobs/:jobid/stop``: take a savepoint, then stop the job; polled as a savepoint."""
+    """``POST /jobs/:jobid/stop``: stop the job with a synchronous savepoint; polled as a savepoint."""
 
     def post(self, jobid: str) -> None:
-        """Flink's StopWithSavepointHandler: 202 ``{"request-id": TRIGGER}``.
-
-        ``drain: true`` (MAX_WATERMARK before the savepoint) is refused with 400: the runtime
-        cannot end its sources' input at a savepoint.
-        """
+        """Flink's StopWithSavepointHandler: 202 ``{"request-id": TRIGGER}``; ``drain: true``
+        emits MAX_WATERMARK before the savepoint. The job ends FINISHED."""
         request = parse_stop_with_savepoint(self.json_body())
-        if request.drain:
-            raise RestError(400, "Request did not match expected format StopWithSavepointRequestBody: field "
-                                 "\"drain\" true (emit MAX_WATERMARK before the savepoint) is not supported by "
-                                 "streamkernel; stop with \"drain\": false.")
         details = self.job(jobid)
         directory = self.savepoint_directory(details, request.target_directory, "targetDirectory")
         dispatcher = self.context.dispatcher
         self.trigger(_SAVEPOINT, details, request.trigger_id,
-                     lambda: dispatcher.stop_with_savepoint(details.job_id, directory))
+                     lambda: dispatcher.stop_with_savepoint(details.job_id, directory, request.drain))
+
+
+def _savepoint_then_cancel(dispatcher: Any, job_id: str, directory: Any) -> "CompletableFuture[str]":
+    """Flink's cancel-with-savepoint (``cancel-job: true``): a savepoint, then cancel the job;
+    the future gets the savepoint's location once the job is CANCELED (or fails with the savepoint)."""
+    done: CompletableFuture[str] = CompletableFuture()
+
+    def savepoint_done(savepoint: Future) -> None:
+        error = savepoint.exception()
+        if error is not None:
+            done.complete_exceptionally(error)
+            return
+
+        def on_status(details: JobDetails) -> None:
+            if details.status.is_globally_terminal_state():
+                done.complete(savepoint.result())
+
+        dispatcher.cancel_job(job_id)
+        dispatcher.add_job_status_listener(job_id, on_status)
+
+    dispatcher.trigger_savepoint(job_id, directory).add_done_callback(savepoint_done)
+    return done
 
 
 class SavepointStatusHandler(_ActionHandler):
