@@ -5,9 +5,9 @@ Run: ``.venv/bin/python bench/bench_rest.py [--backend local|process] [--records
 
 The default cluster is the worst case for the endpoint: the ``local`` backend, whose tasks are
 threads of the same process as the JobManager and its REST endpoint, so every request the
-endpoint answers takes the GIL from the job (tornado runs about 8 iterations of its event
-loop per request, each of which lets the job's thread take the GIL and makes the endpoint's
-thread wait for it again). With ``--backend process`` the task runs in a TaskManager process
+endpoint answers takes the GIL from the job (tornado's loop runs about 8 iterations per
+request and waits on the sockets between them; each time, the endpoint's thread must get the
+GIL back from a busy task thread). With ``--backend process`` the task runs in a TaskManager process
 and the endpoint only competes with it for the machine's cores. W2 (``bench/workloads.py``: records keyed by
 one of 10,000 keys, a running reduce, parallelism 1, a sink counting records) runs ``R``
 times without readers and ``R`` times with them, alternately; the median throughputs are
