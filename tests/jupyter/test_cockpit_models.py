@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from streamkernel.jupyter.widgets import html, text
-from streamkernel.jupyter.widgets.history import MetricsHistory, Sample, backpressure_level
+from streamkernel.jupyter.widgets.history import MetricsHistory, Sample
+from streamkernel.runtime.core.metrics import backpressure_level
 from streamkernel.jupyter.widgets.models import PALETTE, cluster_model, find_job, job_model
 
 JOB = "a" * 32

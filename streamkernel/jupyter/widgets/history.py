@@ -15,7 +15,7 @@ import collections
 from dataclasses import dataclass
 from typing import Any, Deque, Mapping
 
-__all__ = ["Sample", "Rates", "MetricsHistory", "SubtaskKey", "sample_of", "backpressure_level"]
+__all__ = ["Sample", "Rates", "MetricsHistory", "SubtaskKey", "sample_of"]
 
 #: (job id, job vertex id, subtask index)
 SubtaskKey = tuple[str, int, int]
@@ -112,15 +112,4 @@ def _rates(a: Sample, b: Sample) -> Rates:
                  records_out_per_s=max(b.records_out - a.records_out, 0) / seconds,
                  busy=share(b.busy_ns - a.busy_ns), idle=share(b.idle_ns - a.idle_ns),
                  backpressured=share(b.backpressured_ns - a.backpressured_ns))
-
-
-def backpressure_level(ratio: float) -> str:
-    """Flink's web UI levels for the backpressured time share: OK (<= 10%), LOW (<= 50%), HIGH.
-
-        >>> backpressure_level(0.05), backpressure_level(0.3), backpressure_level(0.9)
-        ('OK', 'LOW', 'HIGH')
-    """
-    if ratio <= 0.10:
-        return "OK"
-    return "LOW" if ratio <= 0.50 else "HIGH"
 

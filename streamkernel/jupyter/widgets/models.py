@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from streamkernel.common.job_status import select_jobs
-from streamkernel.jupyter.widgets.history import MetricsHistory, Rates, backpressure_level
+from streamkernel.jupyter.widgets.history import MetricsHistory, Rates
+from streamkernel.runtime.core.metrics import backpressure_level
 
 __all__ = ["PALETTE", "BACKPRESSURE_COLOURS", "TaskChip", "SlotCell", "TaskManagerCard", "ClusterModel",
            "VertexRow", "SubtaskRow", "CheckpointRow", "JobModel", "vertex_colour", "cluster_model", "job_model",

@@ -14,7 +14,7 @@ from typing import Any, Callable, Optional
 from streamkernel.common.job_status import select_jobs
 from streamkernel.common.watermark_strategy import MIN_WATERMARK
 
-__all__ = ["Counter", "MetricGroup", "OperatorMetrics", "TaskMetrics"]
+__all__ = ["Counter", "MetricGroup", "OperatorMetrics", "TaskMetrics", "backpressure_level"]
 
 
 class Counter:
@@ -138,6 +138,18 @@ class TaskMetrics:
             "operators": {n: {"records_in": m.records_in, "records_out": m.records_out}
                           for n, m in self.operators.items()},
         }
+
+
+def backpressure_level(ratio: float) -> str:
+    """Flink's levels for a backpressured time share: OK (<= 10%), LOW (<= 50%), HIGH (the
+    Web UI's colours and the REST API's ``backpressureLevel``, lower case there).
+
+        >>> backpressure_level(0.05), backpressure_level(0.3), backpressure_level(0.9)
+        ('OK', 'LOW', 'HIGH')
+    """
+    if ratio <= 0.10:
+        return "OK"
+    return "LOW" if ratio <= 0.50 else "HIGH"
 
 
 def _ratio(part_ns: int, whole_ns: int) -> float:

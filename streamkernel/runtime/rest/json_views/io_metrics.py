@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Optional
 
 from streamkernel.common.watermark_strategy import MIN_WATERMARK
+from streamkernel.runtime.core.metrics import backpressure_level as core_backpressure_level
 
 __all__ = ["io_metrics", "task_metric_values", "aggregate", "backpressure_level", "ratios", "EMPTY_IO"]
 
@@ -69,8 +70,8 @@ def ratios(metrics: Optional[Mapping[str, Any]]) -> tuple[float, float, float]:
 
 
 def backpressure_level(ratio: float) -> str:
-    """Flink's level of a backpressure ratio: ``ok`` up to 10 %, ``low`` up to 50 %, else ``high``."""
-    return "ok" if ratio <= 0.10 else "low" if ratio <= 0.5 else "high"
+    """Flink's level of a backpressure ratio as the REST API writes it: ``ok``, ``low`` or ``high``."""
+    return core_backpressure_level(ratio).lower()
 
 
 def task_metric_values(metrics: Optional[Mapping[str, Any]]) -> dict[str, float]:
