@@ -24,8 +24,9 @@ exactly as ``flink run`` hands its options to the program's context environment:
   cluster wrote for its address under ``$STREAMKERNEL_HOME`` (:mod:`streamkernel.runtime.rest.cluster_secret`).
 * ``--target spark-application [--master URL]``: application mode on Spark, as ``flink
   run-application -t ...``: Spark's ``spark-submit`` runs the script's main() in the Spark
-  driver, with the JobManager there and the TaskManagers (``--taskmanagers``, ``--slots``;
-  default one TaskManager with ``-p`` slots) as Spark tasks; the cluster lives and dies with
+  driver, with the JobManager there and the TaskManagers (``--taskmanagers``, default 1;
+  ``--slots``, default ``-p``, else this machine's cores) as Spark tasks; without ``-p`` the
+  default parallelism is the cluster's slots. The cluster lives and dies with
   the application (:mod:`streamkernel.runtime.deployment.spark_application`). ``--master``:
   ``spark://HOST:PORT``, ``local[N]``, ... (default: ``spark.master``, else a local master sized
   for the TaskManagers). ``--detached`` returns once the driver's cluster runs, printing the
@@ -181,11 +182,23 @@ def _run_spark_application(args: argparse.Namespace, conf: dict[str, str]) -> in
                                                                     run_attached, run_detached)
 
     conf["streamkernel.backend"] = "spark"
-    slots = args.slots or args.parallelism or 1
+    taskmanagers = args.taskmanagers or 1
     try:
-        application = SparkApplication(args.script, list(args.arguments), conf, taskmanagers=args.taskmanagers or 1,
+        parallelism = int(conf.get("parallelism.default", "0"))
+    except ValueError:
+        print(f"streamkernel run: configuration key parallelism.default: expected a positive integer, got "
+              f"{conf['parallelism.default']!r}", file=sys.stderr)
+        return 2
+    slots = args.slots or parallelism or os.cpu_count() or 1
+    conf.setdefault("parallelism.default", str(taskmanagers * slots))  # a job of the default parallelism fits
+    try:
+        application = SparkApplication(args.script, list(args.arguments), conf, taskmanagers=taskmanagers,
                                        slots=slots, master=args.master)
-    except (SparkApplicationError, IllegalConfigurationError) as error:
+        from streamkernel.runtime.minicluster.minicluster import MiniCluster
+
+        # the sizes against the master (local[N] hosts N TaskManagers) and the cluster's keys, before spark-submit
+        MiniCluster(taskmanagers, slots, backend="spark", configuration=conf, spark_master=application.master)
+    except (SparkApplicationError, IllegalConfigurationError, InvalidProgramError) as error:
         print(f"streamkernel run: {error}", file=sys.stderr)
         return 2
     if args.detached:

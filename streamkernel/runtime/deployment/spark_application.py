@@ -56,7 +56,7 @@ DETACHED_STARTUP_TIMEOUT_S = 300.0
 #: How long a stopped driver gets to stop its cluster and Spark application before it is killed.
 STOP_TIMEOUT_S = 60.0
 
-_DRIVER_LINE = re.compile(re.escape(DRIVER_MARKER) + r" pid (\d+)(?:, JobManager REST API at (\S+))?")
+_DRIVER_LINE = re.compile(re.escape(DRIVER_MARKER) + r" pid (\d+)(?:, JobManager REST API at ([^\s,]+))?")
 _CAUSE = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit)\b.*)$")
 
 

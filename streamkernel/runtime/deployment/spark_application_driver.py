@@ -53,7 +53,11 @@ def _stop_when_orphaned() -> None:
     def watch() -> None:
         while not stopped.wait(ORPHAN_CHECK_S):
             if os.getppid() != parent:
-                print("streamkernel application driver: spark-submit is gone, stopping", file=sys.stderr, flush=True)
+                # the output went through the JVM: writing to it now fails (BrokenPipeError), so it goes nowhere
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.dup2(devnull, 2)
+                os.close(devnull)
                 os.kill(os.getpid(), signal.SIGTERM)
                 return
 

@@ -1,0 +1,224 @@
+"""Application mode on Spark: ``streamkernel run --target spark-application [--master M] job.py``.
+
+Each run is the real command in a subprocess: pyspark's ``bin/spark-submit`` starts a Spark
+driver that runs the JobManager and the script, the TaskManagers run as Spark tasks. The
+script (application_job.py) is unchanged PyFlink-style code writing to a FileSink; the
+expected lines are computed here from its data. Nothing may be left afterwards: the driver's
+pid, spark-submit's, the cluster's secret file ($STREAMKERNEL_HOME), its working directory
+(io.tmp.dirs), and on the standalone cluster the Spark application itself.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from streamkernel import run_command  # noqa: E402
+from streamkernel.runtime.deployment import spark_application  # noqa: E402
+from streamkernel.runtime.taskmanager.spark_stop import pid_alive  # noqa: E402
+from streamkernel.testing import wait_until  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+JOB = HERE / "application_job.py"
+ROOT = HERE.parents[1]
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+standalone_cluster = _load("standalone_cluster")
+EXPECTED = sorted(f"{word} {count}" for word, count in collections.Counter(_load("application_job").WORDS).items())
+DRIVER = re.compile(r"streamkernel application driver: pid (\d+), JobManager REST API at (http://[^\s,]+)")
+LAUNCHED = re.compile(r"driver pid (\d+) \(spark-submit pid (\d+)\)")
+
+
+class Run:
+    """Where one application's output, secrets and temporary files go (all under tmp_path)."""
+
+    def __init__(self, tmp_path: pathlib.Path) -> None:
+        self.out = tmp_path / "out"
+        self.home = tmp_path / "home"
+        self.tmp = tmp_path / "tmp"
+        self.tmp.mkdir()
+        self.env = dict(os.environ, STREAMKERNEL_HOME=str(self.home), SPARK_LOCAL_IP="127.0.0.1",
+                        PYSPARK_PYTHON=sys.executable,
+                        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+
+    def command(self, *options: str, mode: str = "count") -> list[str]:
+        return [sys.executable, "-m", "streamkernel", "run", "--target", "spark-application", *options,
+                "-D", "spark.ui.enabled=false", "-D", "rest.port=0", "-D", f"io.tmp.dirs={self.tmp}",
+                str(JOB), str(self.out), mode]
+
+    def run(self, *options: str, mode: str = "count", timeout: float = 240) -> subprocess.CompletedProcess:
+        return subprocess.run(self.command(*options, mode=mode), env=self.env, capture_output=True, text=True,
+                              timeout=timeout, cwd=self.tmp.parent)
+
+    def lines(self) -> list[str]:
+        """Every line of every finished part file under the sink's directory (bucket sub-directories too)."""
+        parts = [p for p in self.out.rglob("part-*") if p.is_file()]
+        return sorted(line for p in parts for line in p.read_text().splitlines())
+
+    def assert_nothing_left(self, *pids: int) -> None:
+        wait_until(lambda: not any(pid_alive(pid) for pid in pids), timeout=60,
+                   message=f"processes {list(pids)} (driver, spark-submit) to end")
+        clusters = self.home / "clusters"
+        assert not clusters.exists() or list(clusters.iterdir()) == [], "the cluster's secret file was left behind"
+        assert list(self.tmp.iterdir()) == [], "the cluster's working directory was left behind"
+
+
+def _driver(output: str) -> tuple[int, str]:
+    found = DRIVER.search(output)
+    assert found, f"the driver did not announce its cluster; output:\n{output[-3000:]}"
+    return int(found.group(1)), found.group(2)
+
+
+def test_bad_input_is_one_line_before_spark_submit_starts(tmp_path, monkeypatch, capsys):
+    def no_spark_submit(*args, **kwargs):
+        raise AssertionError(f"spark-submit was started: {args}")
+
+    monkeypatch.setattr(spark_application.subprocess, "Popen", no_spark_submit)
+    script = tmp_path / "job.py"
+    script.write_text("print('never runs')\n")
+    cases = {
+        ("--target", "yarn-application", str(script)):
+            "streamkernel run: unknown --target 'yarn-application' (known: local, spark-application)",
+        ("--master", "local[2]", str(script)):
+            "streamkernel run: --master local[2] needs --target spark-application (the Spark master to submit to)",
+        ("--target", "spark-application", str(tmp_path / "missing.py")):
+            f"streamkernel run: no such script: {tmp_path / 'missing.py'}",
+        ("--target", "spark-application", "-m", "127.0.0.1:1", str(script)):
+            "streamkernel run: --target spark-application starts a cluster for the application; -m submits to a "
+            "running one (use one or the other)",
+        ("--target", "spark-application", "--backend", "process", str(script)):
+            "streamkernel run: --target spark-application runs TaskManagers as Spark tasks; --backend process "
+            "does not fit",
+        ("--target", "spark-application", "-D", "novalue", str(script)):
+            "streamkernel run: -D 'novalue': expected KEY=VALUE",
+        ("--target", "spark-application", "--master", "local[1]", "--taskmanagers", "2", str(script)): None,
+    }
+    for argv, message in cases.items():
+        assert run_command.main(list(argv)) == 2, argv
+        captured = capsys.readouterr()
+        if message is None:  # the backend's own message (limits.py)
+            assert captured.out == "" and captured.err.count("\n") == 1 and "local[1]" in captured.err, captured.err
+        else:
+            assert (captured.out, captured.err) == ("", message + "\n"), argv
+
+
+def test_spark_submit_command_line(tmp_path):
+    application = spark_application.SparkApplication(
+        str(JOB), ["a", "--b"], {"parallelism.default": "2", "spark.executor.memory": "1g",
+                                  "spark.master": "ignored: --master wins"}, taskmanagers=2, slots=3,
+        master="spark://127.0.0.1:7077")
+    command = application.command()
+    assert command[:6] == [application.spark_submit, "--master", "spark://127.0.0.1:7077", "--deploy-mode",
+                           "client", "--conf"]
+    assert application.spark_submit.endswith(os.path.join("pyspark", "bin", "spark-submit"))
+    confs = dict(c.split("=", 1) for c in command[5:command.index(spark_application._driver_program())][1::2])
+    assert confs["spark.executor.memory"] == "1g" and "spark.master" not in confs
+    assert confs["spark.app.name"] == "streamkernel: application_job.py"
+    assert "spark.driver.host" not in confs  # a cluster master: the user's network, not loopback
+    driver_args = command[command.index(spark_application._driver_program()) + 1:]
+    assert driver_args[:4] == ["--taskmanagers", "2", "--slots", "3"]
+    assert driver_args[-4:] == [str(JOB), "--", "a", "--b"]
+    local = spark_application.SparkApplication(str(JOB), [], {}, taskmanagers=2)
+    assert local.master.startswith("local[") and local.spark_conf()["spark.driver.host"] == "127.0.0.1"
+
+
+@pytest.mark.spark
+def test_local_master_runs_the_script_in_the_driver(tmp_path):
+    run = Run(tmp_path)
+    result = run.run("--master", "local[2]", "-p", "2")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert run.lines() == EXPECTED
+    assert "word count done, parallelism 2" in result.stdout  # the script's own print, streamed through
+    pid, rest_url = _driver(result.stderr)
+    assert rest_url.startswith("http://127.0.0.1:")
+    run.assert_nothing_left(pid)
+
+
+@pytest.mark.spark
+def test_a_failing_script_exits_non_zero_naming_the_cause(tmp_path):
+    run = Run(tmp_path)
+    result = run.run("--master", "local[1]", mode="fail")
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("streamkernel run: application application_job.py on local[1] failed with exit code 1: ")
+    assert "ValueError: the application refuses w3" in last
+    run.assert_nothing_left(_driver(result.stderr)[0])
+
+
+@pytest.mark.spark
+def test_detached_returns_while_the_job_runs_and_nothing_is_left_after_it(tmp_path):
+    run = Run(tmp_path)
+    log = tmp_path / "application.log"
+    result = run.run("--master", "local[2]", "--detached", "--log", str(log), timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    launched = LAUNCHED.search(result.stdout)
+    assert launched, result.stdout
+    driver, submit = int(launched.group(1)), int(launched.group(2))
+    assert f"output in {log}" in result.stdout and f"stop it with: kill {driver}" in result.stdout
+    run.assert_nothing_left(driver, submit)  # the application ended by itself
+    assert run.lines() == EXPECTED
+    assert "word count done" in log.read_text()
+
+
+@pytest.fixture(scope="module")
+def standalone():
+    cluster = standalone_cluster.StandaloneCluster(cores=2).start()
+    yield cluster
+    jvms = cluster.pids()
+    cluster.stop()
+    assert not any(pid_alive(pid) for pid in jvms)
+
+
+def _applications_removed(cluster) -> list[str]:
+    return re.findall(r"Removing app (app-\S+)", cluster.log("master"))
+
+
+@pytest.mark.spark
+@pytest.mark.spark_standalone
+def test_standalone_master_runs_the_application_and_removes_it(standalone, tmp_path):
+    run = Run(tmp_path)
+    result = run.run("--master", standalone.master_url, "-p", "2", "-D", "spark.driver.host=127.0.0.1",
+                     "-D", "spark.driver.bindAddress=127.0.0.1", "-D", "spark.executor.memory=1g")
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert run.lines() == EXPECTED
+    pid, _ = _driver(result.stderr)
+    run.assert_nothing_left(pid)
+    application = re.search(r"Spark application (app-\S+) on " + re.escape(standalone.master_url), result.stderr)
+    assert application, result.stderr[-3000:]
+    wait_until(lambda: application.group(1) in _applications_removed(standalone), timeout=30,
+               message=f"the standalone master to remove application {application.group(1)}")
+
+
+@pytest.mark.spark
+@pytest.mark.spark_standalone
+def test_sigterm_to_the_driver_stops_the_cluster_then_the_application(standalone, tmp_path):
+    run = Run(tmp_path)
+    log = tmp_path / "forever.log"
+    result = run.run("--master", standalone.master_url, "--detached", "--log", str(log),
+                     "-D", "spark.driver.host=127.0.0.1", "-D", "spark.driver.bindAddress=127.0.0.1",
+                     "-D", "spark.executor.memory=1g", mode="forever", timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    driver, submit = (int(g) for g in LAUNCHED.search(result.stdout).groups())
+    application = re.search(r"Spark application (app-\S+) on ", log.read_text()).group(1)
+    assert pid_alive(driver) and pid_alive(submit)
+    os.kill(driver, signal.SIGTERM)
+    run.assert_nothing_left(driver, submit)
+    wait_until(lambda: application in _applications_removed(standalone), timeout=30,
+               message=f"the standalone master to remove application {application}")
