@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import collections
 import importlib.util
+import json
 import os
 import pathlib
 import re
 import signal
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 
@@ -41,9 +43,10 @@ def _load(name):
 
 
 standalone_cluster = _load("standalone_cluster")
+kit = _load("spark_test_kit")
 EXPECTED = sorted(f"{word} {count}" for word, count in collections.Counter(_load("application_job").WORDS).items())
 DRIVER = re.compile(r"streamkernel application driver: pid (\d+), JobManager REST API at (http://[^\s,]+)")
-LAUNCHED = re.compile(r"driver pid (\d+) \(spark-submit pid (\d+)\)")
+LAUNCHED = re.compile(r"driver pid (\d+) \(spark-submit pid (\d+)\), JobManager REST API at (http://[^\s,]+)")
 
 
 class Run:
@@ -162,21 +165,6 @@ def test_a_failing_script_exits_non_zero_naming_the_cause(tmp_path):
     run.assert_nothing_left(_driver(result.stderr)[0])
 
 
-@pytest.mark.spark
-def test_detached_returns_while_the_job_runs_and_nothing_is_left_after_it(tmp_path):
-    run = Run(tmp_path)
-    log = tmp_path / "application.log"
-    result = run.run("--master", "local[2]", "--detached", "--log", str(log), timeout=180)
-    assert result.returncode == 0, result.stdout + result.stderr
-    launched = LAUNCHED.search(result.stdout)
-    assert launched, result.stdout
-    driver, submit = int(launched.group(1)), int(launched.group(2))
-    assert f"output in {log}" in result.stdout and f"stop it with: kill {driver}" in result.stdout
-    run.assert_nothing_left(driver, submit)  # the application ended by itself
-    assert run.lines() == EXPECTED
-    assert "word count done" in log.read_text()
-
-
 @pytest.fixture(scope="module")
 def standalone():
     cluster = standalone_cluster.StandaloneCluster(cores=2).start()
@@ -186,24 +174,44 @@ def standalone():
     assert not any(pid_alive(pid) for pid in jvms)
 
 
+def _job_states(rest_url: str) -> list[str]:
+    with urllib.request.urlopen(f"{rest_url}/jobs/overview", timeout=10) as response:
+        return [job["state"] for job in json.load(response)["jobs"]]
+
+
 def _applications_removed(cluster) -> list[str]:
     return re.findall(r"Removing app (app-\S+)", cluster.log("master"))
 
 
+STANDALONE_OPTIONS = ("-D", "spark.driver.host=127.0.0.1", "-D", "spark.driver.bindAddress=127.0.0.1",
+                      "-D", "spark.executor.memory=1g")
+
+
+def _launched(result: subprocess.CompletedProcess, log: pathlib.Path) -> tuple[int, int, str, str]:
+    """The driver's and spark-submit's pids and the REST URL a --detached run printed, and the Spark application."""
+    assert result.returncode == 0, result.stdout + result.stderr
+    launched = LAUNCHED.search(result.stdout)
+    assert launched, result.stdout
+    driver = int(launched.group(1))
+    assert f"output in {log}" in result.stdout and f"stop it with: kill {driver}" in result.stdout
+    application = re.search(r"Spark application (app-\S+) on spark://", log.read_text())
+    assert application, log.read_text()[-3000:]
+    return driver, int(launched.group(2)), launched.group(3), application.group(1)
+
+
 @pytest.mark.spark
 @pytest.mark.spark_standalone
-def test_standalone_master_runs_the_application_and_removes_it(standalone, tmp_path):
+def test_detached_on_a_standalone_master_returns_and_the_application_ends_with_its_job(standalone, tmp_path):
     run = Run(tmp_path)
-    result = run.run("--master", standalone.master_url, "-p", "2", "-D", "spark.driver.host=127.0.0.1",
-                     "-D", "spark.driver.bindAddress=127.0.0.1", "-D", "spark.executor.memory=1g")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    log = tmp_path / "application.log"
+    result = run.run("--master", standalone.master_url, "-p", "2", "--detached", "--log", str(log),
+                     *STANDALONE_OPTIONS, timeout=180)
+    driver, submit, _, application = _launched(result, log)
+    run.assert_nothing_left(driver, submit)  # the application ended by itself, with the script
     assert run.lines() == EXPECTED
-    pid, _ = _driver(result.stderr)
-    run.assert_nothing_left(pid)
-    application = re.search(r"Spark application (app-\S+) on " + re.escape(standalone.master_url), result.stderr)
-    assert application, result.stderr[-3000:]
-    wait_until(lambda: application.group(1) in _applications_removed(standalone), timeout=30,
-               message=f"the standalone master to remove application {application.group(1)}")
+    assert "word count done, parallelism 2" in log.read_text()
+    wait_until(lambda: application in _applications_removed(standalone), timeout=30,
+               message=f"the standalone master to remove application {application}")
 
 
 @pytest.mark.spark
@@ -211,14 +219,14 @@ def test_standalone_master_runs_the_application_and_removes_it(standalone, tmp_p
 def test_sigterm_to_the_driver_stops_the_cluster_then_the_application(standalone, tmp_path):
     run = Run(tmp_path)
     log = tmp_path / "forever.log"
-    result = run.run("--master", standalone.master_url, "--detached", "--log", str(log),
-                     "-D", "spark.driver.host=127.0.0.1", "-D", "spark.driver.bindAddress=127.0.0.1",
-                     "-D", "spark.executor.memory=1g", mode="forever", timeout=180)
-    assert result.returncode == 0, result.stdout + result.stderr
-    driver, submit = (int(g) for g in LAUNCHED.search(result.stdout).groups())
-    application = re.search(r"Spark application (app-\S+) on ", log.read_text()).group(1)
-    assert pid_alive(driver) and pid_alive(submit)
+    result = run.run("--master", standalone.master_url, "--detached", "--log", str(log), *STANDALONE_OPTIONS,
+                     mode="forever", timeout=180)
+    driver, submit, rest_url, application = _launched(result, log)
+    wait_until(lambda: _job_states(rest_url) == ["RUNNING"], timeout=90,
+               message="the script's job to run (its REST API, served by the driver)")
+    workers = kit.python_workers(standalone._processes[1].pid)  # the TaskManager's, in the Worker's executor
+    assert workers and pid_alive(submit)
     os.kill(driver, signal.SIGTERM)
-    run.assert_nothing_left(driver, submit)
+    run.assert_nothing_left(driver, submit, *workers)
     wait_until(lambda: application in _applications_removed(standalone), timeout=30,
                message=f"the standalone master to remove application {application}")
