@@ -2,17 +2,17 @@
 
 ``application_job.py OUT [fail|forever]``: counts ``WORDS`` (each word's final count, one
 line ``word count`` per word) into part files under OUT; ``fail`` makes the map raise on
-``w3``; ``forever`` runs a job that never ends (until the driver is stopped). Nothing in it
+``w3``; ``forever`` runs an unbounded job (200 records/s) that ends only when the driver is stopped. Nothing in it
 knows about Spark: ``get_execution_environment()`` picks up the application's cluster.
 Not a test module: the tests run it through ``streamkernel run --target spark-application``.
 """
 
 import sys
-import time
 
-from streamkernel.common import Types
+from streamkernel.common import Types, WatermarkStrategy
 from streamkernel.common.serialization import Encoder
 from streamkernel.datastream import StreamExecutionEnvironment
+from streamkernel.datastream.connectors import DataGeneratorSource
 from streamkernel.datastream.connectors.file_system import FileSink
 
 WORDS = [f"w{i % 5}" for i in range(100)]
@@ -24,15 +24,11 @@ def reject_w3(word):
     return word
 
 
-def slowly(number):
-    time.sleep(0.05)
-    return number
-
-
 def main(out: str, mode: str) -> None:
     env = StreamExecutionEnvironment.get_execution_environment()
     if mode == "forever":
-        env.from_collection(list(range(10 ** 6)), Types.INT()).map(slowly, Types.INT()).print()
+        env.from_source(DataGeneratorSource(lambda i: i, None, 200), WatermarkStrategy.no_watermarks(), "forever") \
+            .filter(lambda n: n < 0).print()
         env.execute("application forever")
         return
     words = env.from_collection(WORDS, Types.STRING())
