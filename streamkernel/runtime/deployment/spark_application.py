@@ -40,7 +40,6 @@ from typing import IO, Callable, Optional
 from streamkernel.common.options import BackendOptions
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.taskmanager.spark_resources import default_local_master, is_local_master
-from streamkernel.sigterm import exit_on_sigterm
 
 __all__ = ["SPARK_APPLICATION_TARGET", "TARGETS", "DRIVER_MARKER", "SparkApplicationError", "SparkApplication",
            "spark_submit_executable", "run_attached", "run_detached"]
@@ -197,6 +196,8 @@ def _failure_line(application: SparkApplication, code: int, cause: Optional[str]
 
 def run_attached(application: SparkApplication) -> int:
     """Run the application through spark-submit and follow it; returns the driver's exit status."""
+    from streamkernel.sigterm import exit_on_sigterm  # an entry point's helper: imported where it is used
+
     watch = _DriverWatch()
     restore = exit_on_sigterm()
     process = subprocess.Popen(application.command(), env=application.environment(), stdin=subprocess.DEVNULL,
