@@ -89,6 +89,8 @@ class JobSubmitHandler(RestHandler):
 class JobExecutionResultHandler(RestHandler):
     """``GET /jobs/:jobid/execution-result``: IN_PROGRESS, or COMPLETED with the job's result."""
 
+    CACHEABLE = False  # polled until it changes, or taken to see the moment
+
     def get(self, jobid: str) -> None:
         """Flink's JobExecutionResultResponseBody."""
         details = self.job(jobid)
