@@ -182,6 +182,10 @@ class CollectSinkCoordinator:
             if version and version != self.version:
                 raise CoordinationError(f"version {version[:40]!r} is not the collect sink's ({self.version}): the "
                                         f"results were fetched from another coordinator")
+            if self._gone:
+                raise CoordinationError(f"the results of operator {self.operator_id} were dropped: no request came "
+                                        f"for {self.client_timeout_s:g} s ({CLIENT_TIMEOUT.key()}), or the client "
+                                        f"released them")
             held_until = self._offset + len(self._results)
             if not self._offset <= offset <= held_until:
                 raise CoordinationError(f"offset {offset} is outside the results held ({self._offset} to "
@@ -192,7 +196,7 @@ class CollectSinkCoordinator:
                 self._offset = offset
                 self._cond.notify_all()  # room for the writers
             deadline = time.monotonic() + max(0.0, wait_s)
-            while not self._results and not self._ended and not self._gone:
+            while not self._results and not self._ended:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
