@@ -27,7 +27,7 @@ __all__ = ["CollectResultFetcher", "CollectBatch", "fetch_collect_request", "DEF
            "DEFAULT_WAIT_MS", "UNREACHABLE_RETRY_S"]
 
 #: Results one response carries at most.
-DEFAULT_MAX_RESULTS = 4096
+DEFAULT_MAX_RESULTS = 16384
 #: How long the cluster holds a request while no result is there (ms).
 DEFAULT_WAIT_MS = 500
 #: How long an unreachable cluster is asked again (the same offset) before the fetcher gives up (s).

@@ -205,8 +205,9 @@ def _submit_with_collect_sink(cluster: RemoteCluster, data: list, capacity: int 
 
 def test_a_request_without_the_clusters_secret_gets_401_and_no_results(cluster: RemoteCluster) -> None:
     job_id, operator_id = _submit_with_collect_sink(cluster, list(range(30)))
-    first = fetch_collect_request(cluster.client, job_id, operator_id, "", 0, max_results=10, wait_ms=2000)
-    assert first is not None and first["results"]
+    cluster.client.wait_for_result(job_id, 0.1, 60)  # all results wait on the JobManager
+    first = fetch_collect_request(cluster.client, job_id, operator_id, "", 0, max_results=10)
+    assert first is not None and first["results"] == list(range(10))
     taken = len(first["results"])
     stranger = RestClusterClient(cluster.host, cluster.port, secret=b"not the cluster's secret, 32 bytes")
     with pytest.raises(RestClientError) as refused:  # it would acknowledge what the client has
