@@ -25,7 +25,7 @@ from streamkernel.common.watermark_strategy import WatermarkStrategy
 from streamkernel.datastream.connectors import DataGeneratorSource
 from streamkernel.datastream.connectors.collect import CollectSink
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
-from streamkernel.errors import JobExecutionError
+from streamkernel.errors import InvalidProgramError, JobExecutionError
 from streamkernel.runtime.rest.client import RestClientError, RestClusterClient
 from streamkernel.runtime.rest.cluster_secret import HOME_ENV, SECRET_ENV, SECRET_FILE_ENV
 from streamkernel.runtime.rest.collect_fetcher import fetch_collect_request
@@ -190,6 +190,14 @@ def test_a_failing_job_raises_in_the_client_with_its_cause(cluster: RemoteCluste
     results = env.from_collection([1, 2, 7, 8]).map(explode).execute_and_collect("fails remotely")
     with pytest.raises(JobExecutionError, match="ValueError: record 7 is not welcome"):
         list(results)
+
+
+def test_detached_mode_refuses_execute_and_collect_before_submitting(cluster: RemoteCluster) -> None:
+    jobs_before = len(cluster.client.list_jobs())
+    env = StreamExecutionEnvironment.get_execution_environment(cluster.conf(execution__attached="false"))
+    with pytest.raises(InvalidProgramError, match="execute_and_collect.. needs an attached client"):
+        env.from_collection([1, 2]).execute_and_collect()
+    assert len(cluster.client.list_jobs()) == jobs_before
 
 
 def _submit_with_collect_sink(cluster: RemoteCluster, data: list, capacity: int = 100_000,
