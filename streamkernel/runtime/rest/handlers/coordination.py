@@ -86,21 +86,22 @@ class ClientCoordinationHandler(RestHandler):
             return
         wait_s = min(int(request["wait-ms"]), MAX_WAIT_MS) / 1000.0
         try:  # fetch may wait for results: on a worker thread, never the endpoint's loop
-            answer = await asyncio.get_running_loop().run_in_executor(
-                None, coordinator.fetch, request["version"], request["offset"], request["max-results"], wait_s)
+            payload = await asyncio.get_running_loop().run_in_executor(
+                None, _fetch_pickled, coordinator, request["version"], request["offset"], request["max-results"],
+                wait_s)
         except CoordinationError as error:
             raise RestError(400, f"Bad request: {error}") from None
-        payload = await asyncio.get_running_loop().run_in_executor(None, _pickled, answer)
         now = _now_ms()
         self.write_json({"serializedCoordinationResponse": base64.b64encode(payload).decode("ascii"),
                          "timestamp": now,
                          "signature": sign(secret, now, response_signature_body(request["nonce"], payload))})
 
 
-def _pickled(answer: dict) -> bytes:
+def _fetch_pickled(coordinator: Any, version: str, offset: int, max_results: int, wait_s: float) -> bytes:
+    """The coordinator's answer, pickled (both on the worker thread)."""
     from streamkernel.runtime.rpc.serialization import dumps
 
-    return dumps(answer)
+    return dumps(coordinator.fetch(version, offset, max_results, wait_s))
 
 
 def _now_ms() -> int:
