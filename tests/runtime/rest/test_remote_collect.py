@@ -11,9 +11,11 @@ JobManager in a coordinator and are fetched with ``POST /jobs/:jobid/coordinator
 from __future__ import annotations
 
 import os
+import queue
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -52,24 +54,43 @@ CLUSTER = textwrap.dedent("""
 
 
 class RemoteCluster:
-    """The cluster's process, its address and a REST client of it."""
+    """The cluster's process, its address and a REST client of it; its output is read by a thread
+    (so that it never blocks on a full pipe) into :attr:`lines`."""
 
-    def __init__(self, process: subprocess.Popen, url: str) -> None:
+    def __init__(self, process: subprocess.Popen) -> None:
         self.process = process
-        self.url = url
-        host, _, port = url[len("http://"):].rpartition(":")
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, name="remote cluster output", daemon=True).start()
+        self.url = self.next_line("REST ").split()[1]
+        host, _, port = self.url[len("http://"):].rpartition(":")
         self.host, self.port = host, int(port)
         self.client = RestClusterClient(host, self.port)
 
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def next_line(self, start: str) -> str:
+        """The next line of the cluster's output that starts with ``start`` (waits up to 60 s)."""
+        while True:
+            try:
+                line = self.lines.get(timeout=60)
+            except queue.Empty:
+                raise AssertionError(f"the cluster process printed no line starting with {start!r} in 60 s") from None
+            if line is None:
+                raise AssertionError(f"the cluster process ended (exit {self.process.wait()}) before a line "
+                                     f"starting with {start!r}")
+            if line.startswith(start):
+                return line.strip()
+
     def command(self, line: str, answer: str) -> str:
         """Send a command; the line of the cluster's output that starts with ``answer``."""
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
         self.process.stdin.write(line + "\n")
         self.process.stdin.flush()
-        for out in self.process.stdout:
-            if out.startswith(answer):
-                return out.strip()
-        raise AssertionError(f"the cluster process ended without answering {line!r}")
+        return self.next_line(answer)
 
     def conf(self, **keys: str) -> Configuration:
         """A client configuration submitting to this cluster (plus ``keys``: ``__`` for a dot, ``_`` for a dash)."""
@@ -107,14 +128,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteCluster]
     os.environ.pop(SECRET_FILE_ENV, None)
     env = {k: v for k, v in os.environ.items() if k not in ("STREAMKERNEL_CONFIGURATION", "STREAMKERNEL_BACKEND")}
     # the functions of this module travel by reference: the cluster imports it as this process does
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE), *filter(None, [env.get("PYTHONPATH")])])
     process = subprocess.Popen([sys.executable, "-c", CLUSTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True, env=env, cwd=str(home))
+    children: list[int] = []
     try:
-        assert process.stdout is not None
-        url = next((line.split()[1] for line in process.stdout if line.startswith("REST ")), None)
-        assert url is not None, f"the cluster process ended without serving REST (exit {process.wait(60)})"
-        running = RemoteCluster(process, url)
+        running = RemoteCluster(process)
         children = _children(process.pid)
         assert children, "a process cluster has TaskManager processes"
         yield running
