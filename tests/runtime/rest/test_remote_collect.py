@@ -28,9 +28,9 @@ from streamkernel.datastream.connectors import DataGeneratorSource
 from streamkernel.datastream.connectors.collect import CollectSink
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.errors import InvalidProgramError, JobExecutionError
-from streamkernel.runtime.rest.client import RestClientError, RestClusterClient
+from streamkernel.runtime.rest.client import ClusterUnreachableError, RestClientError, RestClusterClient
 from streamkernel.runtime.rest.cluster_secret import HOME_ENV, SECRET_ENV, SECRET_FILE_ENV
-from streamkernel.runtime.rest.collect_fetcher import fetch_collect_request
+from streamkernel.runtime.rest.collect_fetcher import CollectResultFetcher, fetch_collect_request
 from streamkernel.testing.waiting import wait_until
 
 HERE = Path(__file__).resolve().parent
@@ -275,6 +275,32 @@ def test_a_lost_response_asked_again_with_the_same_offset_gives_the_same_results
     with pytest.raises(RestClientError) as released:
         fetch_collect_request(cluster.client, job_id, operator_id, version, offset)
     assert released.value.status == 404
+
+
+class LosingClient(RestClusterClient):
+    """A client whose every third collect response is lost after the cluster answered it."""
+
+    requests = lost = 0
+
+    def request(self, method: str, path: str, body: Any = None, headers: Any = None) -> tuple[int, Any]:
+        answer = super().request(method, path, body, headers)
+        if "/coordinators/" in path:
+            self.requests += 1
+            if self.requests % 3 == 1:
+                self.lost += 1
+                raise ClusterUnreachableError(f"no streamkernel cluster answers at {self.url} (timed out)")
+        return answer
+
+
+def test_the_fetcher_asks_again_for_a_lost_response_and_gets_every_result_once(cluster: RemoteCluster) -> None:
+    data = list(range(1000))
+    job_id, operator_id = _submit_with_collect_sink(cluster, data)
+    client = LosingClient(cluster.host, cluster.port)
+    fetcher = CollectResultFetcher(client, job_id, operator_id, max_results=64)
+    received = [record for batch in fetcher.batches() for record in batch]
+    assert received == data
+    assert client.lost >= len(data) // 64 // 2  # (at least 16 answers needed: every third one was lost)
+    fetcher.release()
 
 
 def test_a_job_whose_client_went_away_still_finishes(cluster: RemoteCluster) -> None:
