@@ -36,18 +36,13 @@ import threading
 import time
 from typing import Any, Optional
 
-from streamkernel.common.config_options import ConfigOptions
-from streamkernel.common.time import Duration
+from streamkernel.common.options import RestOptions
 
 __all__ = ["CLIENT_TIMEOUT", "CollectSinkCoordinator", "CoordinationError", "install_collect_coordinators",
            "watch_collect_coordinators", "coordinator_for", "release_coordinators"]
 
 #: How long results wait for a client that stopped fetching before they are dropped (streamkernel's key).
-CLIENT_TIMEOUT = ConfigOptions.key("collect-sink.client-timeout").duration_type() \
-    .default_value(Duration.of_seconds(60)).with_description(
-        "How long the JobManager holds the results of a remote execute_and_collect() whose client stopped "
-        "fetching: after it, blocked collect sinks are released and further results dropped, so a job whose "
-        "client went away still finishes.")
+CLIENT_TIMEOUT = RestOptions.COLLECT_CLIENT_TIMEOUT
 
 _LOCK = threading.Lock()  # guards _COORDINATORS
 _COORDINATORS: dict[tuple[str, str], "CollectSinkCoordinator"] = {}

@@ -6,7 +6,8 @@ bound by the JobManager) and answers every request by forwarding it to the JobMa
 tornado endpoint at ``P`` (loopback only), with a cache in between: a ``GET`` answered
 ``200`` with ``Cache-Control: max-age=S`` is answered from the cache for ``S`` seconds,
 identical ``GET``\\ s in flight at once share one upstream request, and any other method
-(an action: cancel, savepoint, submit, ...) empties the cache once it was answered.
+(an action: cancel, savepoint, submit, ...) empties the cache once it was answered, but for
+the ``POST``\\ s with which a client fetches collected results (they read).
 
 Why a process of its own: every request an HTTP server answers costs about a millisecond of
 Python (parsing, routing, writing), and in the JobManager's process that millisecond is
@@ -29,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import socket
 import sys
@@ -47,6 +49,8 @@ _NOT_FORWARDED = frozenset({"connection", "keep-alive", "proxy-authenticate", "p
                             "trailer", "trailers", "transfer-encoding", "upgrade", "content-length", "host",
                             "date", "server"})
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: POSTs that read rather than act: a remote execute_and_collect() fetching its results (many a second)
+_READING_POSTS = re.compile(r"^(?:/v1)?/jobs/[^/]+/coordinators/")
 _UPSTREAM_TIMEOUT_S = 300.0  # a submission's upload and checks may take long; no answer waits on a job
 _DRAIN_S = 5.0
 
@@ -212,7 +216,7 @@ class ForwardingHandler(RequestHandler):
             answer = await self._get(headers, body)
         else:
             answer = await self.front.fetch(method, self.request.uri or "/", headers, body)
-            if method not in _SAFE_METHODS:
+            if method not in _SAFE_METHODS and not _READING_POSTS.match(self.request.path):
                 self.front.cache.clear()
         await self._send(answer)
 
