@@ -53,6 +53,7 @@ class FlinkMagics(Magics):
 
         Line magic: ``%flink show [stream|job|execution|plan]``, ``%flink reset``,
         ``%flink start [--taskmanagers N] [--slots S]``, ``%flink stop``, ``%flink cluster``,
+        ``%flink connect HOST:PORT [--secret-file FILE]``, ``%flink disconnect``,
         ``%flink jobs``, ``%flink submit``, ``%flink cancel JOB``, ``%flink metrics [JOB]``,
         ``%flink kill-taskmanager TM``, ``%flink fail OPERATOR``, ``%flink checkpoint [JOB]``,
         ``%flink savepoint [JOB] [--dir D] [--stop [--drain]]``, ``%flink restore PATH [--parallelism N]``,
@@ -117,6 +118,8 @@ class FlinkMagics(Magics):
             getattr(self.debug_commands, args.subcommand)(args)
         elif args.subcommand in ("checkpoint", "savepoint", "restore", "checkpoints"):
             getattr(self.checkpoint_commands, args.subcommand)(args)
+        elif args.subcommand in ("connect", "disconnect"):
+            getattr(self.cluster_commands.connection, args.subcommand)(args)
         elif args.subcommand in ("start", "stop", "cluster", "webui", "jobs", "cancel", "metrics", "kill-taskmanager",
                                  "fail"):
             getattr(self.cluster_commands, args.subcommand.replace("-", "_"))(args)
