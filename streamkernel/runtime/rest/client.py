@@ -116,7 +116,7 @@ class RestClusterClient:
         try:
             config = self.get("/config")
         except RestClientError as error:
-            raise RestClientError(error.status, f"{what} (GET /config: {error})") from None
+            raise RestClientError(error.status, f"{what} (GET /config answered HTTP {error.status})") from None
         if not isinstance(config, dict) or "flink-version" not in config:
             raise RestClientError(200, f"{what} (GET /config has no flink-version)")
         return config
