@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any, Optional
 
 from IPython.core.error import UsageError
@@ -98,6 +99,10 @@ class ConnectCommands:
         self._restore_env_keys(self.session.env)
         self.remote = None
         remote.disconnect()
+        if "streamkernel.jupyter.widgets.refresher" in sys.modules:  # the live views stop asking the cluster
+            from streamkernel.jupyter.widgets.refresher import refresher_for
+
+            refresher_for(remote).stop()
         if self.session.shell.user_ns.get("cluster") is remote:
             self.session.shell.user_ns.pop("cluster")
         print(f"Disconnected from {remote.rest_url}; the cluster and its jobs keep running "

@@ -278,3 +278,33 @@ def test_execute_and_new_environments_go_to_the_connected_cluster(shell, remote)
     _not_connected(ip)
     fresh = ip.run_cell("StreamExecutionEnvironment.get_execution_environment().to_configuration_dict()").result
     assert "execution.target" not in fresh
+
+
+def test_the_live_cockpit_follows_the_remote_job(shell, remote, monkeypatch) -> None:
+    from streamkernel.jupyter.widgets.cockpit import ClusterView, JobDashboard
+    from streamkernel.jupyter.widgets.refresher import refresher_for
+
+    ip, shown = shell
+    magics = ip.magics_manager.registry["FlinkMagics"]
+    monkeypatch.setattr(magics.cockpit, "_live", lambda: True)  # as under a notebook frontend
+    ip.run_line_magic("flink", f"connect {remote}")
+    remote_cluster = ip.user_ns["cluster"]
+    ip.run_cell_magic("flink", "--submit --show none --name watched", JOB_CELL)
+    dashboard = next(view for view in shown if isinstance(view, JobDashboard))  # shown by the submission
+    job_id = str(ip.user_ns["job"].get_job_id())
+    assert dashboard.job_id == job_id
+    wait_until(lambda: dashboard.model is not None and dashboard.model.status == "RUNNING"
+               and sum(s.records_out for s in dashboard.model.subtasks) > 0 and dashboard.model.checkpoints,
+               message="the dashboard to show the running job's records and checkpoints")
+    assert dashboard.trigger_checkpoint().startswith("Checkpoint completed: ")
+    with pytest.raises(Exception, match="killing a TaskManager is not available on the remote cluster"):
+        remote_cluster.failures.kill_taskmanager("TM1")
+
+    ip.run_line_magic("flink", "slots")
+    view = shown[-1]
+    assert isinstance(view, ClusterView)
+    wait_until(lambda: view.model is not None and view.model.jobs and view.model.jobs[0][1:] == ("watched", "RUNNING"),
+               message="the cluster view to list the running job")
+    assert dashboard.cancel() == f"Cancelled job {job_id}."
+    ip.run_line_magic("flink", "disconnect")
+    assert not refresher_for(remote_cluster).running  # the live views stopped asking the cluster

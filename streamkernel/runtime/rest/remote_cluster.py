@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Optional, Union
 
 from streamkernel.common.job_status import JobID, JobStatus
+from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.rest.client import RestClusterClient, parse_address
 from streamkernel.runtime.rest.remote_execution import RestJobClient
 from streamkernel.runtime.rest.remote_snapshot import (
@@ -30,7 +31,11 @@ from streamkernel.runtime.rest.remote_snapshot import (
     taskmanager_infos,
 )
 
-__all__ = ["RemoteCluster", "RemoteJobClient", "RemoteCheckpoints", "RemoteInspection"]
+__all__ = ["RemoteCluster", "RemoteJobClient", "RemoteCheckpoints", "RemoteInspection", "RemoteClusterError"]
+
+
+class RemoteClusterError(StreamKernelError):
+    """What only the cluster's own process can do, asked of a remote cluster."""
 
 
 class RemoteJobClient(RestJobClient):
@@ -86,6 +91,29 @@ class RemoteInspection:
         return taskmanager_infos(self.snapshot())
 
 
+class RemoteFailures:
+    """``RemoteCluster.failures``: failure injection needs the cluster's own process; every call says so."""
+
+    def __init__(self, url: str) -> None:
+        self._url = url
+
+    def _refuse(self, what: str) -> RemoteClusterError:
+        return RemoteClusterError(f"{what} is not available on the remote cluster at {self._url}: its TaskManagers "
+                                  f"and tasks run outside this process")
+
+    def kill_taskmanager(self, taskmanager: Any) -> str:
+        """Refused (RemoteClusterError)."""
+        raise self._refuse("killing a TaskManager")
+
+    def add_taskmanager(self) -> str:
+        """Refused (RemoteClusterError)."""
+        raise self._refuse("adding a TaskManager")
+
+    def fail_operator(self, *args: Any) -> list[str]:
+        """Refused (RemoteClusterError)."""
+        raise self._refuse("injecting a failure")
+
+
 class RemoteCluster:
     """A session cluster reached through its REST API at ``client.url`` (see the module's docstring)."""
 
@@ -96,6 +124,7 @@ class RemoteCluster:
         self.secret_file = secret_file
         self.checkpoints = RemoteCheckpoints(client)
         self.inspection = RemoteInspection(client)
+        self.failures = RemoteFailures(client.url)
         self._connected = True
 
     @classmethod
@@ -133,6 +162,13 @@ class RemoteCluster:
     def disconnect(self) -> None:
         """Stop using the cluster; it and its jobs keep running."""
         self._connected = False
+
+    @property
+    def dispatcher(self) -> Any:
+        """Refused (RemoteClusterError): the jobs' graphs stay on the cluster (views that draw them
+        show the rest)."""
+        raise RemoteClusterError(f"the remote cluster at {self.rest_url} keeps its jobs' graphs; only its REST "
+                                 f"API is reachable")
 
     def jobs(self) -> list[Any]:
         """Every job of the cluster (``GET /jobs/overview``), oldest first, as ``MiniCluster.jobs()`` rows."""
