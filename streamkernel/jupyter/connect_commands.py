@@ -7,9 +7,11 @@ slots, dashboard ...) use it exactly as they use the in-kernel MiniCluster, and 
 environment of the kernel submits to it (``execution.target: remote``, ``rest.address``,
 ``rest.port``: the notebook's ``env`` is configured with them, and environments created while
 connected get them from the context configuration, ``$STREAMKERNEL_CONFIGURATION``), as
-``flink run -m`` configures a program. ``--secret-file`` is the secret's file while connected
-(``$STREAMKERNEL_SECRET_FILE``). Disconnecting undoes all of that; the cluster and its jobs
-keep running, and a later ``connect`` (from this or another notebook) finds them.
+``flink run -m`` configures a program. The secret checked at connect time (from
+``--secret-file``, else found from the address) signs every submission while connected: the
+kernel holds it as ``$STREAMKERNEL_CLUSTER_SECRET``, as TaskManager processes receive theirs.
+Disconnecting undoes all of that; the cluster and its jobs keep running, and a later
+``connect`` (from this or another notebook) finds them.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class ConnectCommands:
     def connect(self, args: argparse.Namespace) -> Any:
         """``%flink connect HOST:PORT [--secret-file FILE]``: check the cluster, then use it."""
         from streamkernel.runtime.minicluster.minicluster import current_cluster
-        from streamkernel.runtime.rest.cluster_secret import SECRET_FILE_ENV
+        from streamkernel.runtime.rest.cluster_secret import SECRET_ENV, SECRET_FILE_ENV
         from streamkernel.runtime.rest.remote_cluster import RemoteCluster
 
         if self.remote is not None:
@@ -71,10 +73,12 @@ class ConnectCommands:
         from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV, context_configuration
 
         remote_keys = {"execution.target": "remote", "rest.address": remote.host, "rest.port": str(remote.port)}
-        self._saved_environ = {name: os.environ.get(name) for name in (CONTEXT_CONFIGURATION_ENV, SECRET_FILE_ENV)}
+        names = (CONTEXT_CONFIGURATION_ENV, SECRET_FILE_ENV, SECRET_ENV)
+        self._saved_environ = {name: os.environ.get(name) for name in names}
         os.environ[CONTEXT_CONFIGURATION_ENV] = json.dumps({**context_configuration(), **remote_keys})
-        if secret_file:
-            os.environ[SECRET_FILE_ENV] = secret_file
+        # the secret checked now signs every submission (the file it came from may go, or change)
+        os.environ.pop(SECRET_FILE_ENV, None)
+        os.environ[SECRET_ENV] = remote.client.secret().hex()
         env = self.session.env
         current = env.to_configuration_dict()
         self._saved_env_keys = {key: current.get(key) for key in REMOTE_KEYS}

@@ -73,28 +73,48 @@ def _python_env(home: Path) -> dict[str, str]:
     return env
 
 
+class ClusterProcess:
+    """A session cluster in a process of its own; ``stop()`` ends it (closing its stdin), at the latest
+    when the test ends."""
+
+    def __init__(self, process: "subprocess.Popen[str]", url: str) -> None:
+        self.process = process
+        self.url = url
+
+    def stop(self) -> None:
+        """End the cluster's process and wait for it (killed if it does not end within a minute)."""
+        if self.process.stdin is not None and not self.process.stdin.closed:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
 @pytest.fixture
-def remote(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """The REST URL of a session cluster running in another process (stopped afterwards)."""
+def cluster_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ClusterProcess]:
+    """A session cluster running in another process (stopped afterwards)."""
     home = tmp_path / "home"
     monkeypatch.setenv(HOME_ENV, str(home))
     for name in (SECRET_ENV, SECRET_FILE_ENV):
         monkeypatch.delenv(name, raising=False)
     process = subprocess.Popen([sys.executable, "-c", CLUSTER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=_python_env(home))
+    running = ClusterProcess(process, "")
     try:
         assert process.stdout is not None
-        url = process.stdout.readline().strip()
-        assert url.startswith("http://"), f"the cluster process printed no REST URL: {process.stderr.read()}"
-        yield url
+        running.url = process.stdout.readline().strip()
+        assert running.url.startswith("http://"), f"the cluster process printed no REST URL: {process.stderr.read()}"
+        yield running
     finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        running.stop()
+
+
+@pytest.fixture
+def remote(cluster_process: ClusterProcess) -> str:
+    """The REST URL of a session cluster running in another process."""
+    return cluster_process.url
 
 
 def usage_error(ip: InteractiveShell, line: str, match: str) -> str:
@@ -109,7 +129,7 @@ def usage_error(ip: InteractiveShell, line: str, match: str) -> str:
 def _not_connected(ip: InteractiveShell) -> None:
     usage_error(ip, "disconnect", "not connected to a cluster")
     assert "execution.target" not in ip.user_ns["env"].to_configuration_dict()
-    assert "STREAMKERNEL_CONFIGURATION" not in os.environ
+    assert "STREAMKERNEL_CONFIGURATION" not in os.environ and SECRET_ENV not in os.environ
 
 
 def test_connect_submit_savepoint_disconnect_and_a_second_notebook_cancels(shell, remote, tmp_path, capsys) -> None:
@@ -203,6 +223,7 @@ def test_connecting_where_nothing_listens_is_one_line_and_leaves_nothing_connect
                                                                                   monkeypatch) -> None:
     ip, _ = shell
     monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
+    monkeypatch.delenv(SECRET_ENV, raising=False)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # free once closed: nobody listens there
@@ -215,6 +236,7 @@ def test_connecting_where_nothing_listens_is_one_line_and_leaves_nothing_connect
 def test_connecting_to_an_http_server_that_is_no_rest_api_is_one_line(shell, tmp_path, monkeypatch) -> None:
     ip, _ = shell
     monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
+    monkeypatch.delenv(SECRET_ENV, raising=False)
     server = subprocess.Popen([sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=tmp_path)
     try:
@@ -308,3 +330,17 @@ def test_the_live_cockpit_follows_the_remote_job(shell, remote, monkeypatch) -> 
     assert dashboard.cancel() == f"Cancelled job {job_id}."
     ip.run_line_magic("flink", "disconnect")
     assert not refresher_for(remote_cluster).running  # the live views stopped asking the cluster
+
+
+def test_a_cluster_gone_while_connected_is_one_line_and_disconnect_still_works(shell, cluster_process) -> None:
+    ip, _ = shell
+    ip.run_line_magic("flink", f"connect {cluster_process.url}")
+    cluster_process.stop()
+    for line in ("jobs", "checkpoints", "metrics", "slots", "savepoint"):
+        usage_error(ip, line, rf"^%flink {line}: no streamkernel cluster answers at {cluster_process.url} ")
+    ip.run_cell("env.from_collection([1]).add_sink(lambda x: None)")
+    usage_error(ip, "submit", rf"^%flink submit: no streamkernel cluster answers at {cluster_process.url} ")
+    with pytest.raises(UsageError, match=r"^%%flink --submit: no streamkernel cluster answers at "):
+        ip.run_cell_magic("flink", "--submit --show none", "env.from_collection([1]).add_sink(lambda x: None)")
+    ip.run_line_magic("flink", "disconnect")
+    _not_connected(ip)
