@@ -45,6 +45,7 @@ JOB_CELL = textwrap.dedent("""
     def shifted(x):  # defined in the notebook: travels to the cluster by value
         return x + 1000
 
+    env.set_parallelism(2)  # the cluster has 2 slots, whatever this machine's cores
     env.enable_checkpointing(200)
     env.from_source(DataGeneratorSource(lambda i: i, None, 100), WatermarkStrategy.no_watermarks(), "numbers") \\
         .uid("numbers").map(shifted).uid("shifted").add_sink(lambda x: None)
@@ -168,6 +169,14 @@ def test_connect_submit_savepoint_disconnect_and_a_second_notebook_cancels(shell
     wait_until(records_out, message="records counted by %flink metrics")
     ip.run_line_magic("flink", "slots")
     assert "shifted-numbers" in capsys.readouterr().out
+    ip.run_line_magic("flink", "dashboard")  # text in a terminal: the job's vertices and checkpoints
+    assert "shifted-numbers" in capsys.readouterr().out
+    ip.run_line_magic("flink", "cluster")
+    assert set(shown[-1]["job"]) == {"shifted-numbers"} and len(shown[-1]) == 2  # 1 TaskManager, 2 slots
+    ip.run_line_magic("flink", "checkpoint")
+    assert Path(ip.user_ns["checkpoint"]).name.startswith("chk-")
+    ip.run_line_magic("flink", "webui")
+    assert remote in capsys.readouterr().out
 
     target = tmp_path / "savepoints"
     ip.run_line_magic("flink", f"savepoint --dir {target}")
