@@ -29,6 +29,7 @@ ROUTE_MODULES: tuple[str, ...] = (
     "streamkernel.runtime.rest.handlers.job_actions",
     "streamkernel.runtime.rest.handlers.shutdown",
     "streamkernel.runtime.rest.handlers.submission",
+    "streamkernel.runtime.rest.handlers.coordination",
     "streamkernel.runtime.rest.handlers.dashboard",  # its catch-all RAW_ROUTES after every API route
 )
 
