@@ -270,6 +270,11 @@ def test_a_wrong_or_missing_secret_is_found_at_connect_time(shell, remote, tmp_p
                 r"^%flink connect: the cluster at .* refused the submission \(401\): .*the secret used does not "
                 r"match the cluster's$")
     _not_connected(ip)
+    usage_error(ip, f"connect {remote} --secret-file {tmp_path / 'missing.secret'}",
+                r"^%flink connect: cannot read the cluster secret file '.*missing.secret'")
+    wrong.chmod(0o644)
+    usage_error(ip, f"connect {remote} --secret-file {wrong}", r"^%flink connect: Permissions 0644 for .* are too open")
+    _not_connected(ip)
     monkeypatch.setenv(HOME_ENV, str(tmp_path / "elsewhere"))  # a client that cannot find the cluster's secret
     usage_error(ip, f"connect {remote}", r"^%flink connect: no secret found for the cluster at .*--secret-file")
     _not_connected(ip)
