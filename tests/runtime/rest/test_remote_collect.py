@@ -305,8 +305,10 @@ def test_the_fetcher_asks_again_for_a_lost_response_and_gets_every_result_once(c
 
 def test_a_job_whose_client_went_away_still_finishes(cluster: RemoteCluster) -> None:
     # 5 results fit on the JobManager; nobody fetches the rest: after the client timeout they are dropped
+    # (one record per batch: a batch larger than the room left is taken whole when nothing waits)
     job_id, operator_id = _submit_with_collect_sink(cluster, list(range(200)), capacity=5,
-                                                    collect_sink__client_timeout="100 ms")
+                                                    collect_sink__client_timeout="100 ms",
+                                                    taskmanager__network__batch_size="1")
     result = cluster.client.wait_for_result(job_id, 0.1, 60)
     assert result["application-status"] == "SUCCEEDED"
     # a client coming back is told its results are gone (dropped, or forgotten with the ended job)
