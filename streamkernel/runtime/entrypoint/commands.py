@@ -1,0 +1,387 @@
+"""What ``streamkernel cluster|jobmanager|taskmanager start|stop|status`` do (the argparse is :mod:`.cli`).
+
+Each function starts or stops processes of one cluster directory (:mod:`.cluster_dir`),
+returns the lines to print, and raises :class:`StandaloneClusterError` with a one-line
+message (the command prints it and exits 1) for bad input: a second cluster in a directory
+whose cluster runs, no cluster to stop, no JobManager at ``-m``, a JobManager that rejected
+its configuration (its own first line of error).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from streamkernel.errors import StreamKernelError
+from streamkernel.runtime.entrypoint.cluster_dir import (
+    JOBMANAGER,
+    LOG_FILE_KEY,
+    TASKEXECUTOR,
+    ClusterDir,
+    _host,
+    process_alive,
+)
+from streamkernel.runtime.rpc.transport import AUTHKEY_ENV
+
+__all__ = ["StandaloneClusterError", "start_cluster", "stop_cluster", "cluster_status", "start_jobmanager",
+           "stop_jobmanager", "start_taskmanager", "stop_taskmanager", "START_TIMEOUT_S"]
+
+#: How long a start waits for the JobManager to serve and each TaskManager to register.
+START_TIMEOUT_S = 120.0
+#: How long a stop waits for a process to exit after SIGTERM before it SIGKILLs it.
+STOP_TIMEOUT_S = 30.0
+_POLL_S = 0.1
+
+
+class StandaloneClusterError(StreamKernelError):
+    """A standalone cluster command cannot do what it was asked (one line naming what and where)."""
+
+
+# --------------------------------------------------------------------------- processes
+def _environment(secret: Optional[bytes] = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop(AUTHKEY_ENV, None)
+    if secret is not None:
+        env[AUTHKEY_ENV] = secret.hex()
+    package_init = __import__("streamkernel").__file__
+    assert package_init is not None
+    root = os.path.dirname(os.path.dirname(os.path.abspath(package_init)))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _spawn(module: str, arguments: list[str], out_file: Path, env: Mapping[str, str]) -> subprocess.Popen:
+    """Start ``python -m module`` detached: its own session, stdin closed, stdout+stderr to ``out_file``."""
+    with open(out_file, "ab") as out:
+        return subprocess.Popen([sys.executable, "-m", module, *arguments], stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, env=dict(env), start_new_session=True, close_fds=True)
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def _died(process: subprocess.Popen, what: str, out_file: Path) -> StandaloneClusterError:
+    line = _last_line(out_file)
+    return StandaloneClusterError(f"the {what} (pid {process.pid}) exited with code {process.returncode}"
+                                  + (f": {line}" if line else f"; see {out_file}"))
+
+
+def _terminate(pids: list[int], timeout: float = STOP_TIMEOUT_S) -> list[int]:
+    """SIGTERM each of our running ``pids``, wait until they exited, SIGKILL their groups after ``timeout``;
+    returns the pids that were running."""
+    running = [pid for pid in pids if process_alive(pid)]
+    for pid in running:
+        _signal(pid, signal.SIGTERM)
+    if not _wait_gone(running, timeout):
+        for pid in running:
+            if process_alive(pid):
+                try:
+                    os.killpg(pid, signal.SIGKILL)  # each was started as its session's leader
+                except (ProcessLookupError, PermissionError):
+                    _signal(pid, signal.SIGKILL)
+        _wait_gone(running, 10.0)
+    return running
+
+
+def _signal(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_gone(pids: list[int], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(process_alive(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(_POLL_S)
+    return True
+
+
+# --------------------------------------------------------------------------- REST
+def _rest_url(address: str) -> str:
+    address = address.strip().rstrip("/")
+    return address if "://" in address else f"http://{address}"
+
+
+def _get_json(rest_url: str, path: str, timeout: float = 10.0) -> Any:
+    """GET ``rest_url + path`` as JSON; StandaloneClusterError naming the address when nothing answers."""
+    try:
+        with urllib.request.urlopen(rest_url + path, timeout=timeout) as response:
+            return json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as error:
+        raise StandaloneClusterError(f"{rest_url}{path} answered HTTP {error.code}: is {rest_url} a streamkernel "
+                                     f"JobManager's REST API?") from None
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
+        raise StandaloneClusterError(f"no JobManager answers at {rest_url} ({reason})") from None
+    except ValueError:
+        raise StandaloneClusterError(f"{rest_url}{path} did not answer JSON: is {rest_url} a streamkernel "
+                                     f"JobManager's REST API?") from None
+
+
+def _rpc_address_of(rest_url: str) -> tuple[str, int]:
+    """The JobManager's RPC listener, from its ``/jobmanager/config``."""
+    entries = {e.get("key"): e.get("value") for e in _get_json(rest_url, "/jobmanager/config")
+               if isinstance(e, dict)}
+    host, port = entries.get("jobmanager.rpc.address"), entries.get("jobmanager.rpc.port")
+    if not host or not str(port or "").isdigit() or int(str(port)) == 0:
+        raise StandaloneClusterError(f"the JobManager at {rest_url} does not accept TaskManagers from outside: its "
+                                     f"/jobmanager/config has no jobmanager.rpc.address/port (is it a standalone "
+                                     f"cluster started with `streamkernel cluster start`?)")
+    return str(host), int(str(port))
+
+
+def _registered_ids(rest_url: str) -> set[str]:
+    return {tm.get("id") for tm in _get_json(rest_url, "/taskmanagers").get("taskmanagers", [])}
+
+
+# --------------------------------------------------------------------------- JobManager
+def _running_jobmanager(directory: ClusterDir) -> Optional[int]:
+    pid = directory.pids(JOBMANAGER).get(0)
+    return pid if pid is not None and process_alive(pid) else None
+
+
+def start_jobmanager(directory: ClusterDir, configuration: Mapping[str, str], backend: str = "process",
+                     taskmanagers: int = 1, slots: int = 1, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
+    """Start the JobManager process of ``directory``; returns what it published (pid, rest_url, rpc_*)
+    once its REST API serves (with the spark backend: once its TaskManagers registered)."""
+    running = _running_jobmanager(directory)
+    if running is not None:
+        info = directory.jobmanager_info() or {}
+        raise StandaloneClusterError(
+            f"a cluster is already running in {directory.path} (JobManager pid {running}"
+            f"{', REST ' + info['rest_url'] if info.get('rest_url') else ''}); stop it first with "
+            f"`streamkernel cluster stop --dir {directory.path}`")
+    directory.prepare()
+    directory.remove_jobmanager_info()
+    directory.new_secret()
+    arguments = ["--dir", str(directory.path), "--backend", backend, "--taskmanagers", str(taskmanagers),
+                 "--slots", str(slots)]
+    for key, value in configuration.items():
+        arguments += ["-D", f"{key}={value}"]
+    out_file = directory.log_file(JOBMANAGER, 0, "out")
+    process = _spawn("streamkernel.runtime.entrypoint.cluster_entrypoint", arguments, out_file, _environment())
+    directory.write_pid(JOBMANAGER, 0, process.pid)
+    deadline = time.monotonic() + timeout
+    while True:
+        info = directory.jobmanager_info()
+        if info is not None and info.get("pid") == process.pid:
+            return info
+        if process.poll() is not None:
+            directory.remove_pid(JOBMANAGER, 0)
+            raise _died(process, "JobManager", out_file)
+        if time.monotonic() > deadline:
+            _terminate([process.pid])
+            directory.remove_pid(JOBMANAGER, 0)
+            raise StandaloneClusterError(f"the JobManager (pid {process.pid}) did not serve its REST API within "
+                                         f"{timeout:.0f} s; see {directory.log_file(JOBMANAGER, 0)}")
+        time.sleep(_POLL_S)
+
+
+def stop_jobmanager(directory: ClusterDir) -> list[str]:
+    """Stop the JobManager of ``directory`` (it tells its TaskManagers to shut down); remove its pid
+    file, ``jobmanager.json`` and its secret from the user's registry. Lines to print."""
+    pids = directory.pids(JOBMANAGER)
+    if not pids:
+        raise StandaloneClusterError(f"no JobManager to stop in {directory.path}: no pid file "
+                                     f"{directory.pid_file(JOBMANAGER, 0)}")
+    info = directory.jobmanager_info()
+    lines = [f"Stopping {JOBMANAGER} daemon (pid: {pid}) on host {_host()}." for pid in _terminate(list(pids.values()))]
+    if not lines:
+        lines = [f"No {JOBMANAGER} daemon (pid: {pid}) is running on host {_host()}; removed its pid file."
+                 for pid in pids.values()]
+    _forget_registry_entry(directory, info)
+    for index in pids:
+        directory.remove_pid(JOBMANAGER, index)
+    directory.remove_jobmanager_info()
+    return lines
+
+
+def _forget_registry_entry(directory: ClusterDir, info: Optional[Mapping[str, Any]]) -> None:
+    """Remove the user's registry entry of this cluster's REST address, if it still holds our secret."""
+    from urllib.parse import urlsplit
+
+    from streamkernel.runtime.rest.cluster_secret import SecretError, read_secret_file, secret_path
+
+    if not info or not info.get("rest_url"):
+        return
+    url = urlsplit(str(info["rest_url"]))
+    if url.hostname is None or url.port is None:
+        return
+    path = secret_path(url.hostname, url.port)
+    try:
+        if path.exists() and read_secret_file(path) == directory.read_secret():
+            path.unlink()
+    except (SecretError, OSError):
+        pass
+
+
+# --------------------------------------------------------------------------- TaskManagers
+def start_taskmanager(directory: ClusterDir, configuration: Mapping[str, str], slots: int = 1,
+                      jobmanager: Optional[str] = None, secret_file: Optional[str] = None,
+                      wait: bool = True, timeout: float = START_TIMEOUT_S) -> tuple[int, str]:
+    """Start one TaskManager process registering with the JobManager at ``jobmanager`` (its REST
+    address; None: the JobManager of ``directory``); returns (pid, TaskManager id) once it registered."""
+    rest_url, rpc_address, secret = _jobmanager_of(directory, jobmanager, secret_file)
+    directory.prepare()
+    index = directory.next_index(TASKEXECUTOR)
+    taskmanager_id = f"taskmanager-{_host()}-{index}-{secrets.token_hex(3)}"
+    conf = {LOG_FILE_KEY: str(directory.log_file(TASKEXECUTOR, index)), **configuration}
+    arguments = ["--jobmanager", f"{rpc_address[0]}:{rpc_address[1]}", "--taskmanager-id", taskmanager_id,
+                 "--slots", str(slots)]
+    for key, value in conf.items():
+        arguments += ["-D", f"{key}={value}"]
+    out_file = directory.log_file(TASKEXECUTOR, index, "out")
+    process = _spawn("streamkernel.runtime.entrypoint.taskmanager_runner", arguments, out_file, _environment(secret))
+    directory.write_pid(TASKEXECUTOR, index, process.pid)
+    if wait:
+        _await_registration(directory, index, process, taskmanager_id, rest_url, timeout)
+    return process.pid, taskmanager_id
+
+
+def _await_registration(directory: ClusterDir, index: int, process: subprocess.Popen, taskmanager_id: str,
+                        rest_url: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while taskmanager_id not in _registered_ids(rest_url):
+        if process.poll() is not None:
+            directory.remove_pid(TASKEXECUTOR, index)
+            raise _died(process, f"TaskManager {taskmanager_id}", directory.log_file(TASKEXECUTOR, index, "out"))
+        if time.monotonic() > deadline:
+            _terminate([process.pid])
+            directory.remove_pid(TASKEXECUTOR, index)
+            raise StandaloneClusterError(f"TaskManager {taskmanager_id} (pid {process.pid}) did not register with "
+                                         f"{rest_url} within {timeout:.0f} s; see "
+                                         f"{directory.log_file(TASKEXECUTOR, index)}")
+        time.sleep(_POLL_S)
+
+
+def _jobmanager_of(directory: ClusterDir, jobmanager: Optional[str],
+                   secret_file: Optional[str]) -> tuple[str, tuple[str, int], bytes]:
+    """(REST URL, RPC address, secret) of the JobManager to register with."""
+    if jobmanager:
+        from urllib.parse import urlsplit
+
+        from streamkernel.runtime.rest.cluster_secret import SecretError, find_secret
+
+        rest_url = _rest_url(jobmanager)
+        rpc_address = _rpc_address_of(rest_url)
+        url = urlsplit(rest_url)
+        try:
+            secret = find_secret(url.hostname or "", url.port or 80, secret_file)
+        except SecretError as error:
+            raise StandaloneClusterError(str(error)) from None
+        return rest_url, rpc_address, secret
+    info = directory.jobmanager_info()
+    if info is None or not process_alive(int(info.get("pid", 0))):
+        raise StandaloneClusterError(f"no JobManager runs in {directory.path}: start one with `streamkernel "
+                                     f"cluster start --dir {directory.path}`, or pass -m REST_HOST:REST_PORT")
+    return str(info["rest_url"]), (str(info["rpc_address"]), int(info["rpc_port"])), directory.read_secret()
+
+
+def stop_taskmanager(directory: ClusterDir) -> list[str]:
+    """Stop the last started running TaskManager of ``directory`` (as Flink's ``taskmanager.sh stop``)."""
+    running = [(index, pid) for index, pid in directory.pids(TASKEXECUTOR).items() if process_alive(pid)]
+    if not running:
+        raise StandaloneClusterError(f"no TaskManager to stop in {directory.path}: no running process in "
+                                     f"{directory.pid_dir}")
+    index, pid = running[-1]
+    _terminate([pid])
+    directory.remove_pid(TASKEXECUTOR, index)
+    return [f"Stopping {TASKEXECUTOR} daemon (pid: {pid}) on host {_host()}."]
+
+
+# --------------------------------------------------------------------------- the cluster
+def start_cluster(directory: ClusterDir, configuration: Mapping[str, str], taskmanagers: int = 1, slots: int = 1,
+                  backend: str = "process", timeout: float = START_TIMEOUT_S) -> list[str]:
+    """Start a JobManager and ``taskmanagers`` TaskManagers; returns the lines to print
+    (``REST http://HOST:PORT``, ``pid N`` per process) once every TaskManager registered."""
+    if taskmanagers < 1 or slots < 1:
+        raise StandaloneClusterError(f"--taskmanagers and --slots must be >= 1, got {taskmanagers} and {slots}")
+    info = start_jobmanager(directory, configuration, backend, taskmanagers, slots, timeout)
+    lines = [f"REST {info['rest_url']}", f"pid {info['pid']} ({JOBMANAGER}-0)"]
+    if backend == "spark":
+        return lines + [f"secret {directory.secret_file}"]
+    try:
+        started = [start_taskmanager(directory, configuration, slots, wait=False) for _ in range(taskmanagers)]
+        for index, (pid, taskmanager_id) in enumerate(started):
+            lines.append(f"pid {pid} ({TASKEXECUTOR}-{index}: {taskmanager_id})")
+        deadline = time.monotonic() + timeout
+        expected = {taskmanager_id for _, taskmanager_id in started}
+        while not expected <= _registered_ids(str(info["rest_url"])):
+            for index, (pid, taskmanager_id) in enumerate(started):
+                if not process_alive(pid) and taskmanager_id not in _registered_ids(str(info["rest_url"])):
+                    raise StandaloneClusterError(f"TaskManager {taskmanager_id} (pid {pid}) exited before it "
+                                                 f"registered: {_last_line(directory.log_file(TASKEXECUTOR, index, 'out'))}")
+            if time.monotonic() > deadline:
+                raise StandaloneClusterError(f"the TaskManagers did not all register within {timeout:.0f} s; see "
+                                             f"{directory.log_dir}")
+            time.sleep(_POLL_S)
+    except BaseException:
+        stop_cluster(directory)
+        raise
+    return lines + [f"secret {directory.secret_file}"]
+
+
+def stop_cluster(directory: ClusterDir) -> list[str]:
+    """Stop the JobManager and every TaskManager of ``directory``; nothing of it is left running."""
+    jobmanagers, taskmanagers = directory.pids(JOBMANAGER), directory.pids(TASKEXECUTOR)
+    if not jobmanagers and not taskmanagers:
+        raise StandaloneClusterError(f"no cluster to stop in {directory.path}: no pid file in {directory.pid_dir}")
+    lines = stop_jobmanager(directory) if jobmanagers else []
+    # the JobManager told its TaskManagers to shut down; what still runs (or was never registered) is stopped here
+    for pid in _terminate(list(taskmanagers.values())):
+        lines.append(f"Stopping {TASKEXECUTOR} daemon (pid: {pid}) on host {_host()}.")
+    for index in taskmanagers:
+        directory.remove_pid(TASKEXECUTOR, index)
+    try:
+        directory.secret_file.unlink()
+    except FileNotFoundError:
+        pass
+    return lines
+
+
+def cluster_status(directory: ClusterDir) -> tuple[bool, list[str]]:
+    """(whether the JobManager runs, the lines to print): each process alive or not, the REST URL, the jobs."""
+    jobmanagers, taskmanagers = directory.pids(JOBMANAGER), directory.pids(TASKEXECUTOR)
+    if not jobmanagers and not taskmanagers:
+        raise StandaloneClusterError(f"no cluster in {directory.path}: no pid file in {directory.pid_dir}")
+    info = directory.jobmanager_info() or {}
+    lines: list[str] = []
+    running = False
+    for index, pid in jobmanagers.items():
+        alive = process_alive(pid)
+        running = running or alive
+        lines.append(f"JobManager pid {pid}: {'running' if alive else 'not running'}")
+    if running and info.get("rest_url"):
+        lines.append(f"REST {info['rest_url']}")
+    for index, pid in taskmanagers.items():
+        lines.append(f"TaskManager {TASKEXECUTOR}-{index} pid {pid}: {'running' if process_alive(pid) else 'not running'}")
+    if running and info.get("rest_url"):
+        try:
+            overview = _get_json(str(info["rest_url"]), "/overview")
+            jobs = _get_json(str(info["rest_url"]), "/jobs/overview").get("jobs", [])
+        except StandaloneClusterError as error:
+            lines.append(f"REST API not answering: {error}")
+        else:
+            lines.append(f"TaskManagers registered: {overview.get('taskmanagers')}, slots: "
+                         f"{overview.get('slots-total')} ({overview.get('slots-available')} free)")
+            lines.append(f"jobs: {len(jobs)}")
+            lines.extend(f"  {job.get('jid')} {job.get('state')} {job.get('name')}" for job in jobs)
+    return running, lines
