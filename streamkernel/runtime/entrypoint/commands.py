@@ -344,10 +344,13 @@ def stop_cluster(directory: ClusterDir) -> list[str]:
     jobmanagers, taskmanagers = directory.pids(JOBMANAGER), directory.pids(TASKEXECUTOR)
     if not jobmanagers and not taskmanagers:
         raise StandaloneClusterError(f"no cluster to stop in {directory.path}: no pid file in {directory.pid_dir}")
+    alive = [pid for pid in taskmanagers.values() if process_alive(pid)]
     lines = stop_jobmanager(directory) if jobmanagers else []
     # the JobManager told its TaskManagers to shut down; what still runs (or was never registered) is stopped here
-    for pid in _terminate(list(taskmanagers.values())):
-        lines.append(f"Stopping {TASKEXECUTOR} daemon (pid: {pid}) on host {_host()}.")
+    signalled = _terminate(alive)
+    for pid in alive:
+        how = "Stopping" if pid in signalled else "Stopped with the JobManager:"
+        lines.append(f"{how} {TASKEXECUTOR} daemon (pid: {pid}) on host {_host()}.")
     for index in taskmanagers:
         directory.remove_pid(TASKEXECUTOR, index)
     try:
