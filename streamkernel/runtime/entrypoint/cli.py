@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Optional, Sequence
+from typing import Sequence
 
 from streamkernel.runtime.entrypoint.cluster_dir import DEFAULT_DIR, ClusterDir, parse_dynamic_properties
 

@@ -75,7 +75,8 @@ class StandaloneSessionCluster(MiniCluster):
     @property
     def rpc_address(self) -> tuple[str, int]:
         """The (host, port) TaskManagers connect to."""
-        return tuple(self.taskmanager_backend.address)  # type: ignore[return-value]
+        host, port = self.taskmanager_backend.address
+        return str(host), int(port)
 
 
 def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:

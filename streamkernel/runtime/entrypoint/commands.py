@@ -181,9 +181,9 @@ def start_jobmanager(directory: ClusterDir, configuration: Mapping[str, str], ba
     directory.write_pid(JOBMANAGER, 0, process.pid)
     deadline = time.monotonic() + timeout
     while True:
-        info = directory.jobmanager_info()
-        if info is not None and info.get("pid") == process.pid:
-            return info
+        published = directory.jobmanager_info()
+        if published is not None and published.get("pid") == process.pid:
+            return published
         if process.poll() is not None:
             directory.remove_pid(JOBMANAGER, 0)
             raise _died(process, "JobManager", out_file)
@@ -368,7 +368,7 @@ def cluster_status(directory: ClusterDir) -> tuple[bool, list[str]]:
     info = directory.jobmanager_info() or {}
     lines: list[str] = []
     running = False
-    for index, pid in jobmanagers.items():
+    for pid in jobmanagers.values():
         alive = process_alive(pid)
         running = running or alive
         lines.append(f"JobManager pid {pid}: {'running' if alive else 'not running'}")
