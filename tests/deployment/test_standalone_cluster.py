@@ -244,6 +244,10 @@ def test_status_then_stop_leaves_no_process_no_pid_file_and_no_registry_entry(st
                message=f"every process of the cluster ({standalone.pids}) to be gone")
     assert list((standalone.directory / "pid").iterdir()) == []
     assert not (standalone.directory / "jobmanager.json").exists()
+    # the JobManager told its TaskManagers to shut down (they did not merely lose it)
+    for log in (standalone.directory / "log").glob("*taskexecutor-*.log"):
+        text = log.read_text()
+        assert "stopped (shutdown)" in text and "is gone" not in text, text
     assert list((standalone.home / "clusters").glob("*.secret")) == []
     again = sk(standalone.home, "cluster", "status", "--dir", str(standalone.directory),
                cwd=standalone.directory.parent)

@@ -109,7 +109,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         configuration.setdefault(LOG_DIR_KEY, str(directory.log_dir))
         configuration.setdefault(LOG_FILE_KEY, str(directory.log_file(JOBMANAGER, 0)))
         _configure_logging(configuration[LOG_FILE_KEY])
-        exit_on_sigterm()
+        # keep the restorer: dropping it would close the signal's wakeup socket, whose fd number an RPC
+        # connection then reuses, and SIGTERM's wakeup byte would land in that connection's stream
+        restore_sigterm = exit_on_sigterm()
         cluster = StandaloneSessionCluster(directory.read_secret(), args.backend, args.taskmanagers, args.slots,
                                            configuration)
         cluster.start(make_current=False)
@@ -137,6 +139,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if mine is not None and mine.get("pid") == os.getpid():
             directory.remove_jobmanager_info()
         _LOG.info("JobManager stopped")
+        if restore_sigterm is not None:
+            restore_sigterm()
     return 0
 
 

@@ -40,6 +40,8 @@ START_TIMEOUT_S = 120.0
 #: How long a stop waits for a process to exit after SIGTERM before it SIGKILLs it.
 STOP_TIMEOUT_S = 30.0
 _POLL_S = 0.1
+#: How long a stopped JobManager's TaskManagers get to exit by themselves before they are signalled.
+TASKMANAGERS_LEAVE_S = 5.0
 
 
 class StandaloneClusterError(StreamKernelError):
@@ -347,6 +349,7 @@ def stop_cluster(directory: ClusterDir) -> list[str]:
     alive = [pid for pid in taskmanagers.values() if process_alive(pid)]
     lines = stop_jobmanager(directory) if jobmanagers else []
     # the JobManager told its TaskManagers to shut down; what still runs (or was never registered) is stopped here
+    _wait_gone(alive, TASKMANAGERS_LEAVE_S)  # they were told to shut down: give them a moment first
     signalled = _terminate(alive)
     for pid in alive:
         how = "Stopping" if pid in signalled else "Stopped with the JobManager:"
