@@ -207,6 +207,14 @@ def test_taskmanager_start_from_another_shell_adds_its_slots(standalone: Standal
     assert overview["slots-total"] == before + 3 and overview["taskmanagers"] == 3
     assert (other / "pid" / "taskexecutor-0.pid").read_text().strip() == str(pid)
 
+    stopped = sk(standalone.home, "taskmanager", "stop", "--dir", str(other), cwd=tmp_path)
+    assert stopped.returncode == 0, stopped.stderr
+    assert stopped.stdout.strip() == f"Stopping taskexecutor daemon (pid: {pid}) on host {socket.gethostname().split('.')[0]}."
+    wait_until(lambda: not _alive(pid), 30, message=f"the stopped TaskManager {pid} to exit")
+    wait_until(lambda: get_json(standalone.rest_url + "/overview")["slots-total"] == before, 30,
+               message=f"the cluster to be back to {before} slots")
+    standalone.pids.remove(pid)
+
 
 def test_flinks_own_cli_lists_the_clusters_jobs(standalone: Standalone) -> None:
     flink_tools.flink_home()
@@ -254,12 +262,17 @@ def test_status_then_stop_leaves_no_process_no_pid_file_and_no_registry_entry(st
     assert again.returncode == 1 and "no cluster in" in again.stderr
 
 
-def test_a_sigkilled_jobmanagers_taskmanagers_exit_by_themselves(tmp_path: Path) -> None:
-    cluster = _start(tmp_path, tmp_path / "home")
+def test_the_parts_alone_and_a_sigkilled_jobmanagers_taskmanagers_exit_by_themselves(tmp_path: Path) -> None:
+    home, directory = tmp_path / "home", tmp_path / "cluster"
+    started = sk(home, "jobmanager", "start", "--dir", str(directory), "-D", "rest.port=0", cwd=tmp_path)
+    assert started.returncode == 0, started.stderr
+    cluster = Standalone(directory, home, _rest_url(started.stdout), _pids(started.stdout), started.stdout)
     try:
-        added = sk(cluster.home, "taskmanager", "start", "--dir", str(cluster.directory), cwd=tmp_path)
-        assert added.returncode == 0, added.stderr  # without -m: the JobManager of --dir
-        cluster.pids += _pids(added.stdout)
+        assert len(cluster.pids) == 1 and get_json(cluster.rest_url + "/overview")["taskmanagers"] == 0
+        for _ in range(2):  # without -m: the JobManager of --dir
+            added = sk(home, "taskmanager", "start", "--dir", str(directory), cwd=tmp_path)
+            assert added.returncode == 0, added.stderr
+            cluster.pids += _pids(added.stdout)
         assert get_json(cluster.rest_url + "/overview")["taskmanagers"] == 2
         os.kill(cluster.pids[0], signal.SIGKILL)
         wait_until(lambda: not any(_alive(pid) for pid in cluster.pids[1:]), 60,
