@@ -9,6 +9,7 @@ exit by themselves; bad input is one line and exit code 1.
 
 from __future__ import annotations
 
+import http.server
 import importlib.util
 import json
 import os
@@ -19,6 +20,8 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +29,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing.waiting import wait_until
 
 _spec = importlib.util.spec_from_file_location("flink_tools", Path(__file__).parents[1] / "flink_tools.py")
@@ -315,3 +319,46 @@ def test_bad_input_is_one_line_and_exit_code_1(tmp_path: Path) -> None:
     assert malformed.returncode == 1
     assert malformed.stderr.strip() == "streamkernel jobmanager start: -D 'rest.port': expected key=value (a Flink " \
                                        "configuration entry)"
+
+
+def test_stop_never_signals_a_pid_that_is_not_one_of_ours(tmp_path: Path) -> None:
+    """A pid file whose pid now belongs to another program (the cluster died, the pid was reused)."""
+    directory = tmp_path / "cluster"
+    (directory / "pid").mkdir(parents=True)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        (directory / "pid" / "standalonesession-0.pid").write_text(f"{other.pid}\n")
+        done = sk(tmp_path / "home", "cluster", "stop", "--dir", str(directory), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert f"No standalonesession daemon (pid: {other.pid}) is running" in done.stdout
+        assert other.poll() is None and _alive(other.pid)
+        assert list((directory / "pid").iterdir()) == []
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_taskmanager_start_m_at_a_server_that_is_no_jobmanager_is_one_line(tmp_path: Path) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        done = sk(tmp_path / "home", "taskmanager", "start", "-m", f"127.0.0.1:{port}", "--dir",
+                  str(tmp_path / "tm"), cwd=tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"streamkernel taskmanager start: http://127.0.0.1:{port}/jobmanager/config "
+                                  f"answered HTTP 404: is http://127.0.0.1:{port} a streamkernel JobManager's REST API?")
+    assert not (tmp_path / "tm" / "pid").exists() or list((tmp_path / "tm" / "pid").iterdir()) == []
+
+
+def test_the_in_kernel_clusters_log_endpoints_say_it_has_no_log_file() -> None:
+    with MiniCluster(1, 1, backend="local", configuration={"rest.port": "0"}) as cluster:
+        assert cluster.rest_url is not None
+        for path in ("/jobmanager/log", "/jobmanager/logs", "/jobmanager/stdout", "/taskmanagers/taskmanager-1/log"):
+            with pytest.raises(urllib.error.HTTPError) as error:
+                get_text(cluster.rest_url + path)
+            assert error.value.code == 404
+            assert "has no log file (log.file is not set" in error.value.read().decode(), path
