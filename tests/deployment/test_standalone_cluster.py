@@ -213,7 +213,8 @@ def test_taskmanager_start_from_another_shell_adds_its_slots(standalone: Standal
 
     stopped = sk(standalone.home, "taskmanager", "stop", "--dir", str(other), cwd=tmp_path)
     assert stopped.returncode == 0, stopped.stderr
-    assert stopped.stdout.strip() == f"Stopping taskexecutor daemon (pid: {pid}) on host {socket.gethostname().split('.')[0]}."
+    host = socket.gethostname().split(".")[0]
+    assert stopped.stdout.strip() == f"Stopping taskexecutor daemon (pid: {pid}) on host {host}."
     wait_until(lambda: not _alive(pid), 30, message=f"the stopped TaskManager {pid} to exit")
     wait_until(lambda: get_json(standalone.rest_url + "/overview")["slots-total"] == before, 30,
                message=f"the cluster to be back to {before} slots")

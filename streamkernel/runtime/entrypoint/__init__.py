@@ -5,7 +5,8 @@
 * :mod:`.taskmanager_runner`: one TaskManager process (Flink's TaskManagerRunner) that
   registers with a running JobManager;
 * :mod:`.cluster_dir`: the cluster's directory (``log/``, pid files, the secret);
-* :mod:`.commands` and :mod:`.cli`: ``streamkernel cluster|jobmanager|taskmanager start|stop|status``.
+* :mod:`.commands` (with :mod:`.jobmanager_rest`) and :mod:`.cli`: ``streamkernel cluster|jobmanager|taskmanager
+  start|stop|status``.
 
 Nothing here is imported by ``import streamkernel``.
 """

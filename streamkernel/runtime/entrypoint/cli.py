@@ -38,7 +38,6 @@ def _parser(command: str) -> argparse.ArgumentParser:
         parser.add_argument("--backend", default="process", choices=("process", "spark"),
                             help="where TaskManagers run: processes started here (default), or Spark tasks "
                                  "of the JobManager's Spark application")
-    if command == "cluster" or command == "jobmanager":
         parser.add_argument("--taskmanagers", type=int, default=1 if command == "cluster" else 0,
                             help="TaskManagers to start (default 1; jobmanager: spark backend only)")
     parser.add_argument("--slots", type=int, default=1, help="slots per TaskManager (default 1)")
@@ -75,9 +74,9 @@ def main(argv: Sequence[str]) -> int:
         elif command == "jobmanager":
             lines = commands.stop_jobmanager(directory)
         elif args.action == "start":
-            pid, taskmanager_id = commands.start_taskmanager(directory, configuration, args.slots, args.jobmanager,
-                                                             args.secret_file)
-            lines = [f"pid {pid} ({taskmanager_id})"]
+            started = commands.start_taskmanager(directory, configuration, args.slots, args.jobmanager,
+                                                 args.secret_file)
+            lines = [f"pid {started.pid} ({started.taskmanager_id})"]
         else:
             lines = commands.stop_taskmanager(directory)
     except (commands.StandaloneClusterError, ValueError, OSError) as error:

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Optional, Sequence
 from streamkernel.runtime.rpc.transport import new_cluster_secret
 
 __all__ = ["ClusterDir", "DEFAULT_DIR", "LOG_DIR_KEY", "LOG_FILE_KEY", "JOBMANAGER", "TASKEXECUTOR",
-           "process_alive", "parse_dynamic_properties"]
+           "process_alive", "parse_dynamic_properties", "host_name"]
 
 #: The directory of ``streamkernel cluster start`` without ``--dir``.
 DEFAULT_DIR = "streamkernel-cluster"
@@ -86,7 +86,7 @@ class ClusterDir:
     # --------------------------------------------------------------------- files
     def log_file(self, kind: str, index: int, suffix: str = "log") -> Path:
         """Flink's name of a process's log (``suffix`` ``log``) or stdout/stderr (``out``) file."""
-        return self.log_dir / f"streamkernel-{_user()}-{kind}-{index}-{_host()}.{suffix}"
+        return self.log_dir / f"streamkernel-{_user()}-{kind}-{index}-{host_name()}.{suffix}"
 
     def pid_file(self, kind: str, index: int) -> Path:
         """The pid file of the ``index``-th process of ``kind``."""
@@ -184,5 +184,5 @@ def _user() -> str:
         return str(os.getuid())
 
 
-def _host() -> str:
+def host_name() -> str:
     return socket.gethostname().split(".")[0] or "localhost"

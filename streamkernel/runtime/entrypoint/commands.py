@@ -9,30 +9,33 @@ its configuration (its own first line of error).
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 
-from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.entrypoint.cluster_dir import (
     JOBMANAGER,
     LOG_FILE_KEY,
     TASKEXECUTOR,
     ClusterDir,
-    _host,
+    host_name,
     process_alive,
+)
+from streamkernel.runtime.entrypoint.jobmanager_rest import (
+    StandaloneClusterError,
+    get_json,
+    registered_ids,
+    rest_url_of,
+    rpc_address_of,
 )
 from streamkernel.runtime.rpc.transport import AUTHKEY_ENV
 
-__all__ = ["StandaloneClusterError", "start_cluster", "stop_cluster", "cluster_status", "start_jobmanager",
+__all__ = ["StandaloneClusterError", "StartedTaskManager", "start_cluster", "stop_cluster", "cluster_status", "start_jobmanager",
            "stop_jobmanager", "start_taskmanager", "stop_taskmanager", "START_TIMEOUT_S"]
 
 #: How long a start waits for the JobManager to serve and each TaskManager to register.
@@ -44,8 +47,12 @@ _POLL_S = 0.1
 TASKMANAGERS_LEAVE_S = 5.0
 
 
-class StandaloneClusterError(StreamKernelError):
-    """A standalone cluster command cannot do what it was asked (one line naming what and where)."""
+class StartedTaskManager(NamedTuple):
+    """A TaskManager process :func:`start_taskmanager` started: its pid, id and number N in the directory (taskexecutor-N)."""
+
+    pid: int
+    taskmanager_id: str
+    number: int
 
 
 # --------------------------------------------------------------------------- processes
@@ -116,44 +123,6 @@ def _wait_gone(pids: list[int], timeout: float) -> bool:
     return True
 
 
-# --------------------------------------------------------------------------- REST
-def _rest_url(address: str) -> str:
-    address = address.strip().rstrip("/")
-    return address if "://" in address else f"http://{address}"
-
-
-def _get_json(rest_url: str, path: str, timeout: float = 10.0) -> Any:
-    """GET ``rest_url + path`` as JSON; StandaloneClusterError naming the address when nothing answers."""
-    try:
-        with urllib.request.urlopen(rest_url + path, timeout=timeout) as response:
-            return json.loads(response.read().decode("utf-8"))
-    except urllib.error.HTTPError as error:
-        raise StandaloneClusterError(f"{rest_url}{path} answered HTTP {error.code}: is {rest_url} a streamkernel "
-                                     f"JobManager's REST API?") from None
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
-        raise StandaloneClusterError(f"no JobManager answers at {rest_url} ({reason})") from None
-    except ValueError:
-        raise StandaloneClusterError(f"{rest_url}{path} did not answer JSON: is {rest_url} a streamkernel "
-                                     f"JobManager's REST API?") from None
-
-
-def _rpc_address_of(rest_url: str) -> tuple[str, int]:
-    """The JobManager's RPC listener, from its ``/jobmanager/config``."""
-    entries = {e.get("key"): e.get("value") for e in _get_json(rest_url, "/jobmanager/config")
-               if isinstance(e, dict)}
-    host, port = entries.get("jobmanager.rpc.address"), entries.get("jobmanager.rpc.port")
-    if not host or not str(port or "").isdigit() or int(str(port)) == 0:
-        raise StandaloneClusterError(f"the JobManager at {rest_url} does not accept TaskManagers from outside: its "
-                                     f"/jobmanager/config has no jobmanager.rpc.address/port (is it a standalone "
-                                     f"cluster started with `streamkernel cluster start`?)")
-    return str(host), int(str(port))
-
-
-def _registered_ids(rest_url: str) -> set[str]:
-    return {tm.get("id") for tm in _get_json(rest_url, "/taskmanagers").get("taskmanagers", [])}
-
-
 # --------------------------------------------------------------------------- JobManager
 def _running_jobmanager(directory: ClusterDir) -> Optional[int]:
     pid = directory.pids(JOBMANAGER).get(0)
@@ -205,9 +174,10 @@ def stop_jobmanager(directory: ClusterDir) -> list[str]:
         raise StandaloneClusterError(f"no JobManager to stop in {directory.path}: no pid file "
                                      f"{directory.pid_file(JOBMANAGER, 0)}")
     info = directory.jobmanager_info()
-    lines = [f"Stopping {JOBMANAGER} daemon (pid: {pid}) on host {_host()}." for pid in _terminate(list(pids.values()))]
+    stopped = _terminate(list(pids.values()))
+    lines = [f"Stopping {JOBMANAGER} daemon (pid: {pid}) on host {host_name()}." for pid in stopped]
     if not lines:
-        lines = [f"No {JOBMANAGER} daemon (pid: {pid}) is running on host {_host()}; removed its pid file."
+        lines = [f"No {JOBMANAGER} daemon (pid: {pid}) is running on host {host_name()}; removed its pid file."
                  for pid in pids.values()]
     _forget_registry_entry(directory, info)
     for index in pids:
@@ -238,13 +208,13 @@ def _forget_registry_entry(directory: ClusterDir, info: Optional[Mapping[str, An
 # --------------------------------------------------------------------------- TaskManagers
 def start_taskmanager(directory: ClusterDir, configuration: Mapping[str, str], slots: int = 1,
                       jobmanager: Optional[str] = None, secret_file: Optional[str] = None,
-                      wait: bool = True, timeout: float = START_TIMEOUT_S) -> tuple[int, str]:
+                      wait: bool = True, timeout: float = START_TIMEOUT_S) -> StartedTaskManager:
     """Start one TaskManager process registering with the JobManager at ``jobmanager`` (its REST
-    address; None: the JobManager of ``directory``); returns (pid, TaskManager id) once it registered."""
+    address; None: the JobManager of ``directory``); returns it once it registered (unless not ``wait``)."""
     rest_url, rpc_address, secret = _jobmanager_of(directory, jobmanager, secret_file)
     directory.prepare()
     index = directory.next_index(TASKEXECUTOR)
-    taskmanager_id = f"taskmanager-{_host()}-{index}-{secrets.token_hex(3)}"
+    taskmanager_id = f"taskmanager-{host_name()}-{index}-{secrets.token_hex(3)}"
     conf = {LOG_FILE_KEY: str(directory.log_file(TASKEXECUTOR, index)), **configuration}
     arguments = ["--jobmanager", f"{rpc_address[0]}:{rpc_address[1]}", "--taskmanager-id", taskmanager_id,
                  "--slots", str(slots)]
@@ -255,13 +225,13 @@ def start_taskmanager(directory: ClusterDir, configuration: Mapping[str, str], s
     directory.write_pid(TASKEXECUTOR, index, process.pid)
     if wait:
         _await_registration(directory, index, process, taskmanager_id, rest_url, timeout)
-    return process.pid, taskmanager_id
+    return StartedTaskManager(process.pid, taskmanager_id, index)
 
 
 def _await_registration(directory: ClusterDir, index: int, process: subprocess.Popen, taskmanager_id: str,
                         rest_url: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while taskmanager_id not in _registered_ids(rest_url):
+    while taskmanager_id not in registered_ids(rest_url):
         if process.poll() is not None:
             directory.remove_pid(TASKEXECUTOR, index)
             raise _died(process, f"TaskManager {taskmanager_id}", directory.log_file(TASKEXECUTOR, index, "out"))
@@ -282,8 +252,8 @@ def _jobmanager_of(directory: ClusterDir, jobmanager: Optional[str],
 
         from streamkernel.runtime.rest.cluster_secret import SecretError, find_secret
 
-        rest_url = _rest_url(jobmanager)
-        rpc_address = _rpc_address_of(rest_url)
+        rest_url = rest_url_of(jobmanager)
+        rpc_address = rpc_address_of(rest_url)
         url = urlsplit(rest_url)
         try:
             secret = find_secret(url.hostname or "", url.port or 80, secret_file)
@@ -306,7 +276,7 @@ def stop_taskmanager(directory: ClusterDir) -> list[str]:
     index, pid = running[-1]
     _terminate([pid])
     directory.remove_pid(TASKEXECUTOR, index)
-    return [f"Stopping {TASKEXECUTOR} daemon (pid: {pid}) on host {_host()}."]
+    return [f"Stopping {TASKEXECUTOR} daemon (pid: {pid}) on host {host_name()}."]
 
 
 # --------------------------------------------------------------------------- the cluster
@@ -322,15 +292,15 @@ def start_cluster(directory: ClusterDir, configuration: Mapping[str, str], taskm
         return lines + [f"secret {directory.secret_file}"]
     try:
         started = [start_taskmanager(directory, configuration, slots, wait=False) for _ in range(taskmanagers)]
-        for index, (pid, taskmanager_id) in enumerate(started):
-            lines.append(f"pid {pid} ({TASKEXECUTOR}-{index}: {taskmanager_id})")
+        lines.extend(f"pid {tm.pid} ({TASKEXECUTOR}-{tm.number}: {tm.taskmanager_id})" for tm in started)
         deadline = time.monotonic() + timeout
-        expected = {taskmanager_id for _, taskmanager_id in started}
-        while not expected <= _registered_ids(str(info["rest_url"])):
-            for index, (pid, taskmanager_id) in enumerate(started):
-                if not process_alive(pid) and taskmanager_id not in _registered_ids(str(info["rest_url"])):
-                    raise StandaloneClusterError(f"TaskManager {taskmanager_id} (pid {pid}) exited before it "
-                                                 f"registered: {_last_line(directory.log_file(TASKEXECUTOR, index, 'out'))}")
+        expected = {tm.taskmanager_id for tm in started}
+        while not expected <= registered_ids(str(info["rest_url"])):
+            for tm in started:
+                if not process_alive(tm.pid) and tm.taskmanager_id not in registered_ids(str(info["rest_url"])):
+                    last = _last_line(directory.log_file(TASKEXECUTOR, tm.number, "out"))
+                    raise StandaloneClusterError(f"TaskManager {tm.taskmanager_id} (pid {tm.pid}) exited before it "
+                                                 f"registered: {last}")
             if time.monotonic() > deadline:
                 raise StandaloneClusterError(f"the TaskManagers did not all register within {timeout:.0f} s; see "
                                              f"{directory.log_dir}")
@@ -353,7 +323,7 @@ def stop_cluster(directory: ClusterDir) -> list[str]:
     signalled = _terminate(alive)
     for pid in alive:
         how = "Stopping" if pid in signalled else "Stopped with the JobManager:"
-        lines.append(f"{how} {TASKEXECUTOR} daemon (pid: {pid}) on host {_host()}.")
+        lines.append(f"{how} {TASKEXECUTOR} daemon (pid: {pid}) on host {host_name()}.")
     for index in taskmanagers:
         directory.remove_pid(TASKEXECUTOR, index)
     try:
@@ -378,11 +348,12 @@ def cluster_status(directory: ClusterDir) -> tuple[bool, list[str]]:
     if running and info.get("rest_url"):
         lines.append(f"REST {info['rest_url']}")
     for index, pid in taskmanagers.items():
-        lines.append(f"TaskManager {TASKEXECUTOR}-{index} pid {pid}: {'running' if process_alive(pid) else 'not running'}")
+        state = "running" if process_alive(pid) else "not running"
+        lines.append(f"TaskManager {TASKEXECUTOR}-{index} pid {pid}: {state}")
     if running and info.get("rest_url"):
         try:
-            overview = _get_json(str(info["rest_url"]), "/overview")
-            jobs = _get_json(str(info["rest_url"]), "/jobs/overview").get("jobs", [])
+            overview = get_json(str(info["rest_url"]), "/overview")
+            jobs = get_json(str(info["rest_url"]), "/jobs/overview").get("jobs", [])
         except StandaloneClusterError as error:
             lines.append(f"REST API not answering: {error}")
         else:
