@@ -36,7 +36,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     demo.add_argument("--parallelism", "-p", type=int, default=2, help="parallelism of the dataflow (default 2)")
     sub.add_parser("run", add_help=False, help="run a job script, as `flink run` does (streamkernel run --help)")
     for name in ("cluster", "jobmanager", "taskmanager"):
-        sub.add_parser(name, add_help=False, help=f"standalone session cluster: {name} start|stop (streamkernel "
+        actions = "start|stop|status" if name == "cluster" else "start|stop"
+        sub.add_parser(name, add_help=False, help=f"standalone session cluster: {name} {actions} (streamkernel "
                                                   f"{name} --help)")
     kernel = sub.add_parser("install-kernel", help='install the Jupyter kernel "Python 3 (streamkernel)"')
     where = kernel.add_mutually_exclusive_group()
