@@ -22,7 +22,6 @@ import getpass
 import json
 import os
 import socket
-import stat
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -93,7 +92,7 @@ class ClusterDir:
         return self.pid_dir / f"{kind}-{index}.pid"
 
     def prepare(self) -> None:
-        """Create the directory, ``log/`` and ``pid/`` (the directory readable by the user only)."""
+        """Create the directory, ``log/`` and ``pid/`` (the secret file alone is private: mode 0600)."""
         self.path.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.pid_dir.mkdir(parents=True, exist_ok=True)
@@ -165,13 +164,6 @@ class ClusterDir:
             self.jobmanager_file.unlink()
         except FileNotFoundError:
             pass
-
-    def secret_is_private(self) -> bool:
-        """Whether :attr:`secret_file` exists with no group/other permission."""
-        try:
-            return not os.stat(self.secret_file).st_mode & (stat.S_IRWXG | stat.S_IRWXO)
-        except OSError:
-            return False
 
     def __repr__(self) -> str:
         return f"ClusterDir({str(self.path)!r})"

@@ -12,7 +12,6 @@ a new one.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Mapping, Optional, Sequence
 
 from streamkernel.errors import IllegalConfigurationError
@@ -26,9 +25,6 @@ class ExternalTaskManagerLauncher:
     """The launcher of a standalone cluster: TaskManagers are started outside the JobManager."""
 
     backend = "standalone"
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
 
     def launch(self, ids: Sequence[str], slots: int, jobmanager_address: tuple[str, int], secret: bytes,
                configuration: Mapping[str, str]) -> None:
