@@ -25,6 +25,7 @@ ROUTE_MODULES: tuple[str, ...] = (
     "streamkernel.runtime.rest.handlers.vertices",
     "streamkernel.runtime.rest.handlers.checkpoints",
     "streamkernel.runtime.rest.handlers.taskmanagers",
+    "streamkernel.runtime.rest.handlers.logs",
     "streamkernel.runtime.rest.handlers.applications",
     "streamkernel.runtime.rest.handlers.job_actions",
     "streamkernel.runtime.rest.handlers.shutdown",
