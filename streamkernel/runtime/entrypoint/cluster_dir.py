@@ -25,6 +25,7 @@ import socket
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
+from streamkernel.common.options import CoreOptions
 from streamkernel.runtime.rpc.transport import new_cluster_secret
 
 __all__ = ["ClusterDir", "DEFAULT_DIR", "LOG_DIR_KEY", "LOG_FILE_KEY", "JOBMANAGER", "TASKEXECUTOR",
@@ -33,7 +34,7 @@ __all__ = ["ClusterDir", "DEFAULT_DIR", "LOG_DIR_KEY", "LOG_FILE_KEY", "JOBMANAG
 #: The directory of ``streamkernel cluster start`` without ``--dir``.
 DEFAULT_DIR = "streamkernel-cluster"
 #: Flink's keys: the directory of the log files, and one process's log file.
-LOG_DIR_KEY, LOG_FILE_KEY = "env.log.dir", "log.file"
+LOG_DIR_KEY, LOG_FILE_KEY = CoreOptions.LOG_DIR.key(), CoreOptions.LOG_FILE.key()
 #: Flink's names of the two kinds of process (in the log and pid file names).
 JOBMANAGER, TASKEXECUTOR = "standalonesession", "taskexecutor"
 _ENTRY_MARK = b"streamkernel.runtime.entrypoint."

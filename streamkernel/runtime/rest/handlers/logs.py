@@ -16,12 +16,13 @@ import os
 from pathlib import Path
 from typing import Optional
 
+from streamkernel.common.options import CoreOptions
 from streamkernel.runtime.rest.handlers.base import RestError, RestHandler
 
 __all__ = ["ROUTES", "LOG_FILE_KEY", "LOG_DIR_KEY"]
 
 #: Flink's keys: a process's log file, and the directory of the log files.
-LOG_FILE_KEY, LOG_DIR_KEY = "log.file", "env.log.dir"
+LOG_FILE_KEY, LOG_DIR_KEY = CoreOptions.LOG_FILE.key(), CoreOptions.LOG_DIR.key()
 
 
 def _log_list(directory: Path) -> dict:
