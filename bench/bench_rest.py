@@ -24,6 +24,11 @@ loaded run:
   and per vertex its watermarks and the subtask metrics it plots).
 
 Each loaded run reports how many requests were answered and their median latency.
+
+``--front both`` (the default) measures the cluster as configured by default, with the REST
+front process (:mod:`streamkernel.runtime.rest.front`) answering HTTP, then the same without
+it (``streamkernel.rest.front-process: false``, every request answered in the JobManager's
+process), in the same run.
 """
 
 from __future__ import annotations
@@ -112,22 +117,11 @@ def readers(base: str, rate: float, ready: Any, stop: Any, results: Any) -> None
     results.put((len(latencies), statistics.median(latencies) if latencies else 0.0))
 
 
-def main(argv: Optional[list[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--rate", type=float, default=50.0, help="curl's requests per second (default 50)")
-    parser.add_argument("--backend", choices=("local", "process"), default="local",
-                        help="where the job's task runs (default local: in the endpoint's process)")
-    parser.add_argument("--quick", action="store_true", help="a smoke run (figures mean nothing)")
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.records, args.repeat = 50_000, 1
-    print(f"command: python bench/bench_rest.py --backend {args.backend} --records {args.records} "
-          f"--repeat {args.repeat} --rate {args.rate:g}")
-    cluster = MiniCluster(1, 1, backend=args.backend, rest=True).start()
+def measure(backend: str, front: bool, args: argparse.Namespace, directory: str) -> dict[str, Any]:
+    """W2's median throughput without and with readers on a cluster with or without the REST front."""
+    configuration = {"streamkernel.rest.front-process": "true" if front else "false"}
+    cluster = MiniCluster(1, 1, backend=backend, rest=True, configuration=configuration).start()
     base = cluster.rest_url
-    directory = tempfile.mkdtemp(prefix="bench-rest-")
     context = multiprocessing.get_context("spawn")
     quiet: list[float] = []
     loaded: list[float] = []
@@ -151,15 +145,45 @@ def main(argv: Optional[list[str]] = None) -> int:
             reader.join(30)
     finally:
         cluster.stop()
-        os.rmdir(directory)
-    kept = statistics.median(loaded) / statistics.median(quiet)
     requests = sum(n for n, _ in answered)
-    seconds = sum(args.records / r for r in loaded)
+    return {"quiet": statistics.median(quiet), "loaded": statistics.median(loaded),
+            "kept": statistics.median(loaded) / statistics.median(quiet),
+            "rate": requests / sum(args.records / r for r in loaded),
+            "latency_ms": 1000 * statistics.median(m for _, m in answered)}
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--rate", type=float, default=50.0, help="curl's requests per second (default 50)")
+    parser.add_argument("--backend", choices=("local", "process"), default="local",
+                        help="where the job's task runs (default local: in the endpoint's process)")
+    parser.add_argument("--front", choices=("both", "on", "off"), default="both",
+                        help="with the REST front process (on: the default configuration), without it (off: "
+                             "the JobManager's process answers HTTP itself), or both (default), in this order")
+    parser.add_argument("--quick", action="store_true", help="a smoke run (figures mean nothing)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.records, args.repeat = 50_000, 1
+    print(f"command: python bench/bench_rest.py --backend {args.backend} --records {args.records} "
+          f"--repeat {args.repeat} --rate {args.rate:g} --front {args.front}")
+    modes = {"both": (True, False), "on": (True,), "off": (False,)}[args.front]
+    directory = tempfile.mkdtemp(prefix="bench-rest-")
+    try:
+        figures = {front: measure(args.backend, front, args, directory) for front in modes}
+    finally:
+        os.rmdir(directory)
     print(f"W2, {args.records:,d} records, {args.backend} backend, parallelism 1, median of {args.repeat}:")
-    print(f"  without readers  {statistics.median(quiet):12,.0f} records/s")
-    print(f"  with readers     {statistics.median(loaded):12,.0f} records/s  ({requests:,d} requests answered, "
-          f"{requests / seconds:.0f}/s, median latency {1000 * statistics.median(m for _, m in answered):.1f} ms)")
-    print(f"  throughput kept: {100 * kept:.1f}% (target >= 95%)")
+    for front, f in figures.items():
+        name = "REST front process (default)" if front else "no front: HTTP in the JobManager's process"
+        print(f"  {name}:")
+        print(f"    without readers  {f['quiet']:12,.0f} records/s")
+        print(f"    with readers     {f['loaded']:12,.0f} records/s  ({f['rate']:.0f} requests/s answered, "
+              f"median latency {f['latency_ms']:.1f} ms)")
+        print(f"    throughput kept: {100 * f['kept']:.1f}%" + ("  (target >= 95%)" if front else ""))
+    if len(figures) == 2:
+        print(f"  kept with the front / kept without: {figures[True]['kept'] / figures[False]['kept']:.2f}x")
     return 0
 
 

@@ -4,7 +4,9 @@
 * ``run job.py [-p N] [--backend B] [--detached] ...``: run a job script, as ``flink run``
   does (:mod:`streamkernel.run_command`);
 * ``install-kernel [--user | --sys-prefix | --prefix P]``: the Jupyter kernel
-  "Python 3 (streamkernel)" (:mod:`streamkernel.kernelspec`).
+  "Python 3 (streamkernel)" (:mod:`streamkernel.kernelspec`);
+* ``cluster start|stop|status``, ``jobmanager start|stop``, ``taskmanager start|stop``: a standalone
+  session cluster, as Flink's ``start-cluster.sh`` (:mod:`streamkernel.runtime.entrypoint.cli`).
 """
 
 from __future__ import annotations
@@ -23,12 +25,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from streamkernel.run_command import main as run_main
 
         return run_main(argv[1:])
+    if argv[:1] in (["cluster"], ["jobmanager"], ["taskmanager"]):
+        from streamkernel.runtime.entrypoint.cli import main as cluster_main
+
+        return cluster_main(argv)
     parser = argparse.ArgumentParser(prog="streamkernel", description="streamkernel command line")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = sub.add_parser("demo", help="build the word-count dataflow, draw its three graphs, run it when possible")
     demo.add_argument("--out", default="out/demo", help="directory for the SVG files (default: out/demo)")
     demo.add_argument("--parallelism", "-p", type=int, default=2, help="parallelism of the dataflow (default 2)")
     sub.add_parser("run", add_help=False, help="run a job script, as `flink run` does (streamkernel run --help)")
+    for name in ("cluster", "jobmanager", "taskmanager"):
+        actions = "start|stop|status" if name == "cluster" else "start|stop"
+        sub.add_parser(name, add_help=False, help=f"standalone session cluster: {name} {actions} (streamkernel "
+                                                  f"{name} --help)")
     kernel = sub.add_parser("install-kernel", help='install the Jupyter kernel "Python 3 (streamkernel)"')
     where = kernel.add_mutually_exclusive_group()
     where.add_argument("--user", action="store_true", help="for this user (the user's Jupyter data directory)")

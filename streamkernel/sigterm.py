@@ -46,6 +46,9 @@ def exit_on_sigterm() -> Optional[Callable[[], None]]:
     stopped = threading.Event()
 
     def watch() -> None:
+        # the watcher holds both ends: a caller that drops ``restore`` must not let the writer be
+        # collected (its descriptor, reused by a socket opened later, would receive the signal's byte)
+        assert writer is not None
         while not stopped.is_set():
             try:
                 data = reader.recv(64)

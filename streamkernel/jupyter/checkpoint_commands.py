@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import functools
+import os
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -77,7 +78,9 @@ class CheckpointCommands:
         if not env.transformations:
             raise UsageError("%flink restore: the dataflow is empty; build it again (the same program, with the "
                              "same uids) in a %%flink cell first, then restore")
-        completed = _load(args.path)
+        remote = self.cluster_commands.connection.remote
+        # connected: a path only the cluster's machine can read is checked there, when the job starts
+        completed = None if remote is not None and not os.path.exists(args.path) else _load(args.path)
         saved_default = env.get_parallelism()
         saved_parallelism = [(t, t.parallelism) for t in env.transformations]
         saved_path = env.to_configuration_dict().get(RECOVERY_PATH)
@@ -86,10 +89,14 @@ class CheckpointCommands:
         try:
             if args.parallelism is not None:
                 env.override_parallelism(args.parallelism)
-            self._check_assignment(env, completed, args)
-            kind = "savepoint" if completed.is_savepoint else "checkpoint"
             at = f" at parallelism {args.parallelism}" if args.parallelism is not None else ""
-            print(f"Restoring {kind} {completed.checkpoint_id} ({completed.path}){at}.")
+            if completed is not None:
+                self._check_assignment(env, completed, args)
+                kind = "savepoint" if completed.is_savepoint else "checkpoint"
+                print(f"Restoring {kind} {completed.checkpoint_id} ({completed.path}){at}.")
+            else:
+                print(f"Restoring {args.path}{at} on the cluster at {remote.rest_url} (not readable from this "
+                      f"kernel: the cluster checks it when the job starts).")
             client = self.cluster_commands.submit(args.name)
             submitted = True
             return client
@@ -153,9 +160,11 @@ class CheckpointCommands:
 
     @staticmethod
     def _call(function: Any, command: str, *args: Any) -> Any:
+        from streamkernel.runtime.rest.client import ClusterUnreachableError, RestClientError
+
         try:
             return function(*args)
-        except (ValueError, TimeoutError, RuntimeError, OSError) as exc:
+        except (ValueError, TimeoutError, RuntimeError, OSError, RestClientError, ClusterUnreachableError) as exc:
             raise UsageError(f"%flink {command}: {exc}") from None
 
 

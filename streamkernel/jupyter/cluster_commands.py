@@ -2,6 +2,8 @@
 
 Each is a thin call into the public Python API (``MiniCluster``, ``env.execute_async``,
 ``JobClient.cancel``) plus a display: pandas tables in the notebook, text in a terminal.
+The cluster is the in-kernel MiniCluster, or while ``%flink connect`` ed the remote one
+(:mod:`.connect_commands`), which offers the same interface.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, Optional
 from IPython.core.error import UsageError
 
 from streamkernel.common.futures import result_within
+from streamkernel.jupyter.connect_commands import ConnectCommands
 from streamkernel.errors import InvalidProgramError, StreamKernelError
 
 __all__ = ["ClusterCommands", "matching_jobs"]
@@ -43,12 +46,16 @@ class ClusterCommands:
         self.display = display
         self.clients: dict[str, Any] = {}
         self.cockpit: Any = None  # the CockpitCommands showing live views, set by the magics
+        self.connection = ConnectCommands(session)
 
     # ------------------------------------------------------------- cluster
     def start(self, args: argparse.Namespace) -> Any:
         """``%flink start``: a MiniCluster that every environment in this kernel submits to."""
         from streamkernel.runtime.minicluster.minicluster import MiniCluster, current_cluster
 
+        if self.connection.remote is not None:
+            raise UsageError(f"%flink start: connected to the cluster at {self.connection.remote.rest_url}; "
+                             f"%flink disconnect first (start runs a cluster in this kernel)")
         running = current_cluster()
         if running is not None and running.is_running:
             raise UsageError(f"%flink start: a cluster is already running ({running!r}); %flink stop it first")
@@ -119,13 +126,24 @@ class ClusterCommands:
         self.display(_frame(rows, ["taskmanager", "slot", "job", "subtasks"]))
 
     def cluster_or_usage(self, command: str) -> Any:
-        """The running cluster, or a UsageError telling to ``%flink start`` one."""
+        """The running cluster (the connected one, else the kernel's), or a UsageError telling to
+        ``%flink start`` one; a UsageError naming ``command`` when it cannot work remotely."""
+        self.connection.refuse(command)
+        cluster = self.active_cluster()
+        if cluster is None or not cluster.is_running:
+            raise UsageError(f"%flink {command}: no cluster is running; start one with %flink start "
+                             f"(or %flink connect HOST:PORT to a running one)")
+        return cluster
+
+    def active_cluster(self) -> Any:
+        """The connected cluster, else the kernel's current MiniCluster (None: neither)."""
+        if self.connection.remote is not None:
+            return self.connection.remote
+        if "streamkernel.runtime.minicluster.minicluster" not in sys.modules:  # no cluster ever started
+            return None
         from streamkernel.runtime.minicluster.minicluster import current_cluster
 
-        cluster = current_cluster()
-        if cluster is None or not cluster.is_running:
-            raise UsageError(f"%flink {command}: no cluster is running; start one with %flink start")
-        return cluster
+        return current_cluster()
 
     # ---------------------------------------------------------------- jobs
     def jobs(self, args: argparse.Namespace) -> None:
@@ -145,9 +163,8 @@ class ClusterCommands:
               f"job.get_job_status().result(), job.get_job_execution_result().result()).")
         if self.cockpit is not None and self.cockpit.live:
             from streamkernel.jupyter.widgets.cockpit import JOB_PARTS
-            from streamkernel.runtime.minicluster.minicluster import current_cluster
 
-            cluster = current_cluster()
+            cluster = self.active_cluster()
             if cluster is not None:
                 self.cockpit.show_job(cluster, job_id, JOB_PARTS)
         return client

@@ -139,32 +139,37 @@ class CockpitCommands:
 
     # ---------------------------------------------- dashboards for submissions
     def before_cell(self, *_: Any) -> None:
-        """IPython ``pre_run_cell``: remember the jobs that exist before the cell."""
-        if "streamkernel.runtime.minicluster.minicluster" not in sys.modules:  # no job ran yet: nothing to import
+        """IPython ``pre_run_cell``: remember the jobs that exist before the cell (of a connected
+        cluster only when views are live: that costs a request; an unreachable one counts as none)."""
+        remote = self.cluster_commands.connection.remote
+        if remote is not None and not self.live:
             self._jobs_before = set()
             return
-        from streamkernel.runtime.minicluster.minicluster import current_cluster
-
-        cluster = current_cluster()
-        self._jobs_before = {str(j.job_id) for j in cluster.jobs()} if cluster is not None else set()
+        cluster = self.cluster_commands.active_cluster()  # None when no job ran yet: nothing imported
+        try:
+            self._jobs_before = {str(j.job_id) for j in cluster.jobs()} if cluster is not None else set()
+        except Exception:  # noqa: BLE001 - never break the user's cell for a view (a remote cluster gone)
+            self._jobs_before = set()
 
     def after_cell(self, *_: Any) -> None:
         """IPython ``post_run_cell``: a job the cell submitted and left running gets its dashboard
         when the notebook holds its JobClient (``client = env.execute_async()``, or the cell's
         value), unless one is shown already. Jobs a cell submits for itself (a collect loop on
         a thread, a helper function's own client) do not."""
-        if "streamkernel.runtime.minicluster.minicluster" not in sys.modules:
-            return
-        from streamkernel.jupyter.widgets.cockpit import JOB_PARTS
-        from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient
-        from streamkernel.runtime.minicluster.minicluster import current_cluster
-
-        cluster = current_cluster()
+        cluster = self.cluster_commands.active_cluster()
         if cluster is None or not self.live:
             return
+        from streamkernel.common.job_client import JobClient
+        from streamkernel.jupyter.widgets.cockpit import JOB_PARTS
+
         held = {str(value.get_job_id()) for value in list(self.cluster_commands.session.shell.user_ns.values())
-                if isinstance(value, MiniClusterJobClient)}
-        for job in cluster.jobs():
+                if isinstance(value, JobClient)}
+        try:
+            jobs = cluster.jobs()
+        except Exception as error:  # noqa: BLE001 - never break the user's cell for a view
+            print(f"streamkernel: could not list the jobs of {cluster!r}: {error}", file=sys.stderr)
+            return
+        for job in jobs:
             job_id = str(job.job_id)
             if (job_id in held and job_id not in self._jobs_before and job_id not in self._shown_jobs
                     and not job.status.is_globally_terminal_state()):

@@ -94,6 +94,15 @@ def line_parser() -> MagicArgumentParser:
                        help="a configuration key of the cluster (repeatable), e.g. "
                             "-D streamkernel.minicluster.max-taskmanager-processes=32")
     sub.add_parser("stop", add_help=False, help="stop the cluster: cancel its jobs, end every TaskManager")
+    connect = sub.add_parser("connect", add_help=False,
+                             help="use a running cluster through its REST API: jobs submit there, the other "
+                                  "subcommands read and control it")
+    connect.add_argument("address", type=nonblank, help="the cluster's REST address: http://HOST:PORT or HOST:PORT")
+    connect.add_argument("--secret-file", type=nonblank, default=None, metavar="FILE",
+                         help="the file holding the cluster's secret (default: found from the address on this "
+                              "machine, or $STREAMKERNEL_SECRET_FILE)")
+    sub.add_parser("disconnect", add_help=False,
+                   help="stop using the connected cluster; it and its jobs keep running")
     sub.add_parser("cluster", add_help=False, help="the cluster's TaskManagers and what runs in each slot")
     sub.add_parser("webui", add_help=False,
                    help="a link to the cluster's Flink Web UI and REST API (and the UI itself, in a notebook)")

@@ -11,7 +11,8 @@ drawn afterwards with the operators this cell added highlighted.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Optional
+import contextlib
+from typing import Any, Iterator, Optional
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -53,6 +54,7 @@ class FlinkMagics(Magics):
 
         Line magic: ``%flink show [stream|job|execution|plan]``, ``%flink reset``,
         ``%flink start [--taskmanagers N] [--slots S]``, ``%flink stop``, ``%flink cluster``,
+        ``%flink connect HOST:PORT [--secret-file FILE]``, ``%flink disconnect``,
         ``%flink jobs``, ``%flink submit``, ``%flink cancel JOB``, ``%flink metrics [JOB]``,
         ``%flink kill-taskmanager TM``, ``%flink fail OPERATOR``, ``%flink checkpoint [JOB]``,
         ``%flink savepoint [JOB] [--dir D] [--stop [--drain]]``, ``%flink restore PATH [--parallelism N]``,
@@ -90,11 +92,30 @@ class FlinkMagics(Magics):
             new = self.session.node_ids() - before
             self._show(options.show, options, highlight=new)
         if options.submit:
-            self.cluster_commands.submit(self.session.job_name())
+            with self._remote_errors("%%flink --submit"):
+                self.cluster_commands.submit(self.session.job_name())
 
     # ---------------------------------------------------------------- line
     def _line(self, line: str) -> None:
         args = commands.parse_line(line)
+        with self._remote_errors(f"%flink {args.subcommand}"):
+            self._dispatch(args)
+
+    @contextlib.contextmanager
+    def _remote_errors(self, command: str) -> Iterator[None]:
+        """While connected, the REST client's errors (the cluster gone, a request refused) as one line."""
+        try:
+            yield
+        except StreamKernelError as exc:
+            if self.cluster_commands.connection.remote is None:
+                raise
+            from streamkernel.runtime.rest.client import ClusterUnreachableError, RestClientError
+
+            if not isinstance(exc, (ClusterUnreachableError, RestClientError)):
+                raise
+            raise UsageError(f"{command}: {exc}") from None
+
+    def _dispatch(self, args: argparse.Namespace) -> None:
         if args.subcommand == "help":
             print(commands.usage())
         elif args.subcommand == "reset":
@@ -117,6 +138,8 @@ class FlinkMagics(Magics):
             getattr(self.debug_commands, args.subcommand)(args)
         elif args.subcommand in ("checkpoint", "savepoint", "restore", "checkpoints"):
             getattr(self.checkpoint_commands, args.subcommand)(args)
+        elif args.subcommand in ("connect", "disconnect"):
+            getattr(self.cluster_commands.connection, args.subcommand)(args)
         elif args.subcommand in ("start", "stop", "cluster", "webui", "jobs", "cancel", "metrics", "kill-taskmanager",
                                  "fail"):
             getattr(self.cluster_commands, args.subcommand.replace("-", "_"))(args)

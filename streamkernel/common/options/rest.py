@@ -40,6 +40,15 @@ class RestOptions:
         .default_value(Duration.of_minutes(5)).with_description(
             "How long the result of a completed asynchronous operation (a savepoint, stop-with-savepoint or "
             "checkpoint triggered through the REST API) can still be asked for by its trigger id.")
+    COLLECT_CLIENT_TIMEOUT = _key("collect-sink.client-timeout").duration_type() \
+        .default_value(Duration.of_seconds(60)).with_description(
+            "How long the JobManager holds the results of a remote execute_and_collect() whose client stopped "
+            "fetching: after it, blocked collect sinks are released and further results dropped, so a job whose "
+            "client went away still finishes (streamkernel's key).")
+    FRONT_PROCESS = _key("streamkernel.rest.front-process").boolean_type().default_value(True).with_description(
+        "Answer HTTP in a process of its own in front of the JobManager (streamkernel's: a browser or a curl "
+        "loop then costs the JobManager's process, and tasks running in it, at most one request per resource "
+        "and second); false: the JobManager's process answers every request itself.")
 
 
 def rest_port_range(configuration: Mapping[str, Any]) -> range:
@@ -78,6 +87,7 @@ def check_rest_options(configuration: Mapping[str, Any]) -> None:
     """Parse every REST key of ``configuration``: the first bad value raises
     IllegalConfigurationError naming its key (before a cluster starts anything)."""
     for option in (RestOptions.BIND_ADDRESS, RestOptions.PORT, RestOptions.ADDRESS,
-                   RestOptions.SERVER_MAX_CONTENT_LENGTH, RestOptions.ASYNC_OPERATION_STORE_DURATION):
+                   RestOptions.SERVER_MAX_CONTENT_LENGTH, RestOptions.ASYNC_OPERATION_STORE_DURATION,
+                   RestOptions.FRONT_PROCESS):
         option.get(configuration)
     rest_port_range(configuration)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from streamkernel.common.job_status import select_jobs
 from streamkernel.common.watermark_strategy import MIN_WATERMARK
@@ -93,7 +93,10 @@ class TaskMetrics:
         self.subtask_index = subtask_index
         self.records_in = 0
         self.records_out = 0
-        self.bytes_out = 0
+        # the channels whose bytes this task counts (Flink's numBytesIn / numBytesOut): what
+        # crossed a process boundary serialized; an exchange inside one process moves objects
+        self.input_channels: Sequence[Any] = ()
+        self.output_channels: Sequence[Any] = ()
         self.busy_ns = 0
         self.idle_ns = 0
         self.backpressured_ns = 0
@@ -130,7 +133,9 @@ class TaskMetrics:
         working = max(now - busy_since - waiting - waited_in_batch, 0) if busy_since else 0
         return {
             "task": self.task_name, "subtask": self.subtask_index,
-            "records_in": self.records_in, "records_out": self.records_out, "bytes_out": self.bytes_out,
+            "records_in": self.records_in, "records_out": self.records_out,
+            "bytes_in": sum(getattr(c, "bytes_received", 0) for c in self.input_channels),
+            "bytes_out": sum(getattr(c, "bytes_sent", 0) for c in self.output_channels),
             "busy_ns": busy_ns + working, "idle_ns": self.idle_ns,
             "backpressured_ns": backpressured_ns + waiting,
             "input_watermark": self.input_watermark, "output_watermark": self.output_watermark,

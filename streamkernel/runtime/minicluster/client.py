@@ -192,10 +192,11 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
     data_stream.sink_to(sink).name("Collect Sink").set_parallelism(1)  # one collector, as Flink's CollectSinkOperator
     stream_graph = env.get_stream_graph(job_execution_name, clear_transformations=True)
     remote = _remote_client(stream_graph)
-    if remote is not None:
-        from streamkernel.runtime.rest.remote_execution import collect_refused
+    if remote is not None:  # the results come back from the cluster's collect sink coordinator
+        from streamkernel.runtime.rest.remote_execution import collect_remote
 
-        raise collect_refused(remote)
+        remote_results = collect_remote(remote, stream_graph, sink.buffer_id, collect_converter(data_stream.get_type()))
+        return remote_results if limit is None else _first(remote_results, limit)
     client, transient = _submit(stream_graph)
     buffer = sink.buffer  # ended with the job by MiniCluster.submit (watch_collect_buffers)
     dispatcher = client._dispatcher  # the cluster the job runs on (current or transient)
@@ -256,8 +257,11 @@ def execute_and_collect(env: Any, data_stream: Any, job_execution_name: Optional
             to_job_execution_result(result)  # raises JobExecutionError from the cause
 
     iterator = CloseableIterator(close=close, batches=batches())
-    if limit is None:
-        return iterator
+    return iterator if limit is None else _first(iterator, limit)
+
+
+def _first(iterator: Any, limit: int) -> list:
+    """``execute_and_collect(limit=N)``: the first ``limit`` records, then the iterator closed (the job cancelled)."""
     try:
         return list(itertools.islice(iterator, limit))
     finally:

@@ -195,9 +195,7 @@ class MiniCluster:
         self._resource_manager = resource_manager
         self._dispatcher = Dispatcher(self._resource_manager, self.configuration)
         try:
-            self._backend = create_taskmanagers(
-                self.backend, self.configuration, shuffle=self.shuffle, clock=self.clock,
-                working_dir=self._working_dir, task_factory=self._task_factory, **self._spark)
+            self._backend = self._create_taskmanager_backend()
             self._backend.start(self._resource_manager, self.number_of_taskmanagers, self.slots_per_taskmanager)
         except BaseException:
             self._dispatcher.shutdown(1.0)
@@ -226,6 +224,13 @@ class MiniCluster:
                 raise
         self._running = True
         cluster_started(self)  # stopped at interpreter exit unless stopped before
+
+    def _create_taskmanager_backend(self) -> Any:
+        """The TaskManagers object of this cluster's backend (not started yet); a subclass may
+        supply another (the standalone session cluster: TaskManagers that register by themselves)."""
+        assert self._working_dir is not None
+        return create_taskmanagers(self.backend, self.configuration, shuffle=self.shuffle, clock=self.clock,
+                                   working_dir=self._working_dir, task_factory=self._task_factory, **self._spark)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Cancel running jobs, stop the TaskManagers and the JobManager; no thread or process is left.

@@ -66,7 +66,7 @@ class LocalChannel:
 
     __slots__ = ("name", "index", "input_index", "_gate", "_lock", "_credit_cond", "_queue",
                  "_credits", "_blocked", "_listed", "_cancelled", "_sender_waiting", "_credit_event",
-                 "buffer_size")
+                 "buffer_size", "bytes_received")
 
     def __init__(self, name: str = "") -> None:
         self.name = name
@@ -86,6 +86,9 @@ class LocalChannel:
         self._credit_event: Optional[threading.Event] = None  # set when a credit comes back (await_credit)
         # buffer debloating: records per buffer the receiver announced (0: none, the writer's own size)
         self.buffer_size = 0
+        # bytes of the frames that brought its items from another process (the network thread
+        # adds them; 0 for a channel inside one process, whose items are objects, never bytes)
+        self.bytes_received = 0
 
     # ------------------------------------------------------------------ sender side
     def send(self, item: Any) -> int:

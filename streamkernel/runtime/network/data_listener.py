@@ -234,6 +234,7 @@ class InboundConnection:
                 feed = feeds.get(wire.parse_stream(frame))
                 if feed is None or feed.failed:
                     continue  # a released channel: dropped
+                feed.channel.bytes_received += len(frame)
                 try:
                     body = memoryview(frame)[offset:]
                     item = loads_marshalled(body) if kind == wire.DATA_MARSHAL else loads(body)
@@ -264,6 +265,8 @@ class InboundConnection:
         feed = self.feeds.get(wire.parse_stream(frame))
         if feed is None or feed.failed:
             return  # a released channel: dropped
+        if kind == wire.OVERDRAFT:
+            feed.channel.bytes_received += len(frame) + 1  # as its producer counted it
         body = memoryview(frame)[wire.STREAM_HEADER_SIZE:]
         try:
             item = wire.loads_marshalled(body) if frame[0] == wire.DATA_MARSHAL else wire.loads(body)

@@ -86,10 +86,13 @@ class RemoteTaskManagers:
 
     ``id_of(index)`` names the ``index``-th TaskManager (``taskmanager-1`` ...); ``working_dir``
     (owned and removed by the cluster) is where the TaskManagers make their working directories.
+    ``secret``: the cluster secret TaskManagers authenticate with (None: a new one; a standalone
+    cluster passes the one of its directory, which TaskManagers started elsewhere read).
     """
 
     def __init__(self, launcher: Any, configuration: Mapping[str, str], id_of: Callable[[int], str], *,
-                 replace_lost: bool = True, working_dir: Optional[str] = None) -> None:
+                 replace_lost: bool = True, working_dir: Optional[str] = None,
+                 secret: Optional[bytes] = None) -> None:
         self.launcher = launcher
         self.configuration = dict(configuration)
         if working_dir is not None:
@@ -102,7 +105,7 @@ class RemoteTaskManagers:
         heartbeat = REMOTE_HEARTBEAT_DEFAULTS["heartbeat.interval"]
         self._heartbeat_s = HeartbeatManagerOptions.HEARTBEAT_INTERVAL.get(
             self.configuration, HeartbeatManagerOptions.HEARTBEAT_INTERVAL.parse(heartbeat)).to_milliseconds() / 1000
-        self.secret = new_cluster_secret()
+        self.secret = secret or new_cluster_secret()
         self.driver_services = DriverServices()
         # _cond guards every field below; waiters in start()/add() wait for registrations.
         self._cond = threading.Condition()

@@ -105,6 +105,48 @@ class RestClusterClient:
         """The cluster's ``/config`` (ClusterUnreachableError when nobody answers)."""
         return self.request("GET", "/config")[1]
 
+    def get(self, path: str) -> Any:
+        """``GET path``: the decoded JSON answer."""
+        return self.request("GET", path)[1]
+
+    def check_rest_api(self) -> dict:
+        """The cluster's ``/config`` if a Flink (or streamkernel) REST API answers at the address;
+        RestClientError naming the address when another HTTP server does."""
+        what = f"the HTTP server at {self.url} is not a streamkernel/Flink REST API"
+        try:
+            config = self.get("/config")
+        except RestClientError as error:
+            raise RestClientError(error.status, f"{what} (GET /config answered HTTP {error.status})") from None
+        if not isinstance(config, dict) or "flink-version" not in config:
+            raise RestClientError(200, f"{what} (GET /config has no flink-version)")
+        return config
+
+    def verify_secret(self) -> None:
+        """An authenticated no-op: POST ``/jobs`` a signed payload that is no job. The cluster checks
+        the signature first (401: RestClientError saying the secret does not match), then refuses
+        the payload (400): nothing is submitted. SecretError when no secret is found."""
+        from streamkernel.runtime.rest.job_signature import signed_headers
+        from streamkernel.runtime.rpc.serialization import dumps
+
+        body = dumps({"format": "streamkernel connect: a signature check, not a job"})
+        try:
+            self.request("POST", "/jobs", body, signed_headers(self.secret(), body))
+        except RestClientError as error:
+            if error.status == 400:
+                return  # the signature passed; the payload was refused, as meant
+            if error.status == 404:
+                raise RestClientError(404, f"the cluster at {self.host}:{self.port} takes no submissions "
+                                           f"(web.submit.enable is false): {error}") from None
+            raise
+        raise RestClientError(200, f"the cluster at {self.host}:{self.port} accepted a payload that is no job")
+
+    def trigger_checkpoint(self, job_id: Any, timeout: float = 60.0) -> int:
+        """``POST /jobs/:jobid/checkpoints`` then poll its status; the checkpoint's id."""
+        body = json.dumps({}).encode()
+        _, answer = self.request("POST", f"/jobs/{job_id}/checkpoints", body, {"Content-Type": "application/json"})
+        operation = self._wait_for_completion(f"/jobs/{job_id}/checkpoints/{answer['request-id']}", timeout)
+        return int(operation.get("checkpointId", -1))
+
     # ------------------------------------------------------------------ jobs
     def submit_job(self, stream_graph: Any, job_id: Optional[JobID] = None) -> JobID:
         """Pickle ``stream_graph``, sign it and POST it to ``/jobs``; the new job's JobID.
@@ -169,16 +211,21 @@ class RestClusterClient:
         return self._wait_for_operation(f"/jobs/{job_id}/savepoints/{answer['request-id']}", timeout)
 
     def _wait_for_operation(self, path: str, timeout: float) -> str:
+        return str(self._wait_for_completion(path, timeout).get("location"))
+
+    def _wait_for_completion(self, path: str, timeout: float) -> dict:
+        """Poll an asynchronous operation's status; its ``operation`` body once COMPLETED."""
+        what = "checkpoint" if "/checkpoints/" in path else "savepoint"
         deadline = time.monotonic() + timeout
         while True:
             answer = self.request("GET", path)[1]
             if answer.get("status", {}).get("id") == "COMPLETED":
-                operation = answer.get("operation") or {}
+                operation = dict(answer.get("operation") or {})
                 if "failure-cause" in operation:
                     cause = operation["failure-cause"] or {}
                     text = str(cause.get("stack-trace") or cause.get("class") or "unknown cause").strip()
-                    raise RestClientError(500, f"the savepoint failed: {text.splitlines()[-1] if text else ''}")
-                return str(operation.get("location"))
+                    raise RestClientError(500, f"the {what} failed: {text.splitlines()[-1] if text else ''}")
+                return operation
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{path} did not complete within {timeout} s")
             time.sleep(0.2)

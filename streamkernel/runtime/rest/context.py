@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
-from streamkernel.common.options import RestOptions
+from streamkernel.common.options import RestOptions, WebOptions
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
 from streamkernel.runtime.rest.async_operations import AsyncOperations
 from streamkernel.runtime.rest.job_signature import ReplayGuard
@@ -29,6 +29,9 @@ __all__ = ["RestContext", "now_ms", "subtask_metrics", "RECENT_WINDOW_NS"]
 #: How far back the "recent" busy / idle / backpressured ratios look at least (Flink's are per second).
 RECENT_WINDOW_NS = 1_000_000_000
 _TIMES = ("uptime_ns", "backpressured_ns", "idle_ns", "busy_ns")
+
+#: The longest a snapshot's answer is reused (seconds), whatever ``web.refresh-interval`` says.
+MAX_ANSWER_AGE_S = 1
 
 
 def now_ms() -> int:
@@ -46,7 +49,10 @@ class RestContext:
     way); it is called from a thread of its own, never the endpoint's. ``operations`` holds
     the savepoints and checkpoints triggered through the API (kept ``rest.async.store-duration``).
     ``cluster_secret`` is the key job submissions are signed with (:mod:`.job_signature`; empty:
-    none accepted).
+    none accepted). ``answer_max_age`` is how many seconds a snapshot's answer may be reused
+    (``Cache-Control: max-age``, honoured by the front process): ``min(web.refresh-interval,
+    1 s)`` in whole seconds, as Flink's handlers reuse a job's execution graph for
+    ``web.refresh-interval``; 0 (never reused) when the interval is under a second.
     """
 
     dispatcher: "DispatcherGateway"
@@ -58,10 +64,12 @@ class RestContext:
     operations: Optional[AsyncOperations] = None
     cluster_secret: bytes = field(default=b"", repr=False)
     replay_guard: ReplayGuard = field(default_factory=ReplayGuard, repr=False)
+    answer_max_age: int = field(init=False, default=0)
     _samples: dict = field(default_factory=dict, repr=False)
     _samples_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
+        self.answer_max_age = min(MAX_ANSWER_AGE_S, WebOptions.REFRESH_INTERVAL.get(self.configuration) // 1000)
         if self.operations is None:
             duration = RestOptions.ASYNC_OPERATION_STORE_DURATION.get(self.configuration)
             self.operations = AsyncOperations(duration.to_milliseconds() / 1000.0)

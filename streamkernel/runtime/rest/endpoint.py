@@ -7,6 +7,12 @@ on ``rest.bind-address`` and returns once the server listens; it never blocks th
 afterwards. ``stop()`` closes the listening socket and every open connection, stops the loop
 and joins its thread: nothing is left behind. Handlers run on the endpoint's loop and only
 read published snapshots (:class:`~streamkernel.runtime.rest.context.RestContext`).
+
+By default (``streamkernel.rest.front-process``) the tornado server of this process listens
+on a loopback port of its own, and a front process (:mod:`.front_process`, :mod:`.front`)
+answers the public port, forwarding to it through a short-lived cache: HTTP's per-request
+Python then runs outside the JobManager's process and its GIL. Should the front exit, this
+process serves the public port itself from then on (logged as a warning).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from streamkernel.common.options import RestOptions
 from streamkernel.common.options.rest import rest_explicitly_configured, rest_port_range
 from streamkernel.errors import IllegalConfigurationError, StreamKernelError
 from streamkernel.runtime.rest.context import RestContext
+from streamkernel.runtime.rest.front_process import RestFrontProcess
 from streamkernel.runtime.rest.web_ui import find_dashboard
 
 __all__ = ["RestServerEndpoint", "RestEndpointError"]
@@ -49,7 +56,10 @@ class RestServerEndpoint:
         self._any_port_after_range = not rest_explicitly_configured(conf)
         self.address = (RestOptions.ADDRESS.get(conf) or self.bind_address).strip()
         self.max_content_length = RestOptions.SERVER_MAX_CONTENT_LENGTH.get(conf)
+        self.use_front = RestOptions.FRONT_PROCESS.get(conf)
         self.port: Optional[int] = None
+        self.front: Optional[RestFrontProcess] = None
+        self._public: list[socket.socket] = []
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._server: Any = None
@@ -76,7 +86,12 @@ class RestServerEndpoint:
         with self._lock:
             if self._thread is not None:
                 return self
-            sockets = self._bind()
+            public = self._bind()
+            sockets = public
+            if self.use_front:
+                from tornado.netutil import bind_sockets
+
+                sockets = bind_sockets(0, "127.0.0.1", reuse_port=False)  # this process's own, behind the front
             if not _is_loopback(self.bind_address):
                 _LOG.warning("The REST API listens on %s:%s, not on a loopback address: anyone who can reach it can "
                              "read and cancel this cluster's jobs (set rest.bind-address to 127.0.0.1 to keep it "
@@ -89,11 +104,28 @@ class RestServerEndpoint:
             ready.wait()
             if failure:
                 thread.join()
+                for sock in public:
+                    sock.close()
                 raise RestEndpointError(f"the REST endpoint could not start: {failure[0]}") from failure[0]
             self._thread = thread
-            self.port = sockets[0].getsockname()[1]
+            self._public = public
+            if self.use_front:
+                self.front = RestFrontProcess(public, sockets[0].getsockname()[1], self.max_content_length,
+                                              self._front_lost).start()
+            self.port = public[0].getsockname()[1]
             self.context.rest_address = f"{self.address}:{self.port}"
         return self
+
+    def _front_lost(self, message: str) -> None:
+        """The front exited while serving: answer the public port here from now on."""
+        loop, server = self._loop, self._server
+        if loop is None or server is None:
+            return
+        _LOG.warning("%s; this process answers the REST API on port %s itself from now on", message, self.port)
+        try:
+            loop.call_soon_threadsafe(server.add_sockets, self._public)
+        except RuntimeError:  # the loop closed meanwhile: the endpoint is stopping
+            pass
 
     def _bind(self) -> list[socket.socket]:
         from tornado.netutil import bind_sockets  # lazy: tornado only when a cluster serves the API
@@ -167,6 +199,9 @@ class RestServerEndpoint:
             if thread is threading.current_thread():
                 raise RestEndpointError("the REST endpoint cannot be stopped from its own thread (a handler): it "
                                         "would wait for itself; stop it from another thread")
+            if self.front is not None:  # first: it drains its requests through this process's server
+                self.front.stop(timeout)
+                self.front = None
 
             async def shutdown() -> None:
                 server.stop()
@@ -180,6 +215,9 @@ class RestServerEndpoint:
             if thread.is_alive():
                 _LOG.warning("the REST endpoint's thread did not stop within %.1f s", timeout + 1.0)
             self._thread = self._loop = self._server = None
+            for sock in self._public:
+                sock.close()
+            self._public = []
             self.port = None
 
     def __repr__(self) -> str:

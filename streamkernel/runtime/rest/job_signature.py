@@ -79,14 +79,18 @@ class ReplayGuard:
     def __init__(self) -> None:
         self._seen: dict[str, int] = {}  # signature -> its timestamp (ms)
         self._lock = threading.Lock()
+        self._purged_at = 0  # ms: expired signatures are dropped at most once a second (collect fetches
+        # are frequent: a scan per request would grow with the requests of the last five minutes)
 
     def check(self, signature: str, timestamp: str, now_ms: Optional[int] = None) -> None:
         """Remember a verified request's signature; SignatureError if it was accepted before."""
         now = int(now_ms if now_ms is not None else time.time() * 1000)
         key = signature.strip()
         with self._lock:
-            for old in [k for k, t in self._seen.items() if now - t > MAX_SKEW_MS]:
-                del self._seen[old]
+            if now - self._purged_at >= 1000:
+                self._purged_at = now
+                for old in [k for k, t in self._seen.items() if now - t > MAX_SKEW_MS]:
+                    del self._seen[old]
             if key in self._seen:
                 raise SignatureError("Unauthorized: this signed request was already submitted (a replay); "
                                      "streamkernel run -m signs every submission anew")

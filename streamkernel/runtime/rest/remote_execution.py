@@ -12,31 +12,35 @@ it through :class:`~.client.RestClusterClient`:
 * detached (``execution.attached: false``, ``streamkernel run -m ... --detached``):
   ``execute()`` returns once submitted, with a result that has only the JobID;
 * ``execute_async()`` returns a :class:`RestJobClient` (status, cancel, savepoints, result);
-* ``execute_and_collect()`` is refused: streaming results back to the client comes with the
-  deployment modes (issue 17).
+* ``execute_and_collect()`` submits and returns an iterator over the results the cluster's
+  collect sink coordinator holds (:func:`collect_remote`, :mod:`.collect_fetcher`).
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from typing import Any, Dict, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, Mapping, Optional
 
 from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_client import JobClient
 from streamkernel.common.job_execution_result import JobExecutionResult
 from streamkernel.common.job_status import JobID, JobStatus
 from streamkernel.errors import IllegalConfigurationError, InvalidProgramError, JobExecutionError
-from streamkernel.runtime.rest.client import RestClusterClient
+from streamkernel.runtime.rest.client import ClusterUnreachableError, RestClientError, RestClusterClient
+
+if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.datastream.closeable_iterator import CloseableIterator
 
 __all__ = ["REMOTE_TARGET", "remote_client_for", "execute_remote", "submit_remote", "RestJobClient",
-           "DetachedJobExecutionResult", "CLIENT_KEYS"]
+           "DetachedJobExecutionResult", "CLIENT_KEYS", "collect_remote"]
 
 #: ``execution.target`` of a session cluster reached through its REST API (Flink's name).
 REMOTE_TARGET = "remote"
 #: Keys that say where the client submits; the job travels without them.
 CLIENT_KEYS = ("execution.target", "execution.attached", "rest.address", "rest.port")
 _POLL_S = 0.2
+_CANCEL_WAIT_S = 5.0  # how long closing the results waits for the cancelled job (as locally)
 
 
 def remote_client_for(configuration: Mapping[str, Any]) -> Optional[RestClusterClient]:
@@ -212,9 +216,49 @@ class RestJobClient(JobClient):
         return f"RestJobClient({self._job_id} on {self._client.url})"
 
 
-def collect_refused(client: RestClusterClient) -> InvalidProgramError:
-    """The error of ``execute_and_collect()`` against a remote cluster."""
-    return InvalidProgramError(
-        f"execute_and_collect() cannot run on the remote cluster at {client.host}:{client.port}: streaming the "
-        f"results back to the client comes with the deployment modes (issue 17); write them to a sink (a file "
-        f"sink, print()) or run without -m")
+def collect_remote(client: RestClusterClient, stream_graph: Any, operator_id: str,
+                   convert: Optional[Callable[[Any], Any]] = None) -> CloseableIterator:
+    """``execute_and_collect()`` on the remote cluster: submit, then an iterator over the results
+    its collect sink coordinator holds (:mod:`.collect_fetcher`).
+
+    As the local iterator: it yields the results while the job runs, ends when the job finished,
+    raises JobExecutionError (with the cluster's cause) when it failed or was cancelled, and
+    closing it cancels a still running job. ``convert`` turns each result into what PyFlink's
+    collect hands out. Detached mode has no client to stream to: InvalidProgramError at once.
+    """
+    from streamkernel.datastream.closeable_iterator import CloseableIterator
+    from streamkernel.runtime.rest.collect_fetcher import CollectResultFetcher
+
+    if not _attached(stream_graph.configuration):
+        raise InvalidProgramError("execute_and_collect() needs an attached client: in detached mode "
+                                  "(execution.attached: false, streamkernel run --detached) nobody receives the "
+                                  "results; write them to a sink (a file sink, print()) instead")
+    job_id = _submit(client, stream_graph, JobID())
+    fetcher = CollectResultFetcher(client, job_id, operator_id)
+    closed = threading.Event()
+
+    def close() -> None:
+        closed.set()
+        fetcher.release()
+        try:
+            if client.request_job_result(job_id) is None:
+                client.cancel(job_id)
+                client.wait_for_result(job_id, _POLL_S, _CANCEL_WAIT_S)
+        except (TimeoutError, ClusterUnreachableError, RestClientError):
+            pass  # a slow or unreachable cluster: the job was asked to stop, or its results expire there
+
+    def batches() -> Iterator[list]:
+        for batch in fetcher.batches():
+            yield batch if convert is None else list(map(convert, batch))
+        if closed.is_set():
+            return
+        fetcher.release()
+        # the last result came: a failed or cancelled job raises with its cause; a finished one ends
+        # here (wait a little: another branch of the job may still run, or fail)
+        try:
+            body = client.wait_for_result(job_id, _POLL_S, None if fetcher.failure else _CANCEL_WAIT_S)
+        except TimeoutError:
+            return
+        to_job_execution_result(body)
+
+    return CloseableIterator(close=close, batches=batches())

@@ -25,10 +25,12 @@ ROUTE_MODULES: tuple[str, ...] = (
     "streamkernel.runtime.rest.handlers.vertices",
     "streamkernel.runtime.rest.handlers.checkpoints",
     "streamkernel.runtime.rest.handlers.taskmanagers",
+    "streamkernel.runtime.rest.handlers.logs",
     "streamkernel.runtime.rest.handlers.applications",
     "streamkernel.runtime.rest.handlers.job_actions",
     "streamkernel.runtime.rest.handlers.shutdown",
     "streamkernel.runtime.rest.handlers.submission",
+    "streamkernel.runtime.rest.handlers.coordination",
     "streamkernel.runtime.rest.handlers.dashboard",  # its catch-all RAW_ROUTES after every API route
 )
 

@@ -69,7 +69,8 @@ def export_reference(rpc: RpcConnection, value: Any) -> Optional[GatewayRef]:
     if kind is None:
         return None
     if kind == "TaskExecutorGateway":
-        attributes = {"taskmanager_id": value.taskmanager_id, "data_address": _data_address(value)}
+        attributes = {"taskmanager_id": value.taskmanager_id, "data_address": _data_address(value),
+                      "log_file": getattr(value, "log_file", None)}
     elif kind == "JobMasterGateway":
         attributes = {"job_id": value.job_id}
     else:

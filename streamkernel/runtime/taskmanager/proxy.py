@@ -40,6 +40,11 @@ class TaskExecutorProxy(RemoteProxy):
         """The (host, port) of the TaskManager's data listener (its network shuffle), or None."""
         return self._attributes.get("data_address")
 
+    @property
+    def log_file(self) -> Optional[str]:
+        """The TaskManager's log file as it reported it at registration (``log.file``), or None."""
+        return self._attributes.get("log_file")
+
     def _lost(self, error: RpcConnectionLostError) -> TaskManagerConnectionLostError:
         return TaskManagerConnectionLostError(f"TaskManager {self.taskmanager_id!r} is unreachable: {error}")
 

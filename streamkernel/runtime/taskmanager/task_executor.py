@@ -91,6 +91,8 @@ class TaskExecutor:
         self.services = _with_checkpoint_services(services, TaskCheckpointResponder(self._job_master_of))
         self._task_factory = task_factory
         self.index: Optional[int] = None
+        #: The process's log file (Flink's ``log.file``), reported at registration; None: no file of its own.
+        self.log_file: Optional[str] = None
         # The lock guards _tasks and _running; nothing calls out (to a JobMaster, a task)
         # while holding it, so task threads reporting states never wait on a busy caller.
         self._lock = threading.Lock()

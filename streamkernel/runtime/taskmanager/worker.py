@@ -34,7 +34,8 @@ from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RE
 from streamkernel.runtime.taskmanager.forwarding import WorkerForwarding
 
 __all__ = ["run_taskmanager", "main", "rpc_timeout_seconds", "switch_interval_seconds", "use_switch_interval",
-           "FORWARD_OUTPUT_KEY", "WORKING_DIR_KEY"]
+           "FORWARD_OUTPUT_KEY", "WORKING_DIR_KEY", "LOG_FILE_KEY", "ENDED_SHUTDOWN", "ENDED_CONNECTION_LOST",
+           "ENDED_STOPPED"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -46,6 +47,10 @@ FORWARD_OUTPUT_KEY = TaskManagerOptions.FORWARD_OUTPUT.key()
 #: its own temporary directory (under ``io.tmp.dirs``) and removes it when it ends normally.
 WORKING_DIR_KEY = TaskManagerOptions.WORKING_DIR.key()
 _POLL_S = 0.2
+#: Flink's key naming a process's log file (a TaskManager reports it at registration).
+LOG_FILE_KEY = "log.file"
+#: Why :func:`run_taskmanager` returned.
+ENDED_SHUTDOWN, ENDED_CONNECTION_LOST, ENDED_STOPPED = "shutdown", "connection lost", "stopped"
 
 
 def rpc_timeout_seconds(configuration: Mapping[str, str]) -> float:
@@ -95,13 +100,17 @@ def _adopt_driver_environment(environment: Mapping[str, Any]) -> None:
 
 
 def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmanager_id: str, slots: int,
-                    configuration: Mapping[str, str], *, stop_event: Optional[threading.Event] = None) -> None:
+                    configuration: Mapping[str, str], *, stop_event: Optional[threading.Event] = None) -> str:
     """Run one TaskManager in this process until the JobManager stops it or the connection is lost.
+
+    Returns why it ended: :data:`ENDED_SHUTDOWN` (the JobManager told it to),
+    :data:`ENDED_CONNECTION_LOST` (the JobManager is gone) or :data:`ENDED_STOPPED` (``stop_event``).
 
     ``configuration`` holds Flink keys (``taskmanager.bind-host`` for the data listener,
     ``pekko.ask.timeout``, ``io.tmp.dirs``, :data:`WORKING_DIR_KEY`; ``taskmanager.forward-output:
     false`` keeps stdout here). Setting ``stop_event`` stops it too (as a lost connection does). Raises
     ConnectionRefusedByPeerError when the JobManager cannot be reached or refuses the secret.
+    ``log.file`` (Flink's key), when set, is reported at registration (the REST API serves it).
     """
     from streamkernel.runtime.core.clock import SystemClock
     from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
@@ -124,13 +133,13 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
         services = TaskServices(shuffle=shuffle, clock=SystemClock(), taskmanager_id=taskmanager_id,
                                 working_dir=working_dir)
         task_executor = TaskExecutor(taskmanager_id, int(slots), services)
+        task_executor.log_file = conf.get(LOG_FILE_KEY) or None
         resource_manager = rpc.proxy(GatewayRef(RESOURCE_MANAGER, "ResourceManagerGateway"))
         forward = TaskManagerOptions.FORWARD_OUTPUT.get(conf)
         if forward:
             with forwarding.redirect_output():
-                _serve(task_executor, resource_manager, rpc, stop_event)
-        else:
-            _serve(task_executor, resource_manager, rpc, stop_event)
+                return _serve(task_executor, resource_manager, rpc, stop_event)
+        return _serve(task_executor, resource_manager, rpc, stop_event)
     finally:
         if task_executor is not None and task_executor.is_running:
             task_executor.shutdown(timeout)  # connection lost or stop_event: tasks end first
@@ -153,13 +162,14 @@ def _make_working_dir(taskmanager_id: str, conf: Mapping[str, str]) -> str:
 
 
 def _serve(task_executor: Any, resource_manager: Any, rpc: RpcConnection,
-           stop_event: Optional[threading.Event]) -> None:
+           stop_event: Optional[threading.Event]) -> str:
     task_executor.register_at(resource_manager)
     _LOG.info("TaskManager %s registered (index %s)", task_executor.taskmanager_id, task_executor.index)
     wait = stop_event.wait if stop_event is not None else threading.Event().wait
     while task_executor.is_running and not rpc.closed:
         if wait(_POLL_S):
-            break
+            return ENDED_STOPPED
+    return ENDED_SHUTDOWN if not task_executor.is_running else ENDED_CONNECTION_LOST
 
 
 # ----------------------------------------------------------------------- command line

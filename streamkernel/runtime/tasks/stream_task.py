@@ -107,6 +107,8 @@ class StreamTask:
         self.gate = create_input_gate(tdd, self.services.shuffle)
         self.chain = create_operator_chain(self, self._on_output_watermark)
         set_up_operators(self, self.chain)
+        self.metrics.input_channels = list(self.gate.channels) if self.gate is not None else []
+        self.metrics.output_channels = [channel for writer in self.writers for channel in writer.channels]
         self._head_metrics = self.metrics.operator(tdd.nodes[0].name)
         self._sink_metrics = [self.metrics.operator(n.name) for n in tdd.nodes if n.is_sink]
         self._has_sink = bool(self._sink_metrics)

@@ -23,7 +23,6 @@ import pytest
 from streamkernel.common.configuration import Configuration
 from streamkernel.common.job_status import JobStatus
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
-from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.runtime.rest.client import RestClientError, RestClusterClient
 from streamkernel.runtime.rest.cluster_secret import HOME_ENV, SECRET_ENV, secret_path
@@ -254,7 +253,7 @@ def test_flinks_multipart_jobgraph_upload_gets_400_saying_how_to_submit(cluster:
     assert "streamkernel run -m" in str(refused.value)
 
 
-def test_execute_async_gives_a_rest_job_client_and_collect_is_refused(cluster: MiniCluster) -> None:
+def test_execute_async_gives_a_rest_job_client_and_collect_streams_back(cluster: MiniCluster) -> None:
     host, port = _address(cluster)
     conf = Configuration()
     for key, value in {"execution.target": "remote", "rest.address": host, "rest.port": str(port)}.items():
@@ -267,9 +266,8 @@ def test_execute_async_gives_a_rest_job_client_and_collect_is_refused(cluster: M
     assert str(result.get_job_id()) == str(job.get_job_id())
     assert job.get_job_status().result() is JobStatus.FINISHED
     assert cluster.dispatcher.request_job_details(str(job.get_job_id())).job_name == "async remote"
-    env2 = StreamExecutionEnvironment.get_execution_environment(conf)
-    with pytest.raises(InvalidProgramError, match="issue 17"):
-        env2.from_collection([1]).execute_and_collect()
+    env2 = StreamExecutionEnvironment.get_execution_environment(conf)  # a client in the cluster's own process
+    assert list(env2.from_collection([1]).execute_and_collect()) == [1]
 
 
 def test_submission_disabled_is_refused_and_the_secret_file_lives_as_long_as_the_cluster(home: Path) -> None:

@@ -51,6 +51,11 @@ class RestHandler(tornado.web.RequestHandler):
 
     SUPPORTED_METHODS = ("GET", "HEAD", "POST", "DELETE", "PATCH", "PUT", "OPTIONS")
 
+    #: Whether a GET's 200 answer is a snapshot that may be reused for ``context.answer_max_age``
+    #: seconds (``Cache-Control: max-age``); False for answers a client polls to see a change
+    #: it waits for (an operation's status, a job's result).
+    CACHEABLE = True
+
     def initialize(self, context: RestContext, max_content_length: int) -> None:
         """tornado's per-request setup: the context and the body limit."""
         self.context = context
@@ -87,8 +92,11 @@ class RestHandler(tornado.web.RequestHandler):
 
     # ------------------------------------------------------------------ answers
     def write_json(self, body: Any, status: int = 200) -> None:
-        """Send ``body`` as JSON with ``status``."""
+        """Send ``body`` as JSON with ``status`` (a GET's 200 snapshot with its ``Cache-Control``)."""
         self.set_status(status)
+        if status == 200 and self.request.method == "GET":
+            max_age = self.context.answer_max_age if self.CACHEABLE else 0
+            self.set_header("Cache-Control", f"max-age={max_age}" if max_age > 0 else "no-cache")
         self.finish(json.dumps(body, default=str))
 
     def _handle_request_exception(self, error: BaseException) -> None:

@@ -62,6 +62,8 @@ class JobManagerEnvironmentHandler(RestHandler):
 class JobManagerThreadDumpHandler(RestHandler):
     """``GET /jobmanager/thread-dump``: every thread of the JobManager's process with its stack."""
 
+    CACHEABLE = False  # polled until it changes, or taken to see the moment
+
     def get(self) -> None:
         """Flink's ThreadDumpInfo."""
         self.write_json(thread_dump())

@@ -39,6 +39,8 @@ _CHECKPOINT_ID = re.compile(r"chk-(\d+)/?$")
 class _ActionHandler(RestHandler):
     """An action on one job: the operations store and the trigger/status answers."""
 
+    CACHEABLE = False  # polled until it changes, or taken to see the moment
+
     def operations(self) -> AsyncOperations:
         """The context's store of triggered operations."""
         operations = self.context.operations

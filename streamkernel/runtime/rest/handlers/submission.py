@@ -48,13 +48,29 @@ def _load_and_submit(dispatcher: Any, body: bytes) -> str:
                              f"(a newer or older streamkernel run -m?)")
     from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
     from streamkernel.runtime.dispatcher.dispatcher import DuplicateJobSubmissionError
+    from streamkernel.runtime.rest.collect_coordinator import (
+        install_collect_coordinators,
+        release_coordinators,
+        watch_collect_coordinators,
+    )
 
-    try:
-        return str(dispatcher.submit_job(payload["stream_graph"], job_id=payload.get("job_id")))
+    stream_graph = payload["stream_graph"]
+    coordinators: list = []
+    try:  # collect sinks: their results wait here for the client (execute_and_collect)
+        coordinators = install_collect_coordinators(stream_graph, getattr(dispatcher, "configuration", {}))
+        job_id = dispatcher.submit_job(stream_graph, job_id=payload.get("job_id"))
     except DuplicateJobSubmissionError as error:
+        release_coordinators(coordinators)
         raise RestError(409, f"Job submission failed: {error}") from None
     except (IllegalConfigurationError, InvalidProgramError) as error:
+        release_coordinators(coordinators)
         raise RestError(400, f"Job submission failed: {error}") from None
+    except BaseException:
+        release_coordinators(coordinators)
+        raise
+    if coordinators:
+        watch_collect_coordinators(dispatcher, str(job_id), coordinators)
+    return str(job_id)
 
 
 class JobSubmitHandler(RestHandler):
@@ -88,6 +104,8 @@ class JobSubmitHandler(RestHandler):
 
 class JobExecutionResultHandler(RestHandler):
     """``GET /jobs/:jobid/execution-result``: IN_PROGRESS, or COMPLETED with the job's result."""
+
+    CACHEABLE = False  # polled until it changes, or taken to see the moment
 
     def get(self, jobid: str) -> None:
         """Flink's JobExecutionResultResponseBody."""

@@ -25,12 +25,14 @@ EMPTY_IO: dict[str, Any] = {
 def io_metrics(metrics: Optional[Mapping[str, Any]]) -> dict[str, Any]:
     """Flink's IOMetricsInfo of one subtask (``metrics``: its snapshot, None when unknown).
 
-    ``read-bytes`` stays 0: a streamkernel task counts the bytes it sends, not those it reads.
+    Bytes are those of the frames that crossed a process boundary (a TaskManager's network
+    channels, as Flink's ``numBytesIn``/``numBytesOut`` count its buffers); an exchange between
+    two tasks of one process hands objects over and counts none.
     """
     if not metrics:
         return dict(EMPTY_IO)
     return {
-        "read-bytes": 0, "read-bytes-complete": False,  # unknown: inputs do not count bytes
+        "read-bytes": int(metrics.get("bytes_in", 0)), "read-bytes-complete": True,
         "write-bytes": int(metrics.get("bytes_out", 0)), "write-bytes-complete": True,
         "read-records": int(metrics.get("records_in", 0)), "read-records-complete": True,
         "write-records": int(metrics.get("records_out", 0)), "write-records-complete": True,
@@ -84,9 +86,10 @@ def task_metric_values(metrics: Optional[Mapping[str, Any]]) -> dict[str, float]
     back, idle, busy = ratios(metrics)
     values: dict[str, float] = {
         "numRecordsIn": metrics.get("records_in", 0), "numRecordsOut": metrics.get("records_out", 0),
-        "numBytesOut": metrics.get("bytes_out", 0),
+        "numBytesIn": metrics.get("bytes_in", 0), "numBytesOut": metrics.get("bytes_out", 0),
         "numRecordsInPerSecond": round(metrics.get("records_in", 0) / seconds, 3) if seconds else 0.0,
         "numRecordsOutPerSecond": round(metrics.get("records_out", 0) / seconds, 3) if seconds else 0.0,
+        "numBytesInPerSecond": round(metrics.get("bytes_in", 0) / seconds, 3) if seconds else 0.0,
         "numBytesOutPerSecond": round(metrics.get("bytes_out", 0) / seconds, 3) if seconds else 0.0,
         "busyTimeMsPerSecond": round(busy * 1000, 1), "idleTimeMsPerSecond": round(idle * 1000, 1),
         "backPressuredTimeMsPerSecond": round(back * 1000, 1),

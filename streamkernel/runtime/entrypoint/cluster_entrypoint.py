@@ -1,0 +1,148 @@
+"""The JobManager process of a standalone session cluster (Flink's StandaloneSessionClusterEntrypoint).
+
+``python -m streamkernel.runtime.entrypoint.cluster_entrypoint --dir DIR [--backend process|spark]
+[--taskmanagers T] [--slots S] [-D key=value ...]`` is what ``streamkernel cluster start`` /
+``streamkernel jobmanager start`` run, detached. It starts a :class:`StandaloneSessionCluster`:
+the in-kernel :class:`~streamkernel.runtime.minicluster.MiniCluster` (the same Dispatcher,
+ResourceManager, JobMasters and REST endpoint), whose TaskManagers are
+
+* ``process`` (the default): none launched here; TaskManager processes started by
+  ``streamkernel taskmanager start`` register by themselves
+  (:class:`~streamkernel.runtime.resourcemanager.standalone.StandaloneTaskManagers`);
+* ``spark``: ``T`` TaskManagers in Spark tasks of the Spark application this process drives
+  (``-D spark.master=...`` and the other ``spark.*`` keys, as the spark backend reads them).
+
+The cluster secret is read from ``DIR/cluster.secret``; once the REST API serves, the
+process writes ``DIR/jobmanager.json`` (pid, REST URL, RPC address) and the secret is in the
+user's registry for the REST address (:mod:`~streamkernel.runtime.rest.cluster_secret`). It
+runs until SIGTERM (``streamkernel cluster stop``) or ``DELETE /cluster``, then stops the
+cluster (its TaskManagers are told to shut down) and removes ``jobmanager.json``. Its log
+goes to ``log.file``; stdout and stderr to the ``.out`` file next to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import threading
+from typing import Any, Mapping, Optional, Sequence
+
+from streamkernel.runtime.entrypoint.cluster_dir import (
+    JOBMANAGER,
+    LOG_DIR_KEY,
+    LOG_FILE_KEY,
+    ClusterDir,
+    parse_dynamic_properties,
+)
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
+
+__all__ = ["StandaloneSessionCluster", "main", "STANDALONE_BACKENDS"]
+
+_LOG = logging.getLogger(__name__)
+
+#: Where a standalone cluster's TaskManagers run.
+STANDALONE_BACKENDS = ("process", "spark")
+_LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s [%(threadName)s] - %(message)s"
+
+
+class StandaloneSessionCluster(MiniCluster):
+    """The MiniCluster of a standalone JobManager process: TaskManagers come from outside (``process``)
+    or from Spark (``spark``), and they authenticate with ``secret`` (the cluster directory's)."""
+
+    def __init__(self, secret: bytes, backend: str = "process", taskmanagers: int = 1, slots: int = 1,
+                 configuration: Optional[Mapping[str, Any]] = None) -> None:
+        if backend not in STANDALONE_BACKENDS:
+            raise ValueError(f"--backend {backend!r}: a standalone cluster runs TaskManagers as "
+                             f"{' or '.join(STANDALONE_BACKENDS)}")
+        # the process backend's size checks apply to what `taskmanager start` adds; none is launched here
+        super().__init__(taskmanagers=taskmanagers, slots_per_taskmanager=slots, backend=backend,
+                         configuration=configuration, rest=True)
+        if backend == "process":
+            self.number_of_taskmanagers = 0
+        self._secret = secret
+
+    def _create_taskmanager_backend(self) -> Any:
+        if self.backend == "process":
+            from streamkernel.runtime.resourcemanager.standalone import StandaloneTaskManagers
+
+            return StandaloneTaskManagers(self.configuration, self._secret)
+        taskmanagers = super()._create_taskmanager_backend()
+        taskmanagers.secret = self._secret  # before start(): what the Spark tasks authenticate with
+        return taskmanagers
+
+    @property
+    def rpc_address(self) -> tuple[str, int]:
+        """The (host, port) TaskManagers connect to."""
+        host, port = self.taskmanager_backend.address
+        return str(host), int(port)
+
+
+def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m streamkernel.runtime.entrypoint.cluster_entrypoint",
+                                     description="Run a standalone session cluster's JobManager in this process.")
+    parser.add_argument("--dir", required=True, help="the cluster's directory (secret, pid files, logs)")
+    parser.add_argument("--backend", default="process", choices=STANDALONE_BACKENDS)
+    parser.add_argument("--taskmanagers", type=int, default=1, help="TaskManagers to start (spark backend)")
+    parser.add_argument("--slots", type=int, default=1, help="slots per TaskManager")
+    parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE")
+    return parser.parse_args(argv)
+
+
+def _configure_logging(log_file: str) -> None:
+    handler = logging.FileHandler(log_file, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the JobManager until SIGTERM or ``DELETE /cluster``; returns the exit code (1: it could not start)."""
+    from streamkernel.sigterm import exit_on_sigterm
+
+    args = _parse(argv)
+    try:
+        configuration = parse_dynamic_properties(args.dynamic)
+        directory = ClusterDir(args.dir, configuration)
+        configuration.setdefault(LOG_DIR_KEY, str(directory.log_dir))
+        configuration.setdefault(LOG_FILE_KEY, str(directory.log_file(JOBMANAGER, 0)))
+        _configure_logging(configuration[LOG_FILE_KEY])
+        # keep the restorer: dropping it would close the signal's wakeup socket, whose fd number an RPC
+        # connection then reuses, and SIGTERM's wakeup byte would land in that connection's stream
+        restore_sigterm = exit_on_sigterm()
+        cluster = StandaloneSessionCluster(directory.read_secret(), args.backend, args.taskmanagers, args.slots,
+                                           configuration)
+        cluster.start(make_current=False)
+    except Exception as error:  # noqa: BLE001 - one line for the starting command, the trace in the log
+        _LOG.exception("the JobManager could not start")
+        print(str(error).splitlines()[0] if str(error) else type(error).__name__, file=sys.stderr, flush=True)
+        return 1
+    try:
+        host, port = cluster.rpc_address
+        # /jobmanager/config shows them: `taskmanager start -m REST` finds the RPC listener there
+        cluster.configuration["jobmanager.rpc.address"] = host
+        cluster.configuration["jobmanager.rpc.port"] = str(port)
+        info = {"pid": os.getpid(), "rest_url": cluster.rest_url, "rpc_address": host, "rpc_port": port,
+                "backend": cluster.backend, "log_file": configuration[LOG_FILE_KEY]}
+        directory.write_jobmanager_info(info)
+        _LOG.info("standalone session cluster running: REST %s, RPC %s:%s, backend %s", cluster.rest_url, host,
+                  port, cluster.backend)
+        idle = threading.Event()
+        while cluster.is_running:  # DELETE /cluster stops it from a thread of the REST endpoint
+            idle.wait(0.5)
+        _LOG.info("the cluster was shut down through the REST API")
+    finally:
+        cluster.stop()
+        mine = directory.jobmanager_info()
+        if mine is not None and mine.get("pid") == os.getpid():
+            directory.remove_jobmanager_info()
+        _LOG.info("JobManager stopped")
+        if restore_sigterm is not None:
+            restore_sigterm()
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a process by `streamkernel cluster start`
+    sys.exit(main())

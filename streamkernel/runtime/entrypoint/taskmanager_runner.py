@@ -1,0 +1,106 @@
+"""One TaskManager process of a standalone cluster (Flink's TaskManagerRunner).
+
+``python -m streamkernel.runtime.entrypoint.taskmanager_runner --jobmanager HOST:PORT
+--taskmanager-id ID --slots S [-D key=value ...]`` is what ``streamkernel taskmanager start``
+runs, detached: it connects to the JobManager's RPC listener with the cluster secret (hex, from
+the :data:`~streamkernel.runtime.rpc.transport.AUTHKEY_ENV` environment variable, never the
+command line), registers its slots (and its log file, ``log.file``, which the REST API
+serves) and serves until
+
+* the JobManager tells it to shut down (``cluster stop``): exit code 0;
+* SIGTERM (``taskmanager stop``): its tasks end, exit code 0;
+* the JobManager is gone (its connection closed: the process died): one line in the log,
+  exit code 1 (:func:`on_jobmanager_lost` is the seam where high availability will wait
+  for a new leader instead).
+
+Unlike a ``process`` backend's child it does not watch its parent: it outlives the shell
+that started it. Its prints go to its ``.out`` file (``taskmanager.forward-output`` is false
+unless set), as a Flink TaskManager's do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from typing import Mapping, Optional, Sequence
+
+from streamkernel.runtime.entrypoint.cluster_dir import parse_dynamic_properties
+from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, ConnectionRefusedByPeerError
+from streamkernel.runtime.taskmanager.worker import (
+    ENDED_CONNECTION_LOST,
+    FORWARD_OUTPUT_KEY,
+    LOG_FILE_KEY,
+    run_taskmanager,
+    use_switch_interval,
+)
+
+__all__ = ["main", "on_jobmanager_lost", "EXIT_JOBMANAGER_LOST"]
+
+_LOG = logging.getLogger(__name__)
+_LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s [%(threadName)s] - %(message)s"
+
+#: The exit code of a TaskManager whose JobManager is gone.
+EXIT_JOBMANAGER_LOST = 1
+
+
+def on_jobmanager_lost(address: tuple[str, int], configuration: Mapping[str, str]) -> bool:
+    """What a TaskManager does when its JobManager's connection closed: True to look for a new
+    leader and register again, False to exit. Without high availability (today) it exits."""
+    return False
+
+
+def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m streamkernel.runtime.entrypoint.taskmanager_runner",
+                                     description="Run one TaskManager of a standalone cluster in this process. "
+                                                 f"The cluster secret is read (hex) from ${AUTHKEY_ENV}.")
+    parser.add_argument("--jobmanager", required=True, help="HOST:PORT of the JobManager's RPC listener")
+    parser.add_argument("--taskmanager-id", required=True, help="this TaskManager's id")
+    parser.add_argument("--slots", type=int, required=True, help="number of task slots")
+    parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE")
+    return parser.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the TaskManager; returns the exit code (1: the JobManager is unreachable or gone; 2: no secret)."""
+    args = _parse(argv)
+    secret_hex = os.environ.pop(AUTHKEY_ENV, "")
+    if not secret_hex:
+        print(f"streamkernel taskmanager: the cluster secret is missing: set ${AUTHKEY_ENV} (hex)", file=sys.stderr)
+        return 2
+    configuration = parse_dynamic_properties(args.dynamic)
+    configuration.setdefault(FORWARD_OUTPUT_KEY, "false")
+    if configuration.get(LOG_FILE_KEY):
+        handler = logging.FileHandler(configuration[LOG_FILE_KEY], encoding="utf-8")
+        handler.setFormatter(logging.Formatter(_LOG_FORMAT))
+        logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(logging.INFO)
+    use_switch_interval(configuration)
+    host, _, port = args.jobmanager.rpartition(":")
+    address = (host, int(port))
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    _LOG.info("TaskManager %s (pid %d) connecting to the JobManager at %s:%d", args.taskmanager_id, os.getpid(),
+              *address)
+    while True:
+        try:
+            ended = run_taskmanager(address, bytes.fromhex(secret_hex), args.taskmanager_id, args.slots,
+                                    configuration, stop_event=stop)
+        except ConnectionRefusedByPeerError as error:
+            _LOG.error("TaskManager %s cannot reach the JobManager at %s:%d: %s", args.taskmanager_id, *address, error)
+            print(f"streamkernel taskmanager {args.taskmanager_id}: {error}", file=sys.stderr)
+            return 1
+        if ended != ENDED_CONNECTION_LOST:
+            _LOG.info("TaskManager %s stopped (%s)", args.taskmanager_id, ended)
+            return 0
+        if not on_jobmanager_lost(address, configuration):
+            _LOG.error("The JobManager at %s:%d is gone (its connection closed); TaskManager %s exits",
+                       address[0], address[1], args.taskmanager_id)
+            return EXIT_JOBMANAGER_LOST
+
+
+if __name__ == "__main__":  # pragma: no cover - run as a process by `streamkernel taskmanager start`
+    sys.exit(main())

@@ -1,0 +1,314 @@
+"""The REST front: the process that answers HTTP for a JobManager's REST endpoint.
+
+``python -m streamkernel.runtime.rest.front --listen-fd N --upstream http://127.0.0.1:P``
+serves the listening socket it inherits as file descriptor ``N`` (the public ``rest.port``,
+bound by the JobManager) and answers every request by forwarding it to the JobManager's own
+tornado endpoint at ``P`` (loopback only), with a cache in between: a ``GET`` answered
+``200`` with ``Cache-Control: max-age=S`` is answered from the cache for ``S`` seconds,
+identical ``GET``\\ s in flight at once share one upstream request, and any other method
+(an action: cancel, savepoint, submit, ...) empties the cache once it was answered, but for
+the ``POST``\\ s with which a client fetches collected results (they read).
+
+Why a process of its own: every request an HTTP server answers costs about a millisecond of
+Python (parsing, routing, writing), and in the JobManager's process that millisecond is
+taken, under the GIL, from the tasks when they run there (the ``local`` backend). With the
+front, what a browser polling the Web UI and a ``curl`` loop cost the JobManager is at most
+one upstream request per resource per ``max-age``, whatever their rate. Flink's REST
+handlers make the same trade: a job's execution graph is cached for
+``web.refresh-interval`` (``DefaultExecutionGraphCache``); here an answer is at most
+``min(web.refresh-interval, 1 s)`` old (:mod:`.handlers.base`).
+
+The front ends when its standard input closes (the JobManager stopped it, or died): it
+stops accepting, lets the requests in flight finish (5 s at most) and exits. It writes
+``ready`` to its standard output once it serves. It imports nothing of streamkernel's
+runtime, only tornado.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest, HTTPResponse
+from tornado.httpserver import HTTPServer
+from tornado.web import Application, RequestHandler, stream_request_body
+
+__all__ = ["CachedAnswer", "ResponseCache", "ForwardingHandler", "front_application", "main"]
+
+#: Headers that describe one connection, not the message (RFC 9110 7.6.1), and those tornado sets itself.
+_NOT_FORWARDED = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
+                            "trailer", "trailers", "transfer-encoding", "upgrade", "content-length", "host",
+                            "date", "server"})
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: POSTs that read rather than act: a remote execute_and_collect() fetching its results (many a second)
+_READING_POSTS = re.compile(r"^(?:/v1)?/jobs/[^/]+/coordinators/")
+_UPSTREAM_TIMEOUT_S = 300.0  # a submission's upload and checks may take long; no answer waits on a job
+_DRAIN_S = 5.0
+
+
+@dataclass(frozen=True)
+class CachedAnswer:
+    """One upstream answer: status, reason, headers to send, body."""
+
+    status: int
+    reason: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+def max_age(answer: CachedAnswer) -> float:
+    """Seconds ``answer`` may be reused: its ``Cache-Control: max-age``, 0 unless a 200 that allows it."""
+    if answer.status != 200:
+        return 0.0
+    for name, value in answer.headers:
+        if name.lower() != "cache-control":
+            continue
+        directives = [part.strip().lower() for part in value.split(",")]
+        if any(d in ("no-store", "no-cache", "private") for d in directives):
+            return 0.0
+        for directive in directives:
+            if directive.startswith("max-age="):
+                try:
+                    return max(0.0, float(directive[len("max-age="):]))
+                except ValueError:
+                    return 0.0
+    return 0.0
+
+
+class ResponseCache:
+    """Answers by key until their ``max-age`` passes; at most ``capacity`` entries (oldest go first)."""
+
+    def __init__(self, capacity: int = 1024, clock: Any = time.monotonic) -> None:
+        self.capacity = capacity
+        self._clock = clock
+        self._entries: dict[Any, tuple[float, CachedAnswer]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Any) -> Optional[CachedAnswer]:
+        """The answer stored under ``key`` if still fresh, else None."""
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] > self._clock():
+            self.hits += 1
+            return entry[1]
+        if entry is not None:
+            del self._entries[key]
+        self.misses += 1
+        return None
+
+    def put(self, key: Any, answer: CachedAnswer) -> None:
+        """Keep ``answer`` under ``key`` for its max-age (not at all when that is 0)."""
+        seconds = max_age(answer)
+        if seconds <= 0:
+            return
+        now = self._clock()
+        if len(self._entries) >= self.capacity:
+            for stale in [k for k, (expires, _) in self._entries.items() if expires <= now]:
+                del self._entries[stale]
+            while len(self._entries) >= self.capacity:
+                del self._entries[next(iter(self._entries))]
+        self._entries[key] = (now + seconds, answer)
+
+    def clear(self) -> None:
+        """Forget every answer (after an action changed the cluster)."""
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+class Front:
+    """What the handlers share: the upstream URL, the cache, the GETs in flight, the body limit."""
+
+    def __init__(self, upstream: str, max_content_length: int) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.max_content_length = max_content_length
+        self.cache = ResponseCache()
+        self.in_flight: dict[Any, asyncio.Future] = {}
+        self.active = 0  # requests being answered
+        self.idle = asyncio.Event()
+        self.idle.set()
+        self.client = AsyncHTTPClient(force_instance=True, max_clients=64,
+                                      max_body_size=max(max_content_length, 1 << 30))
+
+    async def fetch(self, method: str, uri: str, headers: dict[str, str], body: Optional[bytes]) -> CachedAnswer:
+        """Ask the JobManager's endpoint; a 503 with Flink's error body when it does not answer."""
+        if body is None and method in ("POST", "PUT", "PATCH"):
+            body = b""
+        request = HTTPRequest(self.upstream + uri, method=method, headers=headers, body=body,
+                              allow_nonstandard_methods=True, decompress_response=False, follow_redirects=False,
+                              connect_timeout=_UPSTREAM_TIMEOUT_S, request_timeout=_UPSTREAM_TIMEOUT_S)
+        response: HTTPResponse = await self.client.fetch(request, raise_error=False)
+        if response.code == 599:
+            message = f"The JobManager's REST endpoint did not answer: {response.error}"
+            return CachedAnswer(503, "Service Unavailable", (("Content-Type", "application/json; charset=UTF-8"),),
+                                json.dumps({"errors": [message]}).encode())
+        kept = tuple((name, value) for name, value in response.headers.get_all()
+                     if name.lower() not in _NOT_FORWARDED)
+        return CachedAnswer(response.code, response.reason or "", kept, response.body or b"")
+
+
+@stream_request_body
+class ForwardingHandler(RequestHandler):
+    """Every path, every method: from the cache or from the JobManager's endpoint."""
+
+    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "DELETE", "PATCH", "PUT", "OPTIONS")
+
+    def initialize(self, front: Front) -> None:
+        """tornado's per-request setup."""
+        self.front = front
+        self._body = bytearray()
+        self._too_large = False
+
+    def prepare(self) -> None:
+        """Refuse a declared body over ``rest.server.max-content-length`` (413) before reading it."""
+        length = self.request.headers.get("Content-Length", "").strip()
+        if length.isdigit() and int(length) > self.front.max_content_length:
+            self._refuse_too_large(f"{int(length)} bytes exceed")
+
+    def data_received(self, chunk: bytes) -> None:
+        """Collect the body; a chunked one over the limit is refused (413)."""
+        if self._too_large:
+            return
+        self._body.extend(chunk)
+        if len(self._body) > self.front.max_content_length:
+            self._refuse_too_large("more than")
+
+    def _refuse_too_large(self, how: str) -> None:
+        self._too_large = True
+        self._body = bytearray()
+        self.set_status(413)
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(json.dumps({"errors": [f"Request entity too large: {how} rest.server.max-content-length "
+                                           f"({self.front.max_content_length}) bytes"]}))
+
+    def compute_etag(self) -> Optional[str]:
+        """No ETag of the front's own: the JobManager's headers pass through unchanged."""
+        return None
+
+    async def _answer(self, *_: Any) -> None:
+        if self._finished:
+            return
+        self.front.active += 1
+        self.front.idle.clear()
+        try:
+            await self._forward()
+        finally:
+            self.front.active -= 1
+            if self.front.active == 0:
+                self.front.idle.set()
+
+    async def _forward(self) -> None:
+        method = self.request.method or "GET"
+        headers = {name: value for name, value in self.request.headers.get_all()
+                   if name.lower() not in _NOT_FORWARDED}
+        body = bytes(self._body) if self._body else None
+        if method == "GET":
+            answer = await self._get(headers, body)
+        else:
+            answer = await self.front.fetch(method, self.request.uri or "/", headers, body)
+            if method not in _SAFE_METHODS and not _READING_POSTS.match(self.request.path):
+                self.front.cache.clear()
+        await self._send(answer)
+
+    async def _get(self, headers: dict[str, str], body: Optional[bytes]) -> CachedAnswer:
+        conditional = "If-None-Match" in self.request.headers or "If-Modified-Since" in self.request.headers
+        if body is not None or conditional:  # its answer depends on more than the URI: never shared
+            return await self.front.fetch("GET", self.request.uri or "/", headers, body)
+        key = (self.request.uri, "gzip" in self.request.headers.get("Accept-Encoding", ""))
+        cached = self.front.cache.get(key)
+        if cached is not None:
+            return cached
+        pending = self.front.in_flight.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.front.in_flight[key] = future
+        try:
+            answer = await self.front.fetch("GET", self.request.uri or "/", headers, None)
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved: a GET nobody shared does not warn
+            raise
+        finally:
+            self.front.in_flight.pop(key, None)
+        future.set_result(answer)
+        self.front.cache.put(key, answer)
+        return answer
+
+    def _send(self, answer: CachedAnswer) -> "asyncio.Future[None]":
+        self.clear()
+        self.clear_header("Content-Type")  # the JobManager's, if any, comes with its headers
+        self.set_status(answer.status, answer.reason or None)
+        for name, value in answer.headers:
+            self.add_header(name, value)
+        if answer.status in (204, 304) or self.request.method == "HEAD":
+            return self.finish()
+        return self.finish(answer.body)  # done once written to the socket
+
+    get = head = post = delete = patch = put = options = _answer
+
+
+def front_application(front: Front) -> Application:
+    """The tornado application: one handler for every path."""
+    return Application([(r"/.*", ForwardingHandler, {"front": front})], log_function=lambda handler: None)
+
+
+async def _serve(listen: socket.socket, upstream: str, max_content_length: int) -> None:
+    front = Front(upstream, max_content_length)  # in the loop: tornado's client binds to the running loop
+    server = HTTPServer(front_application(front), max_body_size=front.max_content_length + (1 << 16),
+                        idle_connection_timeout=60, body_timeout=60)
+    server.add_sockets([listen])
+    loop = asyncio.get_running_loop()
+    done = asyncio.Event()
+    loop.add_reader(sys.stdin.fileno(), lambda: _on_stdin(loop, done))
+    loop.add_signal_handler(signal.SIGTERM, done.set)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    await done.wait()
+    loop.remove_reader(sys.stdin.fileno())
+    server.stop()  # no new connection; the requests being answered are answered (an answer to
+    try:           # DELETE /cluster, whose JobManager is stopping this front, included)
+        await asyncio.wait_for(front.idle.wait(), _DRAIN_S)
+        await asyncio.wait_for(server.close_all_connections(), _DRAIN_S)
+    except asyncio.TimeoutError:
+        pass
+    front.client.close()
+
+
+def _on_stdin(loop: asyncio.AbstractEventLoop, done: asyncio.Event) -> None:
+    try:
+        data = os.read(sys.stdin.fileno(), 4096)
+    except OSError:
+        data = b""
+    if not data:
+        done.set()
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Serve until standard input closes; 0 then."""
+    parser = argparse.ArgumentParser(prog="python -m streamkernel.runtime.rest.front",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--listen-fd", type=int, required=True, help="the listening socket's file descriptor")
+    parser.add_argument("--upstream", required=True, help="the JobManager's endpoint, http://127.0.0.1:PORT")
+    parser.add_argument("--max-content-length", type=int, default=104_857_600,
+                        help="rest.server.max-content-length: the largest request body")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C meant for a terminal's foreground job
+    listen = socket.socket(fileno=args.listen_fd)
+    listen.setblocking(False)
+    asyncio.run(_serve(listen, args.upstream, args.max_content_length))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
