@@ -174,6 +174,16 @@ def standalone():
     assert not any(pid_alive(pid) for pid in jvms)
 
 
+def _descendants(pid: int) -> list[int]:
+    tree = kit._children()
+    found, todo = [], list(tree.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(tree.get(child, []))
+    return found
+
+
 def _job_states(rest_url: str) -> list[str]:
     with urllib.request.urlopen(f"{rest_url}/jobs/overview", timeout=10) as response:
         return [job["state"] for job in json.load(response)["jobs"]]
@@ -226,7 +236,8 @@ def test_sigterm_to_the_driver_stops_the_cluster_then_the_application(standalone
                message="the script's job to run (its REST API, served by the driver)")
     workers = kit.python_workers(standalone._processes[1].pid)  # the TaskManager's, in the Worker's executor
     assert workers and pid_alive(submit)
+    helpers = _descendants(driver)  # whatever the driver started (e.g. the REST front process)
     os.kill(driver, signal.SIGTERM)
-    run.assert_nothing_left(driver, submit, *workers)
+    run.assert_nothing_left(driver, submit, *workers, *helpers)
     wait_until(lambda: application in _applications_removed(standalone), timeout=30,
                message=f"the standalone master to remove application {application}")
