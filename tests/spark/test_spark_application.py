@@ -19,6 +19,8 @@ import re
 import signal
 import subprocess
 import sys
+import textwrap
+import threading
 import urllib.request
 
 import pytest
@@ -140,6 +142,70 @@ def test_spark_submit_command_line(tmp_path):
     assert driver_args[-4:] == [str(JOB), "--", "a", "--b"]
     local = spark_application.SparkApplication(str(JOB), [], {}, taskmanagers=2)
     assert local.master.startswith("local[") and local.spark_conf()["spark.driver.host"] == "127.0.0.1"
+
+
+FAKE_DRIVER = """
+import os, signal, sys
+def stop(*_):
+    with open(os.environ["FAKE_STOPPED"], "w") as out:
+        out.write("stopped by SIGTERM")
+    sys.exit(143)
+signal.signal(signal.SIGTERM, stop)
+print(f"streamkernel application driver: pid {os.getpid()}, JobManager REST API at http://127.0.0.1:1, "
+      f"Spark application fake on local[1]", file=sys.stderr, flush=True)
+while True:
+    signal.pause()
+"""
+
+
+def _fake_spark_submit(tmp_path: pathlib.Path) -> str:
+    """A stand-in for bin/spark-submit: runs FAKE_DRIVER as its child and exits with its status (as
+    spark-submit's PythonRunner does), or with ``FAKE_MODE=fail-early`` fails before any driver starts."""
+    fake = tmp_path / "spark-submit"
+    fake.write_text(f"#!{sys.executable}\n" + textwrap.dedent(f"""
+        import os, subprocess, sys
+        if os.environ.get("FAKE_MODE") == "fail-early":
+            print("Exception in thread main java.lang.IllegalArgumentException: bad master URL", flush=True)
+            sys.exit(1)
+        sys.exit(subprocess.call([sys.executable, "-c", {FAKE_DRIVER!r}], stderr=subprocess.STDOUT))
+    """))
+    fake.chmod(0o755)
+    return str(fake)
+
+
+def test_sigterm_to_the_attached_client_stops_the_driver_it_announced(tmp_path):
+    stopped = tmp_path / "stopped"
+    client_code = textwrap.dedent(f"""
+        import sys
+        from streamkernel.runtime.deployment.spark_application import SparkApplication, run_attached
+        application = SparkApplication({str(JOB)!r}, [], {{}}, master="local[1]",
+                                       spark_submit={_fake_spark_submit(tmp_path)!r})
+        sys.exit(run_attached(application))
+    """)
+    client = subprocess.Popen([sys.executable, "-c", client_code], stderr=subprocess.PIPE, text=True,
+                              env=dict(os.environ, FAKE_STOPPED=str(stopped), PYTHONPATH=str(ROOT)))
+    announced: list[str] = []
+    reader = threading.Thread(target=lambda: announced.extend(iter(client.stderr.readline, "")), daemon=True)
+    reader.start()
+    wait_until(lambda: any(DRIVER.search(line) for line in announced), timeout=60,
+               message="the client to relay the driver's announcement")
+    driver = int(next(DRIVER.search(line) for line in announced if DRIVER.search(line)).group(1))
+    client.send_signal(signal.SIGTERM)
+    assert client.wait(60) == 143
+    assert stopped.read_text() == "stopped by SIGTERM"  # the driver itself got SIGTERM, so it stops its cluster
+    wait_until(lambda: not pid_alive(driver), timeout=30, message=f"the driver {driver} to end")
+
+
+def test_detached_reports_a_spark_submit_that_failed_before_the_driver_started(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_MODE", "fail-early")
+    application = spark_application.SparkApplication(str(JOB), [], {}, master="local[1]",
+                                                     spark_submit=_fake_spark_submit(tmp_path))
+    log = tmp_path / "application.log"
+    assert spark_application.run_detached(application, str(log)) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == ("streamkernel run: application application_job.py on local[1] failed with exit code 1: "
+                            f"java.lang.IllegalArgumentException: bad master URL (see {log})\n")
 
 
 @pytest.mark.spark

@@ -56,7 +56,7 @@ DETACHED_STARTUP_TIMEOUT_S = 300.0
 STOP_TIMEOUT_S = 60.0
 
 _DRIVER_LINE = re.compile(re.escape(DRIVER_MARKER) + r" pid (\d+)(?:, JobManager REST API at ([^\s,]+))?")
-_CAUSE = re.compile(r"^\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit)\b.*)$")
+_CAUSE = re.compile(r"(?:^|\s)((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)\b:.*)$")
 
 
 class SparkApplicationError(StreamKernelError):
@@ -148,7 +148,7 @@ class _DriverWatch:
             self.pid, self.rest_url = int(found.group(1)), found.group(2)
             self.started.set()
             return
-        cause = _CAUSE.match(line)
+        cause = _CAUSE.search(line.rstrip())
         if cause and "py4j" not in line.lower():
             self.cause = cause.group(1).strip()[:400]
 
@@ -190,8 +190,8 @@ def _stop(process: subprocess.Popen, watch: _DriverWatch, timeout: float = STOP_
 
 
 def _failure_line(application: SparkApplication, code: int, cause: Optional[str], where: str) -> str:
-    reason = f": {cause}" if cause else f" (see {where})"
-    return f"streamkernel run: application {application.describe()} failed with exit code {code}{reason}"
+    reason = f": {cause}" if cause else ""
+    return f"streamkernel run: application {application.describe()} failed with exit code {code}{reason} (see {where})"
 
 
 def run_attached(application: SparkApplication) -> int:
@@ -221,6 +221,18 @@ def run_attached(application: SparkApplication) -> int:
     return code
 
 
+def _read_log(log: str, offset: int, watch: _DriverWatch, whole: bool) -> int:
+    """Show ``watch`` the complete lines of ``log`` after ``offset`` (and an unfinished last one when
+    ``whole``); returns the offset to read from next."""
+    with open(log, "rb") as handle:
+        handle.seek(offset)
+        text = handle.read()
+    end = len(text) if whole else text.rfind(b"\n") + 1
+    for line in text[:end].decode("utf-8", errors="replace").splitlines():
+        watch.see(line)
+    return offset + end
+
+
 def run_detached(application: SparkApplication, log: str, timeout: float = DETACHED_STARTUP_TIMEOUT_S) -> int:
     """Start spark-submit in a session of its own, its output in ``log``; return once the driver's cluster runs."""
     log = os.path.abspath(log)
@@ -231,17 +243,11 @@ def run_detached(application: SparkApplication, log: str, timeout: float = DETAC
     watch = _DriverWatch()
     deadline = time.monotonic() + timeout
     seen = start
-    while not watch.started.is_set():
-        with open(log, "rb") as handle:
-            handle.seek(seen)
-            text = handle.read()
-        complete = text.rfind(b"\n") + 1
-        for line in text[:complete].decode("utf-8", errors="replace").splitlines():
-            watch.see(line)
-        seen += complete
+    while True:
+        code = process.poll()  # before reading: all it wrote before it ended is in the log then
+        seen = _read_log(log, seen, watch, whole=code is not None)
         if watch.started.is_set():
             break
-        code = process.poll()
         if code is not None:
             print(_failure_line(application, code, watch.cause, log), file=sys.stderr)
             return code or 1
