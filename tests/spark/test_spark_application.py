@@ -5,7 +5,9 @@ driver that runs the JobManager and the script, the TaskManagers run as Spark ta
 script (application_job.py) is unchanged PyFlink-style code writing to a FileSink; the
 expected lines are computed here from its data. Nothing may be left afterwards: the driver's
 pid, spark-submit's, the cluster's secret file ($STREAMKERNEL_HOME), its working directory
-(io.tmp.dirs), and on the standalone cluster the Spark application itself.
+(io.tmp.dirs), Spark's scratch directories (spark.local.dir), and on the standalone cluster the
+Spark application itself. Two tests use a stand-in for spark-submit (a Python script) to check
+the client's side alone in about a second: SIGTERM forwarding and a spark-submit that fails early.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class Run:
         self.home = tmp_path / "home"
         self.tmp = tmp_path / "tmp"
         self.tmp.mkdir()
+        self.spark_local = tmp_path / "spark-local"  # Spark's scratch space (spark.local.dir)
+        self.spark_local.mkdir()
         self.env = dict(os.environ, STREAMKERNEL_HOME=str(self.home), SPARK_LOCAL_IP="127.0.0.1",
                         PYSPARK_PYTHON=sys.executable,
                         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
@@ -66,6 +70,7 @@ class Run:
     def command(self, *options: str, mode: str = "count") -> list[str]:
         return [sys.executable, "-m", "streamkernel", "run", "--target", "spark-application", *options,
                 "-D", "spark.ui.enabled=false", "-D", "rest.port=0", "-D", f"io.tmp.dirs={self.tmp}",
+                "-D", f"spark.local.dir={self.spark_local}",
                 str(JOB), str(self.out), mode]
 
     def run(self, *options: str, mode: str = "count", timeout: float = 240) -> subprocess.CompletedProcess:
@@ -83,6 +88,7 @@ class Run:
         clusters = self.home / "clusters"
         assert not clusters.exists() or list(clusters.iterdir()) == [], "the cluster's secret file was left behind"
         assert list(self.tmp.iterdir()) == [], "the cluster's working directory was left behind"
+        assert list(self.spark_local.iterdir()) == [], "Spark's scratch directories were left behind"
 
 
 def _driver(output: str) -> tuple[int, str]:
