@@ -22,6 +22,15 @@ exactly as ``flink run`` hands its options to the program's context environment:
   printing ``Job has been submitted with JobID <id>``. Submission is signed with the cluster's
   secret: ``--secret-file FILE``, else ``$STREAMKERNEL_CLUSTER_SECRET`` (hex), else the file the
   cluster wrote for its address under ``$STREAMKERNEL_HOME`` (:mod:`streamkernel.runtime.rest.cluster_secret`).
+* ``--target spark-application [--master URL]``: application mode on Spark, as ``flink
+  run-application -t ...``: Spark's ``spark-submit`` runs the script's main() in the Spark
+  driver, with the JobManager there and the TaskManagers (``--taskmanagers``, default 1;
+  ``--slots``, default ``-p``, else this machine's cores) as Spark tasks; without ``-p`` the
+  default parallelism is the cluster's slots. The cluster lives and dies with
+  the application (:mod:`streamkernel.runtime.deployment.spark_application`). ``--master``:
+  ``spark://HOST:PORT``, ``local[N]``, ... (default: ``spark.master``, else a local master sized
+  for the TaskManagers). ``--detached`` returns once the driver's cluster runs, printing the
+  driver's pid and log file.
 
 Exit status: 0 when the script ended normally (or ``sys.exit(0)``), the script's
 ``sys.exit`` code, 1 when it raised (the traceback is printed), 2 for bad options, 143 when
@@ -37,7 +46,7 @@ import runpy
 import subprocess
 import sys
 import traceback
-from typing import Sequence
+from typing import Optional, Sequence
 
 __all__ = ["run_parser", "main", "run", "CONTEXT_CONFIGURATION_ENV"]
 
@@ -70,6 +79,11 @@ def run_parser() -> argparse.ArgumentParser:
                         help="submit the jobs to the running cluster whose REST API is at HOST:PORT (as flink run -m)")
     parser.add_argument("--secret-file", default=None, metavar="FILE",
                         help="with -m: the file holding the cluster's secret (hex, readable by you only)")
+    parser.add_argument("-t", "--target", default=None, metavar="TARGET",
+                        help="where the script's main() and its cluster run: local (this process, the default) or "
+                             "spark-application (the driver of a Spark application, through spark-submit)")
+    parser.add_argument("--master", default=None, metavar="URL",
+                        help="with --target spark-application: the Spark master (spark://HOST:PORT, local[N], ...)")
     return parser
 
 
@@ -108,6 +122,12 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     except (ValueError, IllegalConfigurationError) as error:
         print(f"streamkernel run: {error}", file=sys.stderr)
         return 2
+    target_error = _check_target(args)
+    if target_error is not None:
+        print(f"streamkernel run: {target_error}", file=sys.stderr)
+        return 2
+    if args.target == "spark-application":
+        return _run_spark_application(args, conf)
     if args.jobmanager is not None:
         return _run_remote(args, conf)
     if args.secret_file is not None:
@@ -133,6 +153,58 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
     finally:
         if cluster is not None:
             cluster.stop()
+
+
+def _check_target(args: argparse.Namespace) -> Optional[str]:
+    """What is wrong with ``--target`` / ``--master`` and the options they exclude, or None."""
+    from streamkernel.runtime.deployment.spark_application import SPARK_APPLICATION_TARGET, TARGETS
+
+    if args.target is not None and args.target not in TARGETS:
+        return f"unknown --target {args.target!r} (known: {', '.join(TARGETS)})"
+    if args.target != SPARK_APPLICATION_TARGET:
+        if args.master is not None:
+            return f"--master {args.master} needs --target {SPARK_APPLICATION_TARGET} (the Spark master to submit to)"
+        return None
+    if args.jobmanager is not None:
+        return f"--target {SPARK_APPLICATION_TARGET} starts a cluster for the application; -m submits to a running " \
+               f"one (use one or the other)"
+    if args.backend not in (None, "spark"):
+        return f"--target {SPARK_APPLICATION_TARGET} runs TaskManagers as Spark tasks; --backend {args.backend} " \
+               f"does not fit"
+    if args.master is not None and not args.master.strip():
+        return "--master: empty Spark master URL"
+    return None
+
+
+def _run_spark_application(args: argparse.Namespace, conf: dict[str, str]) -> int:
+    """``--target spark-application``: hand the script to spark-submit (attached or detached)."""
+    from streamkernel.runtime.deployment.spark_application import (SparkApplication, SparkApplicationError,
+                                                                    run_attached, run_detached)
+
+    conf["streamkernel.backend"] = "spark"
+    taskmanagers = args.taskmanagers or 1
+    try:
+        parallelism = int(conf.get("parallelism.default", "0"))
+    except ValueError:
+        print(f"streamkernel run: configuration key parallelism.default: expected a positive integer, got "
+              f"{conf['parallelism.default']!r}", file=sys.stderr)
+        return 2
+    slots = args.slots or parallelism or os.cpu_count() or 1
+    conf.setdefault("parallelism.default", str(taskmanagers * slots))  # a job of the default parallelism fits
+    try:
+        application = SparkApplication(args.script, list(args.arguments), conf, taskmanagers=taskmanagers,
+                                       slots=slots, master=args.master)
+        from streamkernel.runtime.minicluster.minicluster import MiniCluster
+
+        # the sizes against the master (local[N] hosts N TaskManagers) and the cluster's keys, before spark-submit
+        MiniCluster(taskmanagers, slots, backend="spark", configuration=conf, spark_master=application.master)
+    except (SparkApplicationError, IllegalConfigurationError, InvalidProgramError) as error:
+        print(f"streamkernel run: {error}", file=sys.stderr)
+        return 2
+    if args.detached:
+        log = args.log or f"{os.path.splitext(os.path.basename(args.script))[0]}.{os.getpid()}.log"
+        return run_detached(application, log)
+    return run_attached(application)
 
 
 def _run_remote(args: argparse.Namespace, conf: dict[str, str]) -> int:

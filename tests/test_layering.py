@@ -31,7 +31,7 @@ SHARED = {"errors", "testing", "arguments"}
 #: runtime's packages, bottom first: each may import (at module level) the ones before it only.
 RUNTIME_ORDER = ["core", "rpc", "state", "network", "checkpoint", "sources", "operators", "sinks",
                  "tasks", "taskmanager", "resourcemanager", "jobmaster", "dispatcher", "rest", "minicluster",
-                 "entrypoint"]
+                 "entrypoint", "deployment"]
 
 #: The top-level modules and what they may import at module level (entry points may import anything).
 TOP_LEVEL = {
