@@ -204,7 +204,7 @@ def host_working_dir(cluster: str, launched_as: str, configuration: Mapping[str,
     return base
 
 
-def _default_entry() -> Callable[..., None]:
+def _default_entry() -> Callable[..., object]:
     from streamkernel.runtime.taskmanager.worker import run_taskmanager
 
     return run_taskmanager
