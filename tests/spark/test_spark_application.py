@@ -215,26 +215,18 @@ def test_detached_reports_a_spark_submit_that_failed_before_the_driver_started(t
 
 
 @pytest.mark.spark
-def test_local_master_runs_the_script_in_the_driver(tmp_path):
+def test_local_master_runs_the_script_in_the_driver_and_a_failing_job_exits_non_zero_naming_the_cause(tmp_path):
     run = Run(tmp_path)
-    result = run.run("--master", "local[2]", "-p", "2")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    result = run.run("--master", "local[2]", "-p", "2", mode="fail")  # the word count, then a job that fails
+    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert run.lines() == EXPECTED
     assert "word count done, parallelism 2" in result.stdout  # the script's own print, streamed through
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("streamkernel run: application application_job.py on local[2] failed with exit code 1: ")
+    assert "ValueError: the application refuses w3" in last
     pid, rest_url = _driver(result.stderr)
     assert rest_url.startswith("http://127.0.0.1:")
     run.assert_nothing_left(pid)
-
-
-@pytest.mark.spark
-def test_a_failing_script_exits_non_zero_naming_the_cause(tmp_path):
-    run = Run(tmp_path)
-    result = run.run("--master", "local[1]", mode="fail")
-    assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
-    last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("streamkernel run: application application_job.py on local[1] failed with exit code 1: ")
-    assert "ValueError: the application refuses w3" in last
-    run.assert_nothing_left(_driver(result.stderr)[0])
 
 
 @pytest.fixture(scope="module")
@@ -283,29 +275,17 @@ def _launched(result: subprocess.CompletedProcess, log: pathlib.Path) -> tuple[i
 
 @pytest.mark.spark
 @pytest.mark.spark_standalone
-def test_detached_on_a_standalone_master_returns_and_the_application_ends_with_its_job(standalone, tmp_path):
+def test_detached_on_a_standalone_master_runs_and_sigterm_stops_the_cluster_then_the_application(
+        standalone, tmp_path):
     run = Run(tmp_path)
     log = tmp_path / "application.log"
     result = run.run("--master", standalone.master_url, "-p", "2", "--detached", "--log", str(log),
-                     *STANDALONE_OPTIONS, timeout=180)
-    driver, submit, _, application = _launched(result, log)
-    run.assert_nothing_left(driver, submit)  # the application ended by itself, with the script
+                     *STANDALONE_OPTIONS, mode="forever", timeout=180)  # the word count, then an unbounded job
+    driver, submit, rest_url, application = _launched(result, log)
+    wait_until(lambda: sorted(_job_states(rest_url)) == ["FINISHED", "RUNNING"], timeout=90,
+               message="the word count to finish and the unbounded job to run (the driver's REST API)")
     assert run.lines() == EXPECTED
     assert "word count done, parallelism 2" in log.read_text()
-    wait_until(lambda: application in _applications_removed(standalone), timeout=30,
-               message=f"the standalone master to remove application {application}")
-
-
-@pytest.mark.spark
-@pytest.mark.spark_standalone
-def test_sigterm_to_the_driver_stops_the_cluster_then_the_application(standalone, tmp_path):
-    run = Run(tmp_path)
-    log = tmp_path / "forever.log"
-    result = run.run("--master", standalone.master_url, "--detached", "--log", str(log), *STANDALONE_OPTIONS,
-                     mode="forever", timeout=180)
-    driver, submit, rest_url, application = _launched(result, log)
-    wait_until(lambda: _job_states(rest_url) == ["RUNNING"], timeout=90,
-               message="the script's job to run (its REST API, served by the driver)")
     workers = kit.python_workers(standalone._processes[1].pid)  # the TaskManager's, in the Worker's executor
     assert workers and pid_alive(submit)
     helpers = _descendants(driver)  # whatever the driver started (e.g. the REST front process)
