@@ -132,6 +132,8 @@ def test_vertex_resources(running_job: RunningJob) -> None:
     assert [s["subtask"] for s in times["subtasks"]] == [0, 1] and "RUNNING" in times["subtasks"][0]["timestamps"]
     tms = running_job.client.ok(base + "/taskmanagers")
     assert sum(sum(t["status-counts"].values()) for t in tms["taskmanagers"]) == 2
+    assert running_job.client.ok(base + "/flamegraph") == {"endTimestamp": -2}  # Flink's "disabled"
+    assert running_job.client.get(f"/jobs/{running_job.job_id}/vertices/{'0' * 32}/flamegraph")[0] == 404
 
 
 def test_vertex_metrics_by_subtask_and_aggregated(running_job: RunningJob) -> None:

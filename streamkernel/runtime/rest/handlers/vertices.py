@@ -64,6 +64,17 @@ class BackPressureHandler(_VertexHandler):
         self.write_json(vertex_backpressure(vertex, metrics_of, now_ms()))
 
 
+class FlameGraphHandler(_VertexHandler):
+    """``GET .../flamegraph``: Flink's answer with ``rest.flamegraph.enabled`` false (its default):
+    the feature is off (``endTimestamp`` -2, Flink's ``VertexFlameGraph.disabled()``); the Web UI's
+    Flame Graph tab then says how Flink would enable it. Sampling Python stacks is not built."""
+
+    def get(self, jobid: str, vertexid: str) -> None:
+        """``{"endTimestamp": -2}`` for a known job and vertex (400/404 otherwise)."""
+        self.vertex(self.job(jobid), vertexid)
+        self.write_json({"endTimestamp": -2})
+
+
 class WatermarksHandler(_VertexHandler):
     """``GET .../watermarks``: each subtask's current input watermark."""
 
@@ -142,6 +153,7 @@ ROUTES = [
     (_V, VertexDetailsHandler),
     (_V + "/backpressure", BackPressureHandler),
     (_V + "/watermarks", WatermarksHandler),
+    (_V + "/flamegraph", FlameGraphHandler),
     (_V + "/subtasktimes", SubtaskTimesHandler),
     (_V + "/taskmanagers", VertexTaskManagersHandler),
     (_V + "/metrics", VertexMetricsHandler),
