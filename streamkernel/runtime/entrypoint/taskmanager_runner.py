@@ -35,6 +35,7 @@ from streamkernel.runtime.taskmanager.worker import (
     FORWARD_OUTPUT_KEY,
     LOG_FILE_KEY,
     run_taskmanager,
+    taskmanager_arguments,
     use_switch_interval,
 )
 
@@ -54,14 +55,8 @@ def on_jobmanager_lost(address: tuple[str, int], configuration: Mapping[str, str
 
 
 def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m streamkernel.runtime.entrypoint.taskmanager_runner",
-                                     description="Run one TaskManager of a standalone cluster in this process. "
-                                                 f"The cluster secret is read (hex) from ${AUTHKEY_ENV}.")
-    parser.add_argument("--jobmanager", required=True, help="HOST:PORT of the JobManager's RPC listener")
-    parser.add_argument("--taskmanager-id", required=True, help="this TaskManager's id")
-    parser.add_argument("--slots", type=int, required=True, help="number of task slots")
-    parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE")
-    return parser.parse_args(argv)
+    return taskmanager_arguments("python -m streamkernel.runtime.entrypoint.taskmanager_runner",
+                                 "Run one TaskManager of a standalone cluster in this process.").parse_args(argv)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

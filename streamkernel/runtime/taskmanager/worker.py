@@ -33,7 +33,7 @@ from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, ConnectionRefusedByP
 from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RESOURCE_MANAGER
 from streamkernel.runtime.taskmanager.forwarding import WorkerForwarding
 
-__all__ = ["run_taskmanager", "main", "rpc_timeout_seconds", "switch_interval_seconds", "use_switch_interval",
+__all__ = ["run_taskmanager", "main", "taskmanager_arguments", "rpc_timeout_seconds", "switch_interval_seconds", "use_switch_interval",
            "FORWARD_OUTPUT_KEY", "WORKING_DIR_KEY", "LOG_FILE_KEY", "ENDED_SHUTDOWN", "ENDED_CONNECTION_LOST",
            "ENDED_STOPPED"]
 
@@ -173,16 +173,22 @@ def _serve(task_executor: Any, resource_manager: Any, rpc: RpcConnection,
 
 
 # ----------------------------------------------------------------------- command line
-def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m streamkernel.runtime.taskmanager.worker",
-                                     description="Run one streamkernel TaskManager connected to a JobManager. "
-                                                 f"The cluster secret is read (hex) from ${AUTHKEY_ENV}.")
+def taskmanager_arguments(prog: str, description: str) -> argparse.ArgumentParser:
+    """The command line every TaskManager process takes (``--jobmanager HOST:PORT
+    --taskmanager-id ID --slots N [-D key=value ...]``; the secret comes from the environment)."""
+    parser = argparse.ArgumentParser(prog=prog, description=f"{description} The cluster secret is read (hex) "
+                                                            f"from ${AUTHKEY_ENV}.")
     parser.add_argument("--jobmanager", required=True, help="HOST:PORT of the JobManager's RPC listener")
     parser.add_argument("--taskmanager-id", required=True, help="this TaskManager's id")
     parser.add_argument("--slots", type=int, required=True, help="number of task slots")
     parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
                         help="a configuration entry (Flink's dynamic properties); repeatable")
-    return parser.parse_args(argv)
+    return parser
+
+
+def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    return taskmanager_arguments("python -m streamkernel.runtime.taskmanager.worker",
+                                 "Run one streamkernel TaskManager connected to a JobManager.").parse_args(argv)
 
 
 def _watch_parent(stop: threading.Event) -> None:
