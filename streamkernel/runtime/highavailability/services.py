@@ -101,19 +101,28 @@ class HighAvailabilityServices(ABC):
         """Makes each job's checkpoint id counter and completed checkpoint store."""
 
     # lifecycle ---------------------------------------------------------------------------------
-    def close(self) -> None:
-        """Leave the election (revoking this process's contenders) and release the services;
-        the persisted data stays for the next leader."""
+    def _close_election(self) -> None:
         with self._lock:
             service, self._election_service = self._election_service, None
             self._elections.clear()
         if service is not None:
             service.close()
 
-    @abstractmethod
+    def close(self) -> None:
+        """Leave the election (revoking this process's contenders) and release the services;
+        the persisted data stays for the next leader."""
+        self._close_election()
+
     def cleanup_all_data(self) -> None:
         """Delete everything the cluster persisted (its ZooKeeper nodes and storage files): the
-        cluster is shut down for good. Call :meth:`close` afterwards."""
+        cluster is shut down for good. Leaves the election first (as Flink's
+        ``closeWithOptionalClean(true)`` does); call :meth:`close` afterwards."""
+        self._close_election()
+        self._cleanup_all_data()
+
+    @abstractmethod
+    def _cleanup_all_data(self) -> None:
+        """Delete the persisted data (the election is closed)."""
 
     def __enter__(self) -> "HighAvailabilityServices":
         return self

@@ -204,7 +204,7 @@ class EmbeddedHaServices(HighAvailabilityServices):
     def checkpoint_recovery_factory(self) -> CheckpointRecoveryFactory:
         return self._recovery
 
-    def cleanup_all_data(self) -> None:
+    def _cleanup_all_data(self) -> None:
         self._plans = StandaloneExecutionPlanStore()
         self._results = EmbeddedJobResultStore()
         self._recovery = StandaloneCheckpointRecoveryFactory()

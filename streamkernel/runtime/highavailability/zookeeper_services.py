@@ -95,7 +95,7 @@ class ZooKeeperHaServices(HighAvailabilityServices):
         finally:
             self.client.close()
 
-    def cleanup_all_data(self) -> None:
+    def _cleanup_all_data(self) -> None:
         """Delete the cluster's ZooKeeper nodes, its job graph files and its job result store."""
         from kazoo.exceptions import NoNodeError
 

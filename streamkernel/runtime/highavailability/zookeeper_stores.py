@@ -9,6 +9,7 @@ or the latch node is gone) writes nothing and gets
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import uuid
@@ -216,13 +217,15 @@ class ZooKeeperCheckpointIDCounter(CheckpointIDCounter):
 
         while True:
             count, version = self._read()
-            target = new_value(count)
             try:
                 commit_as_leader(self._client, self._latch_node,
-                                 lambda t: t.set_data(self._path, str(target).encode(), version=version), what)
+                                 functools.partial(self._set, new_value(count), version), what)
             except BadVersionError:
                 continue  # someone else moved it in between: read again
             return count
+
+    def _set(self, value: int, version: int, transaction: Any) -> None:
+        transaction.set_data(self._path, str(value).encode(), version=version)
 
     def get_and_increment(self) -> int:
         return self._compare_and_set(lambda count: count + 1, f"hand out a checkpoint id of job {self._job_id}")
