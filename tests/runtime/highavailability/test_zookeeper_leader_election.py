@@ -97,3 +97,38 @@ def test_a_zookeeper_restart_revokes_the_leader_and_grants_it_again(zookeeper: A
         assert services.client.exists(services.paths.connection_info(DISPATCHER)) is not None
     finally:
         services.close()
+
+
+def _expire_session(services: Any, quorum: str) -> None:
+    """Expire ``services``' ZooKeeper session on the server: a second client joins the session and
+    closes it (the classic way, as Curator's KillSession does)."""
+    from kazoo.client import KazooClient
+
+    session_id, password = services.client.client_id
+    intruder = KazooClient(hosts=quorum, client_id=(session_id, password))
+    intruder.start(timeout=10)
+    intruder.stop()
+    intruder.close()
+
+
+def test_an_expired_session_revokes_the_leader_which_then_queues_behind_the_new_one(zookeeper: Any,
+                                                                                    tmp_path: Path) -> None:
+    conf = ha_config(zookeeper, tmp_path)
+    first, second = create_ha_services(conf), create_ha_services(conf)
+    try:
+        a = _contend(first, "a")
+        session_a = wait_until(lambda: a[DISPATCHER].leading_session, "a granted")
+        b = _contend(second, "b")
+        wait_until(lambda: len(second.client.get_children(second.paths.latch)) == 2, "b's latch node")
+        _expire_session(first, zookeeper.connect_string)
+        wait_until(lambda: a[DISPATCHER].events[-1:] == [("revoke", None)], "a revoked")
+        session_b = wait_until(lambda: b[DISPATCHER].leading_session, "b granted")
+        # a's process got a new session and joined the election again, behind b: it waits
+        wait_until(lambda: len(second.client.get_children(second.paths.latch)) == 2, "a's new latch node")
+        assert a[DISPATCHER].count("grant") == 1 and not first.leader_election(DISPATCHER).has_leadership(session_a)
+        second.close()  # b leaves: a leads again, with a new session id
+        session_a2 = wait_until(lambda: a[DISPATCHER].leading_session, "a granted again")
+        assert session_a2 not in (session_a, session_b)
+    finally:
+        first.close()
+        second.close()
