@@ -174,8 +174,9 @@ class DefaultLeaderElectionService:
         """Whether this process leads under ``session_id`` right now."""
         with self._lock:
             driver = self._driver
-            return (self._session_id is not None and session_id == self._session_id and driver is not None
-                    and driver.has_leadership())
+            current = self._session_id is not None and session_id == self._session_id
+        # the driver is asked outside the lock: it calls this service back holding its own lock
+        return current and driver is not None and driver.has_leadership()
 
     # called by the driver (any thread) --------------------------------------------------------------
     def on_grant_leadership(self) -> None:

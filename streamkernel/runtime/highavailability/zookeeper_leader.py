@@ -172,12 +172,15 @@ class ZooKeeperLeaderElectionDriver:
             commit_as_leader(self._client, self.latch_node, replace, f"publish the leader of {component}")
 
     def delete_leader_information(self, component: str) -> None:
-        """Delete ``component``'s ``connection_info`` if it is there."""
+        """Delete ``component``'s ``connection_info`` if this process leads (a former leader never
+        deletes its successor's; its own node went with its session)."""
         from kazoo.exceptions import NoNodeError
 
+        path = self._paths.connection_info(component)
         try:
-            self._client.delete(self._paths.connection_info(component))
-        except NoNodeError:
+            commit_as_leader(self._client, self.latch_node, lambda t: t.delete(path),
+                             f"delete the leader of {component}")
+        except (NoNodeError, LeadershipLostError):
             pass
 
     def close(self) -> None:

@@ -119,10 +119,9 @@ def commit_as_leader(client: Any, latch_node: Callable[[], str], build: Callable
     transaction.check(node, 0)  # lock nodes are never written: version 0 as long as it exists
     build(transaction)
     results = transaction.commit()
-    if isinstance(results[0], Exception):
-        if isinstance(results[0], NoNodeError):
-            raise LeadershipLostError(f"Refused to {what}: this process no longer holds the leader latch ({node})")
-        raise results[0]
-    for result in results[1:]:
-        if isinstance(result, Exception) and not isinstance(result, RolledBackError):
-            raise result
+    # A failed transaction reports the failing operation's error and RolledBackError for the others.
+    failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+    if isinstance(results[0], NoNodeError):
+        raise LeadershipLostError(f"Refused to {what}: this process no longer holds the leader latch ({node})")
+    if failures:
+        raise failures[0]

@@ -132,3 +132,28 @@ def test_an_expired_session_revokes_the_leader_which_then_queues_behind_the_new_
     finally:
         first.close()
         second.close()
+
+
+def test_a_former_leader_leaving_does_not_delete_its_successors_address(zookeeper: Any, tmp_path: Path) -> None:
+    conf = ha_config(zookeeper, tmp_path)
+    first, second = create_ha_services(conf), create_ha_services(conf)
+    try:
+        a = _contend(first, "a")
+        session_a = wait_until(lambda: a[DISPATCHER].leading_session, "a granted")
+        first.leader_election(DISPATCHER).confirm_leadership(session_a, "rpc://a")
+        b = _contend(second, "b")
+        wait_until(lambda: len(second.client.get_children(second.paths.latch)) == 2, "b's latch node")
+        # a's latch node vanishes while a's session lives on (a re-queues behind b)
+        second.client.delete(first._driver._owned)  # type: ignore[attr-defined]
+        wait_until(lambda: a[DISPATCHER].events[-1:] == [("revoke", None)], "a revoked")
+        session_b = wait_until(lambda: b[DISPATCHER].leading_session, "b granted")
+        second.leader_election(DISPATCHER).confirm_leadership(session_b, "rpc://b")  # replaces a's node
+        path = second.paths.connection_info(DISPATCHER)
+        assert second.client.get(path)[1].ephemeralOwner == second.client.client_id[0]
+        first.leader_election(DISPATCHER).close()  # a's component leaves
+        assert b'"rpc://b"' in second.client.get(path)[0]
+        first.close()
+        assert b'"rpc://b"' in second.client.get(path)[0]
+    finally:
+        first.close()
+        second.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,32 @@ def test_checkpoint_ids_keep_increasing_across_leaders(zookeeper: Any, tmp_path:
         assert second.client.exists(second.paths.checkpoint_id_counter("job")) is None  # type: ignore[attr-defined]
     finally:
         second.close()
+
+
+def test_concurrent_increments_hand_out_every_id_once(zookeeper: Any, tmp_path: Path) -> None:
+    """Counters of one job racing (compare-and-set conflicts are retried, not raised)."""
+    leader, _ = _leader(ha_config(zookeeper, tmp_path))
+    try:
+        factory = leader.checkpoint_recovery_factory()
+        counters = [factory.create_checkpoint_id_counter("job") for _ in range(4)]
+        ids: list[int] = []
+        errors: list[BaseException] = []
+
+        def take(counter: Any) -> None:
+            try:
+                ids.extend(counter.get_and_increment() for _ in range(15))
+            except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+                errors.append(error)
+
+        threads = [threading.Thread(target=take, args=(counter,)) for counter in counters]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        assert sorted(ids) == list(range(1, 61))
+    finally:
+        leader.close()
 
 
 def test_completed_checkpoints_keep_the_latest_max_retained_and_are_recovered(zookeeper: Any,
