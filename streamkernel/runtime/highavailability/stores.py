@@ -23,7 +23,8 @@ from streamkernel.errors import StreamKernelError
 
 __all__ = ["INITIAL_CHECKPOINT_ID", "ExecutionPlanRecoveryError", "ExecutionPlanListener", "ExecutionPlanStore",
            "CheckpointIDCounter", "CompletedCheckpointPointer", "CompletedCheckpointStore",
-           "CheckpointRecoveryFactory", "JobResult", "JobResultEntry", "JobResultStore", "GLOBALLY_TERMINAL"]
+           "CheckpointRecoveryFactory", "JobResult", "JobResultEntry", "JobResultStore", "GLOBALLY_TERMINAL",
+           "APPLICATION_STATUS"]
 
 #: The first checkpoint id a job's counter hands out (Flink's ``CheckpointIDCounter.INITIAL_CHECKPOINT_ID``).
 INITIAL_CHECKPOINT_ID = 1
@@ -177,15 +178,34 @@ class CheckpointRecoveryFactory(ABC):
         """The completed checkpoint store of ``job_id``, holding what earlier leaders added."""
 
 
+#: Flink's ``ApplicationStatus`` of a globally terminal job state.
+APPLICATION_STATUS = {"FINISHED": "SUCCEEDED", "FAILED": "FAILED", "CANCELED": "CANCELED"}
+
+
 @dataclass(frozen=True)
 class JobResult:
-    """How a job ended (Flink's ``JobResult``): its id, its final state and its accumulators."""
+    """How a job ended (Flink's ``JobResult``): its id, its ``ApplicationStatus`` (SUCCEEDED, FAILED,
+    CANCELED or UNKNOWN, as Flink's job result store writes it), its runtime and accumulators."""
 
     job_id: str
     application_status: str
     net_runtime_ms: int = 0
     accumulator_results: dict = field(default_factory=dict)
     failure: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        if self.application_status not in ("SUCCEEDED", "FAILED", "CANCELED", "UNKNOWN"):
+            raise ValueError(f"JobResult of job {self.job_id}: application_status must be SUCCEEDED, FAILED, "
+                             f"CANCELED or UNKNOWN, got {self.application_status!r}")
+
+    @classmethod
+    def from_job_status(cls, job_id: str, job_status: str, net_runtime_ms: int = 0,
+                        accumulator_results: Optional[dict] = None, failure: Optional[str] = None) -> "JobResult":
+        """The result of a job that reached the globally terminal ``job_status`` (FINISHED -> SUCCEEDED)."""
+        if job_status not in APPLICATION_STATUS:
+            raise ValueError(f"JobResult of job {job_id}: {job_status!r} is not a globally terminal job status "
+                             f"({', '.join(sorted(APPLICATION_STATUS))})")
+        return cls(job_id, APPLICATION_STATUS[job_status], net_runtime_ms, dict(accumulator_results or {}), failure)
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def test_the_none_services_give_the_same_interface_in_one_process() -> None:
         assert store.add_checkpoint_and_subsume_oldest_one(CompletedCheckpointPointer(2, "/c/2")) == [
             CompletedCheckpointPointer(1, "/c/1")]
         results = services.job_result_store()
-        results.create_dirty_result(JobResultEntry(JobResult("job", "FINISHED")))
+        results.create_dirty_result(JobResultEntry(JobResult.from_job_status("job", "FINISHED")))
         results.mark_result_as_clean("job")
         assert results.has_clean_job_result_entry("job") and results.get_dirty_results() == []
     assert contender.events[-1] == ("revoke", None)

@@ -177,14 +177,16 @@ def test_the_job_result_store_lives_in_the_storage_dir(zookeeper: Any, tmp_path:
     conf = ha_config(zookeeper, tmp_path, cluster_id="/results")
     first = create_ha_services(conf)
     results = first.job_result_store()
-    results.create_dirty_result(JobResultEntry(JobResult("job-1", "FINISHED", 12, {"count": 3})))
-    assert (tmp_path / "job-result-store" / "results" / "job-1_DIRTY.json").exists()
+    results.create_dirty_result(JobResultEntry(JobResult.from_job_status("job-1", "FINISHED", 12, {"count": 3})))
+    written = json.loads((tmp_path / "job-result-store" / "results" / "job-1_DIRTY.json").read_text())
+    assert written == {"result": {"id": "job-1", "application-status": "SUCCEEDED", "accumulator-results":
+                                  {"count": 3}, "net-runtime": 12}, "version": 1}  # Flink's format
     first.close()
     second = create_ha_services(conf)
     try:
         results = second.job_result_store()
         assert results.has_dirty_job_result_entry("job-1") and results.has_job_result_entry("job-1")
-        assert results.get_dirty_results() == [JobResult("job-1", "FINISHED", 12, {"count": 3})]
+        assert results.get_dirty_results() == [JobResult("job-1", "SUCCEEDED", 12, {"count": 3})]
         results.mark_result_as_clean("job-1")
         assert results.has_clean_job_result_entry("job-1") and not results.has_dirty_job_result_entry("job-1")
         assert results.get_dirty_results() == []
@@ -210,3 +212,51 @@ def test_two_cluster_ids_on_one_zookeeper_do_not_see_each_other(zookeeper: Any, 
     finally:
         one.close()
         other.close()
+
+
+class PlanEvents:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def on_added_execution_plan(self, job_id: str) -> None:
+        self.events.append(("added", job_id))
+
+    def on_removed_execution_plan(self, job_id: str) -> None:
+        self.events.append(("removed", job_id))
+
+
+def test_a_standby_hears_about_plans_the_leader_adds_and_removes(zookeeper: Any, tmp_path: Path) -> None:
+    conf = ha_config(zookeeper, tmp_path)
+    leader, _ = _leader(conf)
+    standby = create_ha_services(conf)
+    try:
+        heard = PlanEvents()
+        standby.execution_plan_store().start(heard)
+        leader.execution_plan_store().put_execution_plan("job-1", Plan("1"))
+        wait_until(lambda: heard.events == [("added", "job-1")], "the added plan")
+        leader.execution_plan_store().global_cleanup("job-1")
+        wait_until(lambda: heard.events == [("added", "job-1"), ("removed", "job-1")], "the removed plan")
+    finally:
+        standby.close()
+        leader.close()
+
+
+def test_a_recovered_pointer_loads_the_checkpoint_it_points_to(zookeeper: Any, tmp_path: Path) -> None:
+    from streamkernel.runtime.checkpoint.metadata import CheckpointMetadata
+
+    checkpoint_dir = tmp_path / "checkpoints" / "chk-3"
+    checkpoint_dir.mkdir(parents=True)
+    metadata = CheckpointMetadata("job", "a job", 3, 1234, False, {}, {}, ())
+    (checkpoint_dir / "_metadata").write_text(metadata.to_json())
+    conf = ha_config(zookeeper, tmp_path / "ha")
+    first, _ = _leader(conf)
+    first.checkpoint_recovery_factory().create_completed_checkpoint_store("job", 1) \
+        .add_checkpoint_and_subsume_oldest_one(CompletedCheckpointPointer(3, str(checkpoint_dir), 1234))
+    second = _hand_over(first, conf)
+    try:
+        latest = second.checkpoint_recovery_factory().create_completed_checkpoint_store("job", 1).get_latest_checkpoint()
+        assert latest is not None
+        completed = latest.load()
+        assert (completed.checkpoint_id, completed.path, completed.timestamp) == (3, str(checkpoint_dir), 1234)
+    finally:
+        second.close()
