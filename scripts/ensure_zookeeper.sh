@@ -11,7 +11,11 @@ fi
 if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "zookeeper: $ZK_SERVER_SH is missing; installing Debian's zookeeper package ..."
   if (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null 2>&1; }); then
-    echo "zookeeper: installed ($ZK_SERVER_SH)"
+    if [ -f "$ZK_SERVER_SH" ]; then
+      echo "zookeeper: installed ($ZK_SERVER_SH)"
+    else
+      echo "zookeeper: Debian's package is installed but $ZK_SERVER_SH is still missing (STREAMKERNEL_ZKSERVER?); the ZooKeeper tests will be skipped." >&2
+    fi
     exit 0
   fi
   echo "zookeeper: apt-get install zookeeper failed; the ZooKeeper tests will be skipped." >&2
