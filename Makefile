@@ -10,7 +10,7 @@ CKSUM  := $(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 BASE_STAMP := $(VENV)/.installed-base-$(CKSUM)
 TEST_STAMP := $(VENV)/.installed-test-$(CKSUM)
 
-.PHONY: demo test lint install install-test graphviz browser flink-tools clean
+.PHONY: demo test lint install install-test graphviz browser zookeeper flink-tools clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,10 @@ graphviz:
 browser:
 	@bash scripts/ensure_browser.sh
 
+# Apache ZooKeeper (Debian's package) for the high-availability tests, which start their own server.
+zookeeper:
+	@bash scripts/ensure_zookeeper.sh
+
 # Flink's own CLI and Web UI files (apache-flink, apache-flink-libraries with --no-deps) in
 # .flink-tools/, outside the venv, for the tests against the REST API; Java 17 runs the CLI.
 flink-tools: $(BASE_STAMP)
@@ -48,7 +52,7 @@ lint: install-test
 	$(VENV)/bin/ruff check streamkernel tests bench scripts
 	$(VENV)/bin/mypy
 
-test: lint install-test graphviz browser flink-tools
+test: lint install-test graphviz browser zookeeper flink-tools
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 	bash scripts/test_other_pythons.sh $(PY)
 

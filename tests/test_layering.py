@@ -29,7 +29,7 @@ ALLOWED = {
 SHARED = {"errors", "testing", "arguments"}
 
 #: runtime's packages, bottom first: each may import (at module level) the ones before it only.
-RUNTIME_ORDER = ["core", "rpc", "state", "network", "checkpoint", "sources", "operators", "sinks",
+RUNTIME_ORDER = ["core", "rpc", "state", "network", "checkpoint", "highavailability", "sources", "operators", "sinks",
                  "tasks", "taskmanager", "resourcemanager", "jobmaster", "dispatcher", "rest", "minicluster",
                  "entrypoint", "deployment"]
 
@@ -232,6 +232,14 @@ def test_import_streamkernel_loads_no_heavy_dependency() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_the_high_availability_services_import_kazoo_only_when_zookeeper_is_used() -> None:
+    code = ("import sys, streamkernel, streamkernel.runtime.highavailability as ha;"
+            "ha.create_ha_services({}).close();"
+            "print('kazoo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_tests_of_the_runtime_mirror_its_packages() -> None:

@@ -38,6 +38,7 @@ from streamkernel.common.options.cluster import (
     TaskManagerOptions,
     WebOptions,
 )
+from streamkernel.common.options.high_availability import HighAvailabilityOptions
 from streamkernel.common.options.pipeline import CoreOptions, ExecutionOptions, MetricOptions, PipelineOptions
 from streamkernel.common.options.rest import RestOptions, rest_port_range
 from streamkernel.errors import IllegalConfigurationError
@@ -65,6 +66,7 @@ __all__ = [
     "RestOptions",
     "MiniClusterOptions",
     "BackendOptions",
+    "HighAvailabilityOptions",
 ]
 
 #: The option classes, in the order the docs list them.
@@ -72,6 +74,7 @@ OPTION_GROUPS: tuple[type, ...] = (
     CoreOptions, PipelineOptions, ExecutionOptions, CheckpointingOptions, StateBackendOptions, RocksDBOptions,
     StateRecoveryOptions, RestartStrategyOptions, MetricOptions, TaskManagerOptions, NettyShuffleEnvironmentOptions,
     HeartbeatManagerOptions, JobManagerOptions, RpcOptions, RestOptions, WebOptions, MiniClusterOptions, BackendOptions,
+    HighAvailabilityOptions,
 )
 
 

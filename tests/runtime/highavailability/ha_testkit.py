@@ -1,0 +1,98 @@
+"""What the high-availability tests share: the ZooKeeper test kit, a configuration on it, a
+recording contender and listener, and polling with a deadline. Importable from any test here
+(``conftest.py`` puts this directory on ``sys.path``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+_spec = importlib.util.spec_from_file_location("zookeeper_server",
+                                               Path(__file__).resolve().parents[2] / "zookeeper_server.py")
+assert _spec is not None and _spec.loader is not None
+zookeeper_server = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(zookeeper_server)
+
+#: How long a test waits for ZooKeeper to do something before it fails (a loaded machine).
+WAIT_S = 30.0
+
+
+def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
+    """Poll ``condition`` until it is truthy (returned); fail naming ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def ha_config(server: Any, storage: Path, cluster_id: Optional[str] = None, **extra: str) -> dict[str, str]:
+    """A ZooKeeper HA configuration on ``server`` with short sessions (as Flink's tests lower them)."""
+    conf = {
+        "high-availability.type": "zookeeper",
+        "high-availability.zookeeper.quorum": server.connect_string,
+        "high-availability.storageDir": str(storage),
+        "high-availability.cluster-id": cluster_id or f"/test-{uuid.uuid4().hex[:8]}",
+        "high-availability.zookeeper.client.session-timeout": "2 s",
+        "high-availability.zookeeper.client.connection-timeout": "10 s",
+        "high-availability.zookeeper.client.retry-wait": "200 ms",
+    }
+    conf.update(extra)
+    return conf
+
+
+class RecordingContender:
+    """A LeaderContender that records its grants and revocations, in order."""
+
+    def __init__(self, name: str = "contender") -> None:
+        self.name = name
+        self.events: list[tuple[str, Optional[uuid.UUID]]] = []
+        self._lock = threading.Lock()
+        self.errors: list[Exception] = []
+
+    def grant_leadership(self, session_id: uuid.UUID) -> None:
+        with self._lock:
+            self.events.append(("grant", session_id))
+
+    def revoke_leadership(self) -> None:
+        with self._lock:
+            self.events.append(("revoke", None))
+
+    def handle_error(self, error: Exception) -> None:
+        self.errors.append(error)
+
+    @property
+    def leading_session(self) -> Optional[uuid.UUID]:
+        """The session of the last grant if no revocation followed it."""
+        with self._lock:
+            if self.events and self.events[-1][0] == "grant":
+                return self.events[-1][1]
+            return None
+
+    def count(self, kind: str) -> int:
+        with self._lock:
+            return sum(1 for event, _ in self.events if event == kind)
+
+
+class RecordingListener:
+    """A LeaderRetrievalListener that records every notification."""
+
+    def __init__(self) -> None:
+        self.notifications: list[tuple[Optional[str], Optional[uuid.UUID]]] = []
+
+    def notify_leader_address(self, address: Optional[str], session_id: Optional[uuid.UUID]) -> None:
+        self.notifications.append((address, session_id))
+
+    def handle_error(self, error: Exception) -> None:
+        raise AssertionError(f"retrieval failed: {error}")
+
+    @property
+    def last(self) -> Optional[tuple[Optional[str], Optional[uuid.UUID]]]:
+        return self.notifications[-1] if self.notifications else None
