@@ -49,6 +49,7 @@ class Dispatcher:
         # Guards _jobs and _running; JobMasters are started/cancelled outside of it.
         self._lock = threading.Lock()
         self._jobs: dict[str, JobMaster] = {}
+        self._jobs_listeners: list[Callable[[JobDetails], None]] = []
         self._running = True
 
     def submit_job(self, stream_graph: StreamGraph, *, job_graph: Optional[JobGraph] = None,
@@ -76,6 +77,9 @@ class Dispatcher:
                     f"(MiniCluster.start() or %flink start) or stop using it as the current cluster")
             self._refuse_duplicate(job_id, stream_graph)
             self._jobs[str(job_id)] = master
+            listeners = list(self._jobs_listeners)
+        for listener in listeners:
+            master.add_status_listener(listener)
         master.start()
         return job_id
 
@@ -138,6 +142,15 @@ class Dispatcher:
     def add_job_status_listener(self, job_id: JobIdLike, listener: Callable[[JobDetails], None]) -> None:
         """Call ``listener(details)`` now and whenever the job's status changes (see JobMaster)."""
         self._master(job_id).add_status_listener(listener)
+
+    def add_jobs_listener(self, listener: Callable[[JobDetails], None]) -> None:
+        """Call ``listener(details)`` whenever any job, of now or submitted later, is submitted or
+        changes status (from the JobMasters' threads: quick, never blocking)."""
+        with self._lock:
+            self._jobs_listeners.append(listener)
+            masters = list(self._jobs.values())
+        for master in masters:
+            master.add_status_listener(listener)
 
     def list_jobs(self) -> list[JobDetails]:
         """Every job this dispatcher ran or runs, in submission order."""

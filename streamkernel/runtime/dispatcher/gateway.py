@@ -63,5 +63,9 @@ class DispatcherGateway(Protocol):
     def add_job_status_listener(self, job_id: JobIdLike, listener: "Callable[[JobDetails], None]") -> None:
         """Call ``listener(details)`` now and whenever the job's status changes."""
 
+    def add_jobs_listener(self, listener: "Callable[[JobDetails], None]") -> None:
+        """Call ``listener(details)`` whenever any job, of now or submitted later, is submitted or
+        changes status (from the JobMasters' threads: quick, never blocking)."""
+
     def shutdown(self, timeout: float = 10.0) -> None:
         """Refuse new jobs, cancel the running ones and wait for them to end."""

@@ -59,6 +59,7 @@ class RestServerEndpoint:
         self.use_front = RestOptions.FRONT_PROCESS.get(conf)
         self.port: Optional[int] = None
         self.front: Optional[RestFrontProcess] = None
+        self._listening = False
         self._public: list[socket.socket] = []
         self._thread: Optional[threading.Thread] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
@@ -112,9 +113,17 @@ class RestServerEndpoint:
             if self.use_front:
                 self.front = RestFrontProcess(public, sockets[0].getsockname()[1], self.max_content_length,
                                               self._front_lost).start()
+                if not self._listening:  # a job's start and end show at once, whatever submitted it
+                    self.context.dispatcher.add_jobs_listener(self._jobs_changed)
+                    self._listening = True
             self.port = public[0].getsockname()[1]
             self.context.rest_address = f"{self.address}:{self.port}"
         return self
+
+    def _jobs_changed(self, details: object) -> None:
+        front = self.front
+        if front is not None:
+            front.clear_cache()
 
     def _front_lost(self, message: str) -> None:
         """The front exited while serving: answer the public port here from now on."""

@@ -16,10 +16,13 @@ front, what a browser polling the Web UI and a ``curl`` loop cost the JobManager
 one upstream request per resource per ``max-age``, whatever their rate. Flink's REST
 handlers make the same trade: a job's execution graph is cached for
 ``web.refresh-interval`` (``DefaultExecutionGraphCache``); here an answer is at most
-``min(web.refresh-interval, 1 s)`` old (:mod:`.handlers.base`).
+``web.refresh-interval`` (3 s) old, or less after an action through the front (:mod:`.handlers.base`).
 
-The front ends when its standard input closes (the JobManager stopped it, or died): it
-stops accepting, lets the requests in flight finish (5 s at most) and exits. It writes
+The JobManager writes ``clear`` to the front's standard input when a job is submitted or
+changes status (through whatever client), so a job's start and end show at once; what only
+ages is what Flink's cache lets age too: metrics and checkpoint statistics. The front ends
+when its standard input closes (the JobManager stopped it, or died): it stops accepting,
+lets the requests in flight finish (5 s at most) and exits. It writes
 ``ready`` to its standard output once it serves. It imports nothing of streamkernel's
 runtime, only tornado.
 """
@@ -42,7 +45,7 @@ from tornado.httpclient import AsyncHTTPClient, HTTPRequest, HTTPResponse
 from tornado.httpserver import HTTPServer
 from tornado.web import Application, RequestHandler, stream_request_body
 
-__all__ = ["CachedAnswer", "ResponseCache", "ForwardingHandler", "front_application", "main"]
+__all__ = ["CLEAR", "CachedAnswer", "ResponseCache", "ForwardingHandler", "front_application", "main"]
 
 #: Headers that describe one connection, not the message (RFC 9110 7.6.1), and those tornado sets itself.
 _NOT_FORWARDED = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
@@ -53,6 +56,8 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _READING_POSTS = re.compile(r"^(?:/v1)?/jobs/[^/]+/coordinators/")
 _UPSTREAM_TIMEOUT_S = 300.0  # a submission's upload and checks may take long; no answer waits on a job
 _DRAIN_S = 5.0
+#: What the JobManager writes to the front's standard input when a job was submitted or changed status.
+CLEAR = b"clear\n"
 
 
 @dataclass(frozen=True)
@@ -270,7 +275,7 @@ async def _serve(listen: socket.socket, upstream: str, max_content_length: int) 
     server.add_sockets([listen])
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
-    loop.add_reader(sys.stdin.fileno(), lambda: _on_stdin(loop, done))
+    loop.add_reader(sys.stdin.fileno(), lambda: _on_stdin(front, done))
     loop.add_signal_handler(signal.SIGTERM, done.set)
     sys.stdout.write("ready\n")
     sys.stdout.flush()
@@ -285,13 +290,17 @@ async def _serve(listen: socket.socket, upstream: str, max_content_length: int) 
     front.client.close()
 
 
-def _on_stdin(loop: asyncio.AbstractEventLoop, done: asyncio.Event) -> None:
+def _on_stdin(front: Front, done: asyncio.Event) -> None:
+    """End of file: stop. A line ``clear``: a job was submitted or changed status in the
+    JobManager (not through this front): forget every answer."""
     try:
         data = os.read(sys.stdin.fileno(), 4096)
     except OSError:
         data = b""
     if not data:
         done.set()
+    elif CLEAR in data:
+        front.cache.clear()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

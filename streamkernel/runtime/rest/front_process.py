@@ -47,6 +47,7 @@ class RestFrontProcess:
         self._stderr: Optional[IO[bytes]] = None
         self._watcher: Optional[threading.Thread] = None
         self._stopping = False
+        self._write_lock = threading.Lock()
 
     @property
     def pid(self) -> Optional[int]:
@@ -71,6 +72,21 @@ class RestFrontProcess:
         self._watcher = threading.Thread(target=self._watch, name=f"streamkernel REST front :{port}", daemon=True)
         self._watcher.start()
         return self
+
+    def clear_cache(self) -> None:
+        """Tell the front to forget its answers (a job was submitted or changed status); never blocks
+        for long (a line on a pipe the front reads), a no-op once it stopped."""
+        from streamkernel.runtime.rest.front import CLEAR
+
+        process = self._process
+        if process is None or process.stdin is None or self._stopping:
+            return
+        with self._write_lock:
+            try:
+                process.stdin.write(CLEAR)
+                process.stdin.flush()
+            except (OSError, ValueError):  # it exited, or is stopping: nothing to clear
+                pass
 
     def _watch(self) -> None:
         process = self._process
@@ -102,10 +118,11 @@ class RestFrontProcess:
         if process is None:
             return
         if process.stdin is not None:
-            try:
-                process.stdin.close()
-            except OSError:
-                pass
+            with self._write_lock:
+                try:
+                    process.stdin.close()
+                except OSError:
+                    pass
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:

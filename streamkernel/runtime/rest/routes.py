@@ -74,7 +74,9 @@ def _merged(template: str, handlers: Sequence[type]) -> type:
                                      f"both handle {method.upper()}")
                 seen[method] = handler
     return type("Merged" + "".join(h.__name__ for h in handlers), tuple(handlers), {
-        "__doc__": f"{template}: " + ", ".join(f"{m.upper()} by {h.__name__}" for m, h in seen.items())})
+        "__doc__": f"{template}: " + ", ".join(f"{m.upper()} by {h.__name__}" for m, h in seen.items()),
+        # whether a GET's answer may be reused is the GET handler's say, not another method's
+        "CACHEABLE": getattr(seen.get("get"), "CACHEABLE", True)})
 
 
 def tornado_rules(context: Any, max_content_length: int, modules: Iterable[str] = ROUTE_MODULES) -> list[Any]:

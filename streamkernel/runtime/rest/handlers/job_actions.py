@@ -39,8 +39,6 @@ _CHECKPOINT_ID = re.compile(r"chk-(\d+)/?$")
 class _ActionHandler(RestHandler):
     """An action on one job: the operations store and the trigger/status answers."""
 
-    CACHEABLE = False  # polled until it changes, or taken to see the moment
-
     def operations(self) -> AsyncOperations:
         """The context's store of triggered operations."""
         operations = self.context.operations
@@ -162,6 +160,8 @@ def _savepoint_then_cancel(dispatcher: Any, job_id: str, directory: Any) -> "Com
 class SavepointStatusHandler(_ActionHandler):
     """``GET /jobs/:jobid/savepoints/:triggerid``: IN_PROGRESS, or COMPLETED with the location."""
 
+    CACHEABLE = False  # polled until the operation completes
+
     def get(self, jobid: str, triggerid: str) -> None:
         """Flink's SavepointStatusHandler (a failure: 500 with the reason)."""
         status = self.status(_SAVEPOINT, jobid, triggerid)
@@ -199,6 +199,8 @@ class CheckpointTriggerHandler(_ActionHandler):
 
 class CheckpointStatusHandler(_ActionHandler):
     """``GET /jobs/:jobid/checkpoints/:triggerid``: IN_PROGRESS, or COMPLETED with the checkpoint's id."""
+
+    CACHEABLE = False  # polled until the operation completes
 
     def get(self, jobid: str, triggerid: str) -> None:
         """Flink's CheckpointStatusHandler (a failure: 500 with the reason)."""
