@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 
-import pytest
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "bench_scaleout.py")
 
@@ -41,12 +40,3 @@ def test_an_unknown_backend_is_refused_by_name() -> None:
     done = subprocess.run([sys.executable, SCRIPT, "--quick", "--backends", "yarn"], capture_output=True,
                           text=True, timeout=60, cwd=os.path.dirname(SCRIPT))
     assert done.returncode == 2 and "unknown backend(s) ['yarn']" in done.stderr
-
-
-@pytest.mark.spark
-def test_the_quick_run_on_spark_reports_the_spark_session_start() -> None:
-    pytest.importorskip("pyspark")
-    out = _quick("spark")
-    assert _rows(out)[2:] == [("spark", "W1"), ("spark", "W2")]
-    session = [line for line in out.splitlines() if "spark    SparkSession start" in line]
-    assert len(session) == 1 and session[0].split()[-1] != "n/a"

@@ -22,6 +22,7 @@ import ipaddress
 import logging
 import socket
 import threading
+import weakref
 from typing import Any, Optional
 
 from streamkernel.common.options import RestOptions
@@ -114,7 +115,7 @@ class RestServerEndpoint:
                 self.front = RestFrontProcess(public, sockets[0].getsockname()[1], self.max_content_length,
                                               self._front_lost).start()
                 if not self._listening:  # a job's start and end show at once, whatever submitted it
-                    self.context.dispatcher.add_jobs_listener(self._jobs_changed)
+                    self.context.dispatcher.add_jobs_listener(_weak_listener(self._jobs_changed))
                     self._listening = True
             self.port = public[0].getsockname()[1]
             self.context.rest_address = f"{self.address}:{self.port}"
@@ -231,6 +232,19 @@ class RestServerEndpoint:
 
     def __repr__(self) -> str:
         return f"RestServerEndpoint({self.rest_url or 'stopped'})"
+
+
+def _weak_listener(method: Any) -> Any:
+    """``method`` as a listener that does not keep its object alive (the Dispatcher's JobMasters
+    outlive a stopped endpoint: a stopped and dropped cluster must still be collected)."""
+    reference = weakref.WeakMethod(method)
+
+    def listener(details: Any) -> None:
+        bound = reference()
+        if bound is not None:
+            bound(details)
+
+    return listener
 
 
 def _is_loopback(address: str) -> bool:
