@@ -96,6 +96,7 @@ class ResponseCache:
         self.capacity = capacity
         self._clock = clock
         self._entries: dict[Any, tuple[float, CachedAnswer]] = {}
+        self.generation = 0  # counts clear()s: an answer asked for before one is never kept after it
         self.hits = 0
         self.misses = 0
 
@@ -110,10 +111,11 @@ class ResponseCache:
         self.misses += 1
         return None
 
-    def put(self, key: Any, answer: CachedAnswer) -> None:
-        """Keep ``answer`` under ``key`` for its max-age (not at all when that is 0)."""
+    def put(self, key: Any, answer: CachedAnswer, generation: Optional[int] = None) -> None:
+        """Keep ``answer`` under ``key`` for its max-age (not at all when that is 0, nor when the
+        cache was cleared since ``generation``: the answer may be from before the change)."""
         seconds = max_age(answer)
-        if seconds <= 0:
+        if seconds <= 0 or (generation is not None and generation != self.generation):
             return
         now = self._clock()
         if len(self._entries) >= self.capacity:
@@ -126,6 +128,7 @@ class ResponseCache:
     def clear(self) -> None:
         """Forget every answer (after an action changed the cluster)."""
         self._entries.clear()
+        self.generation += 1
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -238,6 +241,7 @@ class ForwardingHandler(RequestHandler):
             return await asyncio.shield(pending)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self.front.in_flight[key] = future
+        generation = self.front.cache.generation
         try:
             answer = await self.front.fetch("GET", self.request.uri or "/", headers, None)
         except BaseException as error:
@@ -247,7 +251,7 @@ class ForwardingHandler(RequestHandler):
         finally:
             self.front.in_flight.pop(key, None)
         future.set_result(answer)
-        self.front.cache.put(key, answer)
+        self.front.cache.put(key, answer, generation)
         return answer
 
     def _send(self, answer: CachedAnswer) -> "asyncio.Future[None]":

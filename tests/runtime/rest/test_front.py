@@ -79,6 +79,12 @@ def test_the_cache_forgets_answers_when_their_age_passes_and_when_full() -> None
     assert len(cache) == 2 and cache.get("b") is None and cache.get("d") is not None  # the oldest went first
     cache.clear()
     assert len(cache) == 0
+    asked_before = cache.generation
+    cache.clear()  # e.g. a job changed status while the answer was on its way
+    cache.put("late", _answer(200, "max-age=60"), asked_before)
+    assert cache.get("late") is None
+    cache.put("late", _answer(200, "max-age=60"), cache.generation)
+    assert cache.get("late") is not None
 
 
 @pytest.fixture
