@@ -30,6 +30,11 @@ __all__ = ["RestContext", "now_ms", "subtask_metrics", "RECENT_WINDOW_NS"]
 RECENT_WINDOW_NS = 1_000_000_000
 _TIMES = ("uptime_ns", "backpressured_ns", "idle_ns", "busy_ns")
 
+#: The longest a snapshot's answer is reused (seconds), whatever ``web.refresh-interval`` says:
+#: a client polling for a change that is no status change (a checkpoint count, records) sees it
+#: within a second (Flink's cache lets it age the whole interval).
+MAX_ANSWER_AGE_S = 1
+
 
 def now_ms() -> int:
     """Wall-clock milliseconds since the epoch."""
@@ -47,9 +52,9 @@ class RestContext:
     the savepoints and checkpoints triggered through the API (kept ``rest.async.store-duration``).
     ``cluster_secret`` is the key job submissions are signed with (:mod:`.job_signature`; empty:
     none accepted). ``answer_max_age`` is how many seconds a snapshot's answer may be reused
-    (``Cache-Control: max-age``, honoured by the front process): ``web.refresh-interval`` in
-    whole seconds (3 by default), as Flink's handlers reuse a job's execution graph for
-    ``web.refresh-interval``; 0 (never reused) when the interval is under a second.
+    (``Cache-Control: max-age``, honoured by the front process): ``min(web.refresh-interval,
+    1 s)`` in whole seconds (Flink's handlers reuse a job's execution graph for the whole
+    ``web.refresh-interval``); 0 (never reused) when the interval is under a second.
     """
 
     dispatcher: "DispatcherGateway"
@@ -66,7 +71,7 @@ class RestContext:
     _samples_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
-        self.answer_max_age = WebOptions.REFRESH_INTERVAL.get(self.configuration) // 1000
+        self.answer_max_age = min(MAX_ANSWER_AGE_S, WebOptions.REFRESH_INTERVAL.get(self.configuration) // 1000)
         if self.operations is None:
             duration = RestOptions.ASYNC_OPERATION_STORE_DURATION.get(self.configuration)
             self.operations = AsyncOperations(duration.to_milliseconds() / 1000.0)

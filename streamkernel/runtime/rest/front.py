@@ -16,7 +16,8 @@ front, what a browser polling the Web UI and a ``curl`` loop cost the JobManager
 one upstream request per resource per ``max-age``, whatever their rate. Flink's REST
 handlers make the same trade: a job's execution graph is cached for
 ``web.refresh-interval`` (``DefaultExecutionGraphCache``); here an answer is at most
-``web.refresh-interval`` (3 s) old, or less after an action through the front (:mod:`.handlers.base`).
+``min(web.refresh-interval, 1 s)`` old, or less after an action or a job's status change
+(:mod:`.handlers.base`).
 
 The JobManager writes ``clear`` to the front's standard input when a job is submitted or
 changes status (through whatever client), so a job's start and end show at once; what only

@@ -20,6 +20,7 @@ from streamkernel.common.watermark_strategy import WatermarkStrategy
 from streamkernel.datastream.connectors import DataGeneratorSource
 from streamkernel.datastream.stream_execution_environment import StreamExecutionEnvironment
 from streamkernel.runtime.minicluster.minicluster import MiniCluster, set_current_cluster
+from streamkernel.runtime.rest import context as rest_context
 from streamkernel.runtime.rest.front import CachedAnswer, ResponseCache, max_age
 from streamkernel.testing.waiting import wait_until
 
@@ -88,8 +89,9 @@ def test_the_cache_forgets_answers_when_their_age_passes_and_when_full() -> None
 
 
 @pytest.fixture
-def long_lived_answers() -> Iterator[MiniCluster]:
+def long_lived_answers(monkeypatch: pytest.MonkeyPatch) -> Iterator[MiniCluster]:
     """A local cluster whose snapshot answers may be reused for an hour (so that no test depends on time)."""
+    monkeypatch.setattr(rest_context, "MAX_ANSWER_AGE_S", 3600)
     cluster = MiniCluster(1, 2, backend="local", configuration={"rest.port": "0", "web.refresh-interval": "3600000"})
     cluster.start(make_current=False)
     try:
@@ -149,7 +151,8 @@ def test_the_front_answers_from_its_cache_until_an_action_or_a_jobs_status_chang
     assert client.request("PATCH", f"/jobs/{job_id}?mode=cancel")[0] == 202
 
 
-def test_without_the_front_every_answer_is_the_jobmanagers_own() -> None:
+def test_without_the_front_every_answer_is_the_jobmanagers_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rest_context, "MAX_ANSWER_AGE_S", 3600)
     configuration = {"rest.port": "0", "web.refresh-interval": "3600000", "streamkernel.rest.front-process": "false"}
     with MiniCluster(1, 2, backend="local", configuration=configuration) as cluster:
         assert front_pids(os.getpid()) == []
