@@ -23,9 +23,10 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 from typing import Optional
+
+from streamkernel.testing.waiting import wait_until
 
 ZK_SERVER_SH = Path(os.environ.get("STREAMKERNEL_ZKSERVER", "/usr/share/zookeeper/bin/zkServer.sh"))
 #: How long a start or stop may take on a loaded machine before the test fails saying so.
@@ -116,13 +117,11 @@ class ZooKeeperServer:
         """Start the server; returns once ``srvr`` answers (fails after :data:`DEADLINE_S`)."""
         result = self._run("start")
         self._pid = self._read_pid()
-        deadline = time.monotonic() + DEADLINE_S
-        while not self.is_serving():
-            if time.monotonic() > deadline:
-                log = "\n".join(p.read_text(errors="replace")[-2000:] for p in self.directory.glob("*.out"))
-                raise AssertionError(f"ZooKeeper on port {self.port} did not answer 'srvr' within {DEADLINE_S} s; "
-                                     f"zkServer.sh said: {result.stdout} {result.stderr}\n{log}")
-            time.sleep(0.05)
+        try:
+            wait_until(self.is_serving, timeout=DEADLINE_S, message=f"ZooKeeper on port {self.port} to answer 'srvr'")
+        except AssertionError as late:
+            log = "\n".join(p.read_text(errors="replace")[-2000:] for p in self.directory.glob("*.out"))
+            raise AssertionError(f"{late}; zkServer.sh said: {result.stdout} {result.stderr}\n{log}") from None
         return self
 
     def _alive(self) -> bool:
@@ -139,12 +138,11 @@ class ZooKeeperServer:
     def stop(self) -> None:
         """Stop the server (``zkServer.sh stop``, then SIGKILL if it lingers); returns once it is gone."""
         self._run("stop")
-        deadline = time.monotonic() + DEADLINE_S
-        while self._alive():
-            if time.monotonic() > deadline:
-                os.kill(self._pid, signal.SIGKILL)  # type: ignore[arg-type]
-                deadline = time.monotonic() + DEADLINE_S
-            time.sleep(0.05)
+        try:
+            wait_until(lambda: not self._alive(), timeout=DEADLINE_S, message="ZooKeeper to stop")
+        except AssertionError:  # it lingers: kill it
+            os.kill(self._pid, signal.SIGKILL)  # type: ignore[arg-type]
+            wait_until(lambda: not self._alive(), timeout=DEADLINE_S, message="the killed ZooKeeper to end")
         self._pid = None
 
     def close(self) -> None:

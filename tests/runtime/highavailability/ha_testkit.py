@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
+
+from streamkernel.testing import waiting
 
 _spec = importlib.util.spec_from_file_location("zookeeper_server",
                                                Path(__file__).resolve().parents[2] / "zookeeper_server.py")
@@ -22,15 +23,9 @@ WAIT_S = 30.0
 
 
 def wait_until(condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    """Poll ``condition`` until it is truthy (returned); fail naming ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
+    """Poll ``condition`` until it is truthy (returned); fail naming ``what`` after ``timeout``
+    (the project's :func:`streamkernel.testing.wait_until`, with the HA tests' argument order)."""
+    return waiting.wait_until(condition, timeout=timeout, message=what)
 
 
 def ha_config(server: Any, storage: Path, cluster_id: Optional[str] = None, **extra: str) -> dict[str, str]:
