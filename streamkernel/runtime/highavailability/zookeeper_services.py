@@ -7,6 +7,7 @@ One kazoo client per services instance (per process). Nodes live under
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import uuid
@@ -53,6 +54,9 @@ class ZooKeeperHaServices(HighAvailabilityServices):
         self._plans = ZooKeeperExecutionPlanStore(self.client, self.paths, self.storage_dir, self._latch_node)
         self._recovery = ZooKeeperCheckpointRecoveryFactory(self.client, self.paths, self._latch_node)
         self._results: Optional[FileSystemJobResultStore] = None
+        #: What this process tells others about itself in its latch node (kazoo's lock identifier, JSON with
+        #: ``hostname``, ``pid``, ``id`` and these keys, e.g. ``rest_url``): set before joining the election.
+        self.contender_info: dict[str, Any] = {}
 
     def _latch_node(self) -> str:
         driver = self._driver
@@ -62,7 +66,8 @@ class ZooKeeperHaServices(HighAvailabilityServices):
         return driver.latch_node()
 
     def _create_leader_election_driver(self, service: DefaultLeaderElectionService) -> ZooKeeperLeaderElectionDriver:
-        identifier = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        identifier = json.dumps({"hostname": socket.gethostname(), "pid": os.getpid(), "id": uuid.uuid4().hex[:8],
+                                 **self.contender_info})
         self._driver = ZooKeeperLeaderElectionDriver(self.client, self.paths, service, identifier)
         return self._driver
 
