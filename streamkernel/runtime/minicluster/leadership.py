@@ -35,12 +35,12 @@ class ClusterLeadership:
     """The leader contender of one JobManager (see the module).
 
     ``addresses()`` returns ``{component: address}`` to publish once leading (computed at each grant:
-    the REST and RPC ports are bound by then). ``on_change(leading)`` is told of every grant and
-    revocation (after the Dispatcher acted).
+    the REST and RPC ports are bound by then). ``on_change(leading, leader_rest_url)`` is told of every
+    grant, revocation (after the Dispatcher acted) and change of the leader's published REST URL.
     """
 
     def __init__(self, services: Any, dispatcher: Any, addresses: Callable[[], dict[str, str]],
-                 on_change: Optional[Callable[[bool], None]] = None) -> None:
+                 on_change: Optional[Callable[[bool, Optional[str]], None]] = None) -> None:
         self.services = services
         self.dispatcher = dispatcher
         self._addresses = addresses
@@ -83,8 +83,7 @@ class ClusterLeadership:
             return  # revoked meanwhile: the revocation follows on this thread
         for component, address in self._addresses().items():
             self.services.leader_election(component).confirm_leadership(session_id, address)
-        if self._on_change is not None:
-            self._on_change(True)
+        self._changed()
 
     def revoke_leadership(self) -> None:
         """No longer elected: suspend every job at once and refuse submissions."""
@@ -94,8 +93,7 @@ class ClusterLeadership:
             return
         _LOG.warning("This JobManager lost its leadership (session %s): its jobs are suspended", was)
         self.dispatcher.revoke_leadership()
-        if self._on_change is not None:
-            self._on_change(False)
+        self._changed()
 
     def handle_error(self, error: Exception) -> None:
         """The election failed: logged (the services' connection handling revokes if it must)."""
@@ -103,6 +101,12 @@ class ClusterLeadership:
 
     def _leader_changed(self, info: Any) -> None:
         self.dispatcher.leader_hint = info.address if info is not None else ""
+        self._changed()
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            leader = self._leader.leader
+            self._on_change(self.session_id is not None, leader.address if leader is not None else None)
 
     def close(self) -> None:
         """Stop following the leader (the election is left by closing the services)."""

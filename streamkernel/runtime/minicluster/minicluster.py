@@ -235,7 +235,21 @@ class MiniCluster:
         self._running = True
         cluster_started(self)  # stopped at interpreter exit unless stopped before
         if self._ha_services is not None:  # last: a grant finds every component running
-            self._leadership = ClusterLeadership(self._ha_services, self._dispatcher, self._leader_addresses).start()
+            self._follow_leader(False, None)  # 503 while the election runs
+            self._leadership = ClusterLeadership(self._ha_services, self._dispatcher, self._leader_addresses,
+                                                 self._follow_leader).start()
+
+    def _follow_leader(self, leading: bool, leader_rest_url: Optional[str]) -> None:
+        """A standby's REST API answers with the leader's (Flink's standby handlers ask the leader):
+        its front process forwards there, or answers 503 while none leads."""
+        rest = self._rest
+        front = rest.front if rest is not None else None
+        if rest is None or front is None:
+            return
+        if leading:
+            front.forward_home()
+        else:
+            front.forward_to(leader_rest_url if leader_rest_url != rest.rest_url else None)
 
     def _shut_down_cluster(self) -> None:
         """``DELETE /cluster``: the cluster is shut down for good (with high availability its

@@ -6,7 +6,10 @@ without failures. In one process (clusters on the local backend); the process-le
 
 from __future__ import annotations
 
+import json
 import pathlib
+import urllib.error
+import urllib.request
 from typing import Any
 
 import pytest
@@ -108,7 +111,16 @@ def test_checkpoint_ids_continue_across_leaders(zookeeper: Any, tmp_path: pathli
     assert min(ids[1]) > max(ids[0]), f"ids reused after the takeover: {ids}"
 
 
-def test_a_standby_refuses_submissions_naming_the_leader(zookeeper: Any, tmp_path: pathlib.Path) -> None:
+def rest_get(url: str, path: str) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(url + path, timeout=10) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_a_standby_answers_rest_with_the_leaders_view_and_refuses_submissions(zookeeper: Any,
+                                                                              tmp_path: pathlib.Path) -> None:
     conf = ha_config(zookeeper, tmp_path / "ha")
     leader = MiniCluster(taskmanagers=1, slots_per_taskmanager=1, backend="local", configuration=conf).start(
         make_current=False)
@@ -122,6 +134,10 @@ def test_a_standby_refuses_submissions_naming_the_leader(zookeeper: Any, tmp_pat
         env.from_collection([1]).print()
         with pytest.raises(NotLeaderError, match=f"standby.*{leader.rest_url}"):
             standby.submit(env.get_stream_graph("refused"))
+        job_id = leader.submit(gated_job(FileGate(tmp_path, "hold"), tmp_path / "out",
+                                         tmp_path / "checkpoints")).get_job_id()
+        wait_until(lambda: [j["jid"] for j in rest_get(standby.rest_url, "/jobs/overview")[1].get("jobs", [])]
+                   == [str(job_id)], "the standby's REST API shows the leader's job")
     finally:
         leader.stop()
         wait_until(lambda: standby.is_leading, "the standby leads once the leader stopped")
