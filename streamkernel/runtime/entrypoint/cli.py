@@ -16,6 +16,7 @@ import argparse
 import sys
 from typing import Sequence
 
+from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.entrypoint.cluster_dir import DEFAULT_DIR, ClusterDir, parse_dynamic_properties
 
 __all__ = ["main", "COMMANDS"]
@@ -71,6 +72,10 @@ def main(argv: Sequence[str]) -> int:
             info = commands.start_jobmanager(directory, configuration, args.backend, max(args.taskmanagers, 1),
                                              args.slots)
             lines = [f"REST {info['rest_url']}", f"pid {info['pid']}"]
+            if info.get("high_availability"):
+                ha = info["high_availability"]
+                lines.append(f"high availability: cluster {ha['cluster_id']}, this JobManager is the {ha['role']}"
+                             + (f" (leader: {ha['leader']})" if ha.get("leader") and ha["role"] != "leader" else ""))
         elif command == "jobmanager":
             lines = commands.stop_jobmanager(directory)
         elif args.action == "start":
@@ -79,7 +84,7 @@ def main(argv: Sequence[str]) -> int:
             lines = [f"pid {started.pid} ({started.taskmanager_id})"]
         else:
             lines = commands.stop_taskmanager(directory)
-    except (commands.StandaloneClusterError, ValueError, OSError) as error:
+    except (commands.StandaloneClusterError, ValueError, OSError, StreamKernelError) as error:
         print(f"streamkernel {command} {args.action}: {error}".splitlines()[0], file=sys.stderr)
         return 1
     for line in lines:

@@ -142,7 +142,7 @@ def start_jobmanager(directory: ClusterDir, configuration: Mapping[str, str], ba
             f"`streamkernel cluster stop --dir {directory.path}`")
     directory.prepare()
     directory.remove_jobmanager_info()
-    directory.new_secret()
+    directory.new_secret(_high_availability_secret(configuration))
     arguments = ["--dir", str(directory.path), "--backend", backend, "--taskmanagers", str(taskmanagers),
                  "--slots", str(slots)]
     for key, value in configuration.items():
@@ -164,6 +164,20 @@ def start_jobmanager(directory: ClusterDir, configuration: Mapping[str, str], ba
             raise StandaloneClusterError(f"the JobManager (pid {process.pid}) did not serve its REST API within "
                                          f"{timeout:.0f} s; see {directory.log_file(JOBMANAGER, 0)}")
         time.sleep(_POLL_S)
+
+
+def _high_availability_secret(configuration: Mapping[str, str]) -> Optional[bytes]:
+    """The secret of a highly available cluster (every JobManager's: from high-availability.storageDir,
+    created by the first), None without high availability. A bad high-availability.* key fails here,
+    naming it, before any process starts."""
+    from streamkernel.common.options.high_availability import check_high_availability_options, is_zookeeper
+
+    check_high_availability_options(configuration)
+    if not is_zookeeper(configuration):
+        return None
+    from streamkernel.runtime.highavailability.cluster_secret import read_or_create_ha_secret
+
+    return read_or_create_ha_secret(configuration)
 
 
 def stop_jobmanager(directory: ClusterDir) -> list[str]:
