@@ -132,6 +132,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     shuffle: Any = None
     working_dir: Optional[str] = None
     task_executor: Optional[TaskExecutor] = None
+    ended: Optional[str] = None
     try:
         _adopt_driver_environment(rpc.call(DRIVER_SERVICES, "worker_environment"))
         shuffle = _shuffle_environment(taskmanager_id, secret, conf)
@@ -144,9 +145,13 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
         forward = TaskManagerOptions.FORWARD_OUTPUT.get(conf)
         if forward:
             with forwarding.redirect_output():
-                return _serve(task_executor, resource_manager, rpc, stop_event, disconnect_event)
-        return _serve(task_executor, resource_manager, rpc, stop_event, disconnect_event)
+                ended = _serve(task_executor, resource_manager, rpc, stop_event, disconnect_event)
+        else:
+            ended = _serve(task_executor, resource_manager, rpc, stop_event, disconnect_event)
+        return ended
     finally:
+        if ended == ENDED_DISCONNECTED:  # fenced: not even the tasks' ends reach a JobManager that no longer leads
+            rpc.close(timeout)
         if task_executor is not None and task_executor.is_running:
             task_executor.shutdown(timeout)  # connection lost or stop_event: tasks end first
         rpc.close(timeout)

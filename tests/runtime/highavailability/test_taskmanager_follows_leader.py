@@ -48,6 +48,17 @@ JOB = textwrap.dedent("""
     env.execute("after the failover")
 """)
 
+UNBOUNDED_JOB = textwrap.dedent("""
+    from streamkernel.common.watermark_strategy import WatermarkStrategy
+    from streamkernel.datastream import StreamExecutionEnvironment
+    from streamkernel.datastream.connectors import DataGeneratorSource
+
+    env = StreamExecutionEnvironment.get_execution_environment().set_parallelism(1)
+    env.from_source(DataGeneratorSource(lambda i: i, None, 200), WatermarkStrategy.no_watermarks(), "forever") \\
+        .add_sink(lambda x: None)
+    env.execute("served by the leader that is fenced")
+""")
+
 
 def _environment(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("STREAMKERNEL_")}
@@ -74,11 +85,15 @@ def alive(pid: int) -> bool:
         return False
 
 
+def get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read().decode("utf-8"))
+
+
 def taskmanagers(rest_url: str) -> dict[str, dict[str, Any]]:
     """The TaskManagers a JobManager's REST API lists, by id ({} when it does not answer)."""
     try:
-        with urllib.request.urlopen(rest_url + "/taskmanagers", timeout=10) as response:
-            listed = json.loads(response.read().decode("utf-8"))["taskmanagers"]
+        listed = get_json(rest_url + "/taskmanagers")["taskmanagers"]
     except OSError:
         return {}
     return {tm["id"]: tm for tm in listed}
@@ -214,11 +229,23 @@ def test_a_leader_that_loses_leadership_alive_is_fenced_and_the_taskmanager_join
     b = start_leader(cluster, "b")
     wait_until(lambda: latch_pids(conf) == [a.pid, b.pid], "the standby B queued behind A in the election")
 
+    (tmp_path / "job.py").write_text(UNBOUNDED_JOB)  # a task of A's runs in the TaskManager
+    submitted = sk(home, "run", "-m", a.rest_url.removeprefix("http://"), "--detached", "-D",
+                   "restart-strategy.type=none", str(tmp_path / "job.py"))
+    assert submitted.returncode == 0, submitted.stderr
+    job = re.search(r"Job has been submitted with JobID ([0-9a-f]{32})", submitted.stdout)
+    assert job is not None, submitted.stdout
+    job_url = f"{a.rest_url}/jobs/{job.group(1)}"
+    wait_until(lambda: (get_json(job_url)["state"], taskmanagers(a.rest_url)["tm-fenced"]["freeSlots"]) == ("RUNNING", 0),
+               "the unbounded job to run on A in the TaskManager's slot")
+
     a.command("close")  # A leaves the election alive: its cluster still runs and still listens
     a.wait("closed")
     b.wait("granted")
-    wait_until(lambda: "tm-fenced" in taskmanagers(b.rest_url), "the TaskManager to register at B")
+    at_b = wait_until(lambda: taskmanagers(b.rest_url).get("tm-fenced"), "the TaskManager to register at B")
+    assert at_b["freeSlots"] == 1  # nothing of A's job came along
     wait_until(lambda: "tm-fenced" not in taskmanagers(a.rest_url), "A to have lost the TaskManager")
+    wait_until(lambda: get_json(job_url)["state"] == "FAILED", "A's job to fail: its task ended with the connection")
     assert a.process.poll() is None and runner.poll() is None
     text = log.read_text()
     assert f"left the JobManager at {a.rpc_address}" in text and "it no longer leads (fenced)" in text, text
