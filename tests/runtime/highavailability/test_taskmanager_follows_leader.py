@@ -8,15 +8,18 @@ the election and publishes its RPC address and REST URL on grant), the TaskManag
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -25,8 +28,13 @@ from ha_testkit import WAIT_S, ha_config, wait_until
 
 from streamkernel.runtime.entrypoint.cluster_dir import ClusterDir
 from streamkernel.runtime.entrypoint.commands import StandaloneClusterError, start_taskmanager
-from streamkernel.runtime.highavailability import create_ha_services
+from streamkernel.runtime.entrypoint.cluster_entrypoint import StandaloneSessionCluster
+from streamkernel.runtime.entrypoint.taskmanager_leader import LeaderFence, serve_following_leader
+from streamkernel.runtime.highavailability import RESOURCE_MANAGER, create_ha_services
 from streamkernel.runtime.highavailability.cluster_secret import read_or_create_ha_secret
+from streamkernel.runtime.highavailability.leader import LeaderInformation
+from streamkernel.runtime.highavailability.leader_follower import LeaderFollower
+from streamkernel.runtime.rpc.transport import new_cluster_secret
 
 FIXTURE = Path(__file__).with_name("ha_leader_fixture.py")
 ROOT = Path(__file__).resolve().parents[3]
@@ -275,3 +283,97 @@ def test_no_leader_within_the_wait_names_the_cluster_id(zookeeper: Any, tmp_path
     with pytest.raises(StandaloneClusterError, match="no leading JobManager of cluster 'nobody-leads' within 1 s"):
         start_taskmanager(directory, conf, timeout=1.0)
     assert directory.pids("taskexecutor") == {}  # nothing was started
+
+
+def test_the_fence_trips_on_another_leader_only() -> None:
+    follower = LeaderFollower()
+    fence = LeaderFence(follower)
+    follower_calls = LeaderFollower(on_change=fence.on_change)
+    served, other = uuid.uuid4(), uuid.uuid4()
+    fence.on_change(LeaderInformation(other, "h:2"))
+    assert not fence.event.is_set()  # nothing served yet
+    follower.notify_leader_address("h:1", served)
+    fence.serve(served)
+    for address, session in (("h:1", served), (None, None)):  # the same leader, or none published: no fencing
+        follower_calls.notify_leader_address(address, session)
+        assert not fence.event.is_set()
+    follower_calls.notify_leader_address("h:2", other)
+    assert fence.event.is_set()
+    follower.notify_leader_address("h:2", other)
+    fence.serve(other)  # serving the new leader clears it
+    assert not fence.event.is_set()
+    fence.serve(served)  # a leader that is no longer the follower's current one is fenced at once
+    assert fence.event.is_set()
+
+
+class StubRetrieval:
+    """Leader retrieval the test drives by hand (``notify``), for the follower's paths without ZooKeeper."""
+
+    cluster_id = "stub"
+
+    def __init__(self) -> None:
+        self.listener: Any = None
+
+    def leader_retriever(self, component: str) -> "StubRetrieval":
+        assert component == RESOURCE_MANAGER
+        return self
+
+    def start(self, listener: Any) -> None:
+        self.listener = listener
+
+    def stop(self) -> None:
+        pass
+
+    def notify(self, address: str) -> None:
+        wait_until(lambda: self.listener is not None, "the follower to start retrieval")
+        self.listener.notify_leader_address(address, uuid.uuid4())
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _follow_in_thread(services: StubRetrieval, secret: bytes, stop: threading.Event) -> tuple[threading.Thread, list]:
+    ended: list[str] = []
+    conf = {"taskmanager.forward-output": "false"}
+    thread = threading.Thread(target=lambda: ended.append(
+        serve_following_leader(services, secret, "tm-inproc", 1, conf, stop)), daemon=True)
+    thread.start()
+    return thread, ended
+
+
+def test_waiting_for_a_leader_ends_on_stop(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="streamkernel.runtime.entrypoint.taskmanager_leader")
+    stop = threading.Event()
+    thread, ended = _follow_in_thread(StubRetrieval(), new_cluster_secret(), stop)
+    wait_until(lambda: "TaskManager tm-inproc waits for a leading JobManager of cluster 'stub'" in caplog.text,
+               "the follower to say it waits")
+    stop.set()
+    thread.join(WAIT_S)
+    assert ended == ["stopped"]
+
+
+def test_a_leader_that_refuses_the_connection_is_retried_until_another_leads(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="streamkernel.runtime.entrypoint.taskmanager_leader")
+    secret = new_cluster_secret()
+    cluster = StandaloneSessionCluster(secret, "process", configuration={"rest.port": "0"})
+    cluster.start(make_current=False)
+    stop = threading.Event()
+    try:
+        services = StubRetrieval()
+        thread, ended = _follow_in_thread(services, secret, stop)
+        dead = f"127.0.0.1:{_closed_port()}"  # a dead leader's address, still published
+        services.notify(dead)
+        wait_until(lambda: caplog.text.count(f"cannot reach the leading JobManager at {dead}") >= 2,
+                   "the follower to try the refusing leader again")
+        host, port = cluster.rpc_address
+        services.notify(f"{host}:{port}")
+        wait_until(lambda: "tm-inproc" in taskmanagers(str(cluster.rest_url)), "the TaskManager to register")
+        stop.set()
+        thread.join(WAIT_S)
+        assert ended == ["stopped"]
+    finally:
+        stop.set()
+        cluster.stop()
