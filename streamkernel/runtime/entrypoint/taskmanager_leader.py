@@ -127,6 +127,12 @@ def serve_following_leader(services: Any, secret: bytes, taskmanager_id: str, sl
             if leader is None:
                 avoid = None  # the old leader still leads (registering again), or none does (waiting for any)
                 continue
+            try:
+                address = _rpc_address(leader)
+            except ValueError as error:  # a JobManager's bug: wait for the next leader (or the same, later)
+                _LOG.error("TaskManager %s: %s", taskmanager_id, error)
+                avoid = leader.session_id
+                continue
             fence.serve(leader.session_id)
             if previous is None:
                 _LOG.info("TaskManager %s (pid %d) joins the leading JobManager at %s (session %s)", taskmanager_id,
@@ -139,7 +145,7 @@ def serve_following_leader(services: Any, secret: bytes, taskmanager_id: str, sl
                           "JobManager at %s (session %s)", taskmanager_id, os.getpid(), previous.address,
                           previous.session_id, leader.address, leader.session_id)
             try:
-                ended = run_taskmanager(_rpc_address(leader), secret, taskmanager_id, slots, configuration,
+                ended = run_taskmanager(address, secret, taskmanager_id, slots, configuration,
                                         stop_event=stop, disconnect_event=fence.event)
             except (ConnectionRefusedByPeerError, OSError) as error:
                 _LOG.warning("TaskManager %s cannot reach the leading JobManager at %s (session %s): %s; trying "
