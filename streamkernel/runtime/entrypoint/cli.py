@@ -7,6 +7,10 @@ As Flink's ``bin/start-cluster.sh``, ``stop-cluster.sh``, ``jobmanager.sh`` and 
 * ``streamkernel jobmanager start|stop [--dir DIR] [-D k=v ...]``
 * ``streamkernel taskmanager start|stop [--dir DIR] [-m HOST:PORT] [--slots S] [--secret-file F] [-D k=v ...]``
 
+With the high-availability keys (``-D high-availability.type=zookeeper -D high-availability.zookeeper.quorum=...
+-D high-availability.cluster-id=... -D high-availability.storageDir=...``) ``taskmanager start`` needs no ``-m``:
+the TaskManager follows the leading JobManager (docs/high-availability.md, "TaskManagers").
+
 A failure is one line on stderr and exit code 1 (2: bad arguments).
 """
 
@@ -44,7 +48,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("--slots", type=int, default=1, help="slots per TaskManager (default 1)")
     if command == "taskmanager":
         parser.add_argument("-m", "--jobmanager", default=None, metavar="HOST:PORT",
-                            help="the REST address of the JobManager to register with (default: the one of --dir)")
+                            help="the REST address of the JobManager to register with (default: the one of --dir; "
+                                 "with -D high-availability.type=zookeeper and the other HA keys: the leader, "
+                                 "followed through ZooKeeper)")
         parser.add_argument("--secret-file", default=None,
                             help="the cluster secret (default: the user's registry entry for -m)")
     return parser
