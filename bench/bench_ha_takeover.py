@@ -109,6 +109,7 @@ def one_round(work: Path, quorum: str, session_timeout: float, index: int) -> di
           "high-availability.storageDir": str(work / "ha"), "high-availability.cluster-id": f"/bench-{index}",
           "high-availability.zookeeper.client.session-timeout": f"{session_timeout:g} s", "rest.port": "0"}
     dyn = [a for k, v in ha.items() for a in ("-D", f"{k}={v}")]
+    work.mkdir(parents=True, exist_ok=True)
     script = work / "job.py"
     script.write_text(JOB)
     try:
