@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python bench/bench_ha_takeover.py [--session-timeout 2] [--repeat 3]``
 
-Each round starts a throwaway ZooKeeper (Debian's ``zookeeper`` package, ``tests/zookeeper_server.py``),
+Each round starts a throwaway ZooKeeper (Debian's ``zookeeper`` package, ``streamkernel.testing.zookeeper``),
 two JobManager processes (``streamkernel jobmanager start`` with the HA keys and
 ``high-availability.zookeeper.client.session-timeout`` lowered as Flink's own tests lower it), one
 TaskManager process that follows the leader, and an unbounded job with checkpoints every 200 ms
@@ -23,7 +23,6 @@ ZooKeeper frees the dead leader's latch only once its session expired.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import re
@@ -54,14 +53,6 @@ JOB = textwrap.dedent("""
         .map(lambda x: x + 1, output_type=Types.INT()).add_sink(lambda x: None)
     env.execute("takeover bench")
 """)
-
-
-def _zookeeper_kit() -> Any:
-    spec = importlib.util.spec_from_file_location("zookeeper_server", ROOT / "tests" / "zookeeper_server.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _sk(home: Path, *args: str) -> str:
@@ -160,8 +151,11 @@ def main() -> None:
     parser.add_argument("--session-timeout", type=float, default=2.0, help="seconds (Flink's default is 60)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    kit = _zookeeper_kit()
-    kit.require_zookeeper()
+    from streamkernel.testing import zookeeper as kit
+
+    reason = kit.zookeeper_missing_reason()
+    if reason is not None:
+        raise SystemExit(reason)
     with tempfile.TemporaryDirectory(prefix="bench-ha-") as tmp:
         server = kit.ZooKeeperServer(Path(tmp) / "zookeeper").start()
         try:
