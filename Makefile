@@ -1,6 +1,7 @@
 # streamkernel: two commands do all set-up on a fresh machine.
 #   make demo   - virtual environment, install, run the word-count demo (graphs as SVG in out/demo)
-#   make test   - virtual environment, install with test extras, run every test and notebook;
+#   make test   - virtual environment, install with test extras, run every test and notebook
+#                 (two pytest-xdist workers);
 #                 then the py_matrix subset under every other Python setup.cfg declares (.venv-3.X)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -52,8 +53,11 @@ lint: install-test
 	$(VENV)/bin/ruff check streamkernel tests bench scripts
 	$(VENV)/bin/mypy
 
+# Two pytest-xdist workers (-n 2): most tests wait on JVMs, subprocesses and clusters, so two run in
+# the time of one. --dist loadfile keeps each file in one worker: a notebook's cells run in order in
+# one kernel, and module-scoped fixtures (a SparkSession, a ZooKeeper, a running job) start once.
 test: lint install-test graphviz browser zookeeper flink-tools
-	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider -n 2 --dist loadfile
 	bash scripts/test_other_pythons.sh $(PY)
 
 clean:
