@@ -17,7 +17,7 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing import FileGate
 
-pytest.importorskip("pyspark", reason="the spark backend needs pyspark (the test extra installs it)")
+pytestmark = pytest.mark.spark
 
 
 def spark_cluster(conf: dict) -> MiniCluster:
