@@ -106,8 +106,11 @@ class ConnectCommands:
         self._configure(env, remote_keys)
         self.remote = remote
         self.address = args.address
-        if ha:  # submissions follow the leader too
+        from streamkernel.runtime.rest.leader_client import LeaderRestClient
+
+        if isinstance(remote.client, LeaderRestClient):  # submissions follow the leader too
             remote.client.listeners.append(self._follow_leader)
+            self._follow_leader(remote.client)  # a takeover while connecting
         self.session.shell.push({"cluster": remote})
         running_jobs = sum(1 for j in jobs if not j.status.is_globally_terminal_state())
         leader = f"the leading JobManager of {args.address} (at {remote.rest_url}, followed through ZooKeeper)" \

@@ -10,6 +10,7 @@ keys, a short-lived client session on them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
 from IPython.core.error import UsageError
@@ -23,14 +24,15 @@ def ha_status_of(cluster: Any) -> Optional[Any]:
     """The :class:`HaStatus` of ``cluster`` (a RemoteCluster or a MiniCluster), None when it is not
     highly available. StreamKernelError (one line) when ZooKeeper cannot be read."""
     from streamkernel.runtime.highavailability.ha_status import read_ha_status
+    from streamkernel.runtime.rest.leader_client import rest_jobs_overview
 
     services = getattr(cluster, "ha_services", None)
     if services is not None and hasattr(services, "paths"):
-        return read_ha_status(services)
+        return read_ha_status(services, rest_jobs_overview)
     if services is not None:
         return None  # the in-memory services of high-availability.type NONE
     configuration = getattr(cluster, "configuration", None)
-    if not isinstance(configuration, dict):
+    if not isinstance(configuration, Mapping):
         return None
     from streamkernel.common.options.high_availability import is_zookeeper
 
@@ -40,7 +42,7 @@ def ha_status_of(cluster: Any) -> Optional[Any]:
 
     client = client_ha_services(configuration)
     try:
-        return read_ha_status(client)
+        return read_ha_status(client, rest_jobs_overview)
     finally:
         client.close()
 

@@ -141,24 +141,11 @@ def _result_store_jobs(directory: Optional[str]) -> list[PersistedJob]:
     return jobs
 
 
-def rest_jobs_overview(rest_url: str, timeout: float = 2.0) -> dict[str, tuple[str, str]]:
-    """``{job id: (name, status)}`` from ``GET rest_url/jobs/overview`` ({} when it does not answer)."""
-    from streamkernel.runtime.rest.client import RestClusterClient, parse_address
-    from streamkernel.errors import StreamKernelError
-
-    try:
-        host, port = parse_address(rest_url)
-        overview = RestClusterClient(host, port, timeout=timeout).get("/jobs/overview")
-    except (ValueError, StreamKernelError):
-        return {}
-    return {str(j.get("jid")): (str(j.get("name", "")), str(j.get("state", ""))) for j in overview.get("jobs", [])}
-
-
 def read_ha_status(services: Any,
-                   jobs_overview: Optional[Callable[[str], dict[str, tuple[str, str]]]] = rest_jobs_overview
-                   ) -> HaStatus:
+                   jobs_overview: Optional[Callable[[str], dict[str, tuple[str, str]]]] = None) -> HaStatus:
     """The cluster's :class:`HaStatus`, read from ZooKeeper (and the job result store's directory);
-    ``jobs_overview(rest_url)`` names the jobs the leader's REST API knows (None: not asked)."""
+    ``jobs_overview(rest_url)`` names the jobs the leader's REST API knows, ``{job id: (name, status)}``
+    (None: not asked; :func:`streamkernel.runtime.rest.leader_client.rest_jobs_overview` asks it)."""
     client, paths = services.client, services.paths
     rest = LeaderInfo.read(client, paths.connection_info(REST_SERVER))
     dispatcher = LeaderInfo.read(client, paths.connection_info(DISPATCHER))

@@ -152,13 +152,14 @@ class RemoteCluster:
                    timeout: float = 5.0) -> "RemoteCluster":
         """Reach the current leader of the highly available cluster ``zookeeper://HOST:PORT[,...]/CLUSTER-ID``
         (``configuration``: more HA keys, e.g. ``high-availability.storageDir``) and follow it: after a
-        takeover every read goes to the new leader (:class:`~streamkernel.runtime.highavailability.ha_client.LeaderRestClient`).
+        takeover every read goes to the new leader (:class:`~.leader_client.LeaderRestClient`).
         The secret: ``secret_file``, else the storage directory's, else the registry's for the leader's
         address. Raises what :meth:`connect` raises, ZooKeeperUrlError (a ValueError naming the URL's
         wrong part), ZooKeeperConnectionError or NoLeaderError."""
-        from streamkernel.runtime.highavailability.ha_client import (LeaderRestClient, client_ha_services,
-                                                                       ha_secret_for_client, leader_wait_seconds)
+        from streamkernel.runtime.highavailability.ha_client import (client_ha_services, ha_secret_for_client,
+                                                                       leader_wait_seconds)
         from streamkernel.runtime.highavailability.zookeeper_url import ha_configuration_from_url
+        from streamkernel.runtime.rest.leader_client import LeaderRestClient
 
         conf = {**(configuration or {}), **ha_configuration_from_url(url)}
         secret = ha_secret_for_client(conf, secret_file)
