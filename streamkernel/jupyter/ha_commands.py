@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 
 from streamkernel.errors import StreamKernelError
 
-__all__ = ["show_ha", "ha_status_of", "ha_summary"]
+__all__ = ["show_ha", "ha_status_of", "ha_summary", "ha_html", "ha_panel_html"]
 
 
 def ha_status_of(cluster: Any) -> Optional[Any]:
@@ -55,17 +55,23 @@ def ha_summary(status: Any) -> str:
             f"{'y' if len(status.jobs) == 1 else 'ies'}.")
 
 
+def _kazoo_error() -> type:
+    try:
+        from kazoo.exceptions import KazooException
+    except ImportError:  # without kazoo no cluster is read through ZooKeeper
+        return StreamKernelError
+    return KazooException
+
+
 def show_ha(cluster_commands: Any, display: Optional[Callable[[Any], None]] = None) -> Any:
     """``%flink ha``: print the summary line and display the table; returns the HaStatus."""
-    from kazoo.exceptions import KazooException
-
     cluster = cluster_commands.active_cluster()
     if cluster is None or not cluster.is_running:
         raise UsageError("%flink ha: no cluster; %flink connect zookeeper://HOST:PORT/CLUSTER-ID (or %flink start "
                          "-D high-availability.type=zookeeper ...) first")
     try:
         status = ha_status_of(cluster)
-    except (StreamKernelError, ValueError, KazooException) as exc:
+    except (StreamKernelError, ValueError, _kazoo_error()) as exc:
         raise UsageError(f"%flink ha: cannot read the cluster's high-availability state: {exc}") from None
     if status is None:
         raise UsageError(f"%flink ha: {cluster!r} is not highly available (high-availability.type is NONE); "
@@ -75,3 +81,25 @@ def show_ha(cluster_commands: Any, display: Optional[Callable[[Any], None]] = No
     print(ha_summary(status))
     (display or cluster_commands.display)(pd.DataFrame(status.rows(), columns=["section", "name", "value"]))
     return status
+
+
+def ha_html(status: Any) -> str:
+    """The HA panel of the cluster view: the summary line and the rows of :meth:`HaStatus.rows`."""
+    from streamkernel.jupyter.widgets.html import STYLE, _e
+
+    rows = "".join(f'<tr class="sk-ha-row" data-section="{_e(r["section"])}"><td class="sk-l">{_e(r["section"])}</td>'
+                   f'<td class="sk-l">{_e(r["name"])}</td><td class="sk-l">{_e(r["value"])}</td></tr>'
+                   for r in status.rows())
+    return (f'{STYLE}<div class="sk sk-ha"><div class="sk-tm-title">HA</div><div class="sk-muted">{_e(ha_summary(status))}'
+            f'</div><table>{rows}</table></div>')
+
+
+def ha_panel_html(cluster: Any) -> str:
+    """:func:`ha_html` of ``cluster`` now, or one line saying why it cannot be read."""
+    from streamkernel.jupyter.widgets.html import STYLE, _e
+
+    try:
+        status = ha_status_of(cluster)
+    except Exception as exc:  # noqa: BLE001 - the panel shows any failure to read, the view goes on
+        return f'{STYLE}<div class="sk sk-ha sk-muted">HA: cannot read ZooKeeper: {_e(exc)}</div>'
+    return ha_html(status) if status is not None else ""

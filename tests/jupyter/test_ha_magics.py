@@ -26,6 +26,8 @@ if _HA_TESTS not in sys.path:
 from ha_testkit import ha_config, wait_until, zookeeper_server  # noqa: E402
 from standin_leader import StandInLeader  # noqa: E402
 
+from streamkernel.jupyter.widgets.cockpit import ClusterView  # noqa: E402
+from streamkernel.jupyter.widgets.history import MetricsHistory  # noqa: E402
 from streamkernel.runtime.rest.cluster_secret import HOME_ENV, SECRET_ENV, SECRET_FILE_ENV  # noqa: E402
 
 JOB_CELL = "env.from_collection([1, 2, 3]).map(lambda x: x * 10).add_sink(lambda x: None)"
@@ -60,6 +62,19 @@ def cluster(zookeeper: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
             leader.stop()
 
 
+class _NotHighlyAvailable:
+    """A cluster without ``ha_services``."""
+
+
+@pytest.fixture
+def connected(shell: Any) -> Iterator[tuple[Any, list]]:
+    """The notebook; disconnected at the end whatever happened (its ZooKeeper session closed)."""
+    yield shell
+    connection = shell[0].magics_manager.registry["FlinkMagics"].cluster_commands.connection
+    if connection.remote is not None:
+        connection.disconnect(None)
+
+
 def _url(conf: dict) -> str:
     return f"zookeeper://{conf['high-availability.zookeeper.quorum']}{conf['high-availability.cluster-id']}"
 
@@ -68,8 +83,8 @@ def _table(shown: list) -> dict[str, str]:
     return {row["name"]: row["value"] for row in shown[-1].to_dict("records")}
 
 
-def test_the_notebook_follows_the_leader(shell: Any, cluster: tuple[dict, list], capsys: Any) -> None:
-    ip, shown = shell
+def test_the_notebook_follows_the_leader(connected: Any, cluster: tuple[dict, list], capsys: Any) -> None:
+    ip, shown = connected
     conf, leaders = cluster
     plan = uuid.uuid4().hex
     leaders[0].put_execution_plan(plan)
@@ -90,6 +105,11 @@ def test_the_notebook_follows_the_leader(shell: Any, cluster: tuple[dict, list],
     assert leaders[0].rest_url in contenders[0] and contenders[0].endswith("LEADER")
     assert leaders[1].rest_url in contenders[1] and contenders[1].endswith("standby")
     assert table[plan] == "execution-plans"
+    view = ClusterView(remote)  # the cluster view of %flink slots / start: an HA panel, as the cluster is HA
+    view.refresh(remote.inspection.snapshot(), MetricsHistory())
+    assert view.ha_panel is not None and view.ha_panel in view.children
+    assert view.ha_panel.value.count('data-section="contenders"') == 2 and leaders[0].rest_url in view.ha_panel.value
+    assert ClusterView(_NotHighlyAvailable()).ha_panel is None  # not HA: no panel
 
     leaders[0].resign()
     wait_until(lambda: remote.rest_url == leaders[1].rest_url, "the notebook's cluster following the new leader")
@@ -110,8 +130,8 @@ def test_the_notebook_follows_the_leader(shell: Any, cluster: tuple[dict, list],
     assert remote.ha_services.connection_state == "LOST"
 
 
-def test_connect_errors_are_one_line(shell: Any, zookeeper: Any, tmp_path: Path) -> None:
-    ip, _ = shell
+def test_connect_errors_are_one_line(connected: Any, zookeeper: Any, tmp_path: Path) -> None:
+    ip, _ = connected
     with pytest.raises(UsageError, match=r"quorum entry 'zk' is not HOST:PORT"):
         ip.run_line_magic("flink", "connect zookeeper://zk/prod")
     with pytest.raises(UsageError, match=r"-D KEY=VALUE is for a zookeeper://"):
