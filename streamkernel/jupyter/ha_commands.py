@@ -55,7 +55,7 @@ def ha_summary(status: Any) -> str:
             f"{'y' if len(status.jobs) == 1 else 'ies'}.")
 
 
-def _kazoo_error() -> type:
+def _kazoo_error() -> "type[Exception]":
     try:
         from kazoo.exceptions import KazooException
     except ImportError:  # without kazoo no cluster is read through ZooKeeper
