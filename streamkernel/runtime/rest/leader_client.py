@@ -46,7 +46,11 @@ class LeaderRestClient(RestClusterClient):
             raise NoLeaderError(f"no leading JobManager of cluster {services.cluster_id!r} (ZooKeeper "
                                 f"{services.quorum}) within {timeout:g} s: start one, or check the quorum and "
                                 f"the cluster id")
-        host, port = _host_port(leader)
+        try:
+            host, port = _host_port(leader)
+        except ValueError:
+            self._retriever.stop()
+            raise
         super().__init__(host, port, secret=secret, secret_file=secret_file, timeout=request_timeout)
         current = self._follower.leader  # a change while this was being built
         if current is not None:
