@@ -179,6 +179,9 @@ def test_remote_cluster_follows_the_leader_and_reads_the_ha_status(
         assert [c.rest_url for c in status.contenders] == [leaders[0].rest_url, leaders[1].rest_url]
         assert [c.leader for c in status.contenders] == [True, False]
         assert [(j.job_id, j.store) for j in status.jobs] == [(job_id, "execution-plans")]
+        asked: list[str] = []  # what the leader's REST API knows of a persisted job names it
+        named = read_ha_status(remote.ha_services, lambda url: asked.append(url) or {job_id: ("etl", "RUNNING")})
+        assert asked == [leaders[0].rest_url] and (named.jobs[0].name, named.jobs[0].status) == ("etl", "RUNNING")
         leaders[0].resign()
         wait_until(lambda: remote.rest_url == leaders[1].rest_url, "the client following the new leader")
         assert remote.jobs() == []  # read from the new leader
