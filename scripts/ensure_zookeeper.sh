@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Make sure Apache ZooKeeper exists for the high-availability tests (tests/runtime/highavailability):
 # install Debian's zookeeper package when we are root, otherwise say how. The tests start their
-# own throwaway server from /usr/share/zookeeper/bin/zkServer.sh (tests/zookeeper_server.py);
+# own throwaway server from /usr/share/zookeeper/bin/zkServer.sh (streamkernel/testing/zookeeper.py);
 # without it they are skipped with that reason, so this never fails.
 set -u
 ZK_SERVER_SH="${STREAMKERNEL_ZKSERVER:-/usr/share/zookeeper/bin/zkServer.sh}"

@@ -59,7 +59,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from streamkernel.runtime.checkpoint.actions import (
     AbortCheckpoint,
@@ -120,12 +120,20 @@ class PendingCheckpoint:
         return not self.not_yet_acknowledged
 
 
+class CheckpointIdUnavailable(Exception):
+    """The id source could not hand out an id (the checkpoint does not start)."""
+
+
 class CheckpointCoordinator:
     """Coordinates the checkpoints of one job (see the module docstring for the rules).
 
     ``first_checkpoint_id`` lets ids continue after a restore (Flink restarts the counter
     at the restored checkpoint's id + 1), so no id is ever reused in the job's directory.
     ``history`` receives the statistics (a new one sized by the configuration by default).
+    ``id_source`` hands out the ids instead (Flink's ``CheckpointIDCounter.getAndIncrement``: with
+    high availability, a counter in ZooKeeper that no two leaders share); when it raises, the
+    checkpoint does not start (a person's request is rejected with the reason, a periodic one
+    is skipped until the next interval).
 
     >>> coordinator = CheckpointCoordinator(CheckpointCoordinatorConfiguration(interval_ms=1000))
     >>> coordinator.start(0, CheckpointPlan(((1, 0),), ((1, 0), (2, 0))))
@@ -135,12 +143,14 @@ class CheckpointCoordinator:
     """
 
     def __init__(self, config: CheckpointCoordinatorConfiguration, *, first_checkpoint_id: int = 1,
-                 history: Optional[CheckpointStatsHistory] = None) -> None:
+                 history: Optional[CheckpointStatsHistory] = None,
+                 id_source: Optional[Callable[[], int]] = None) -> None:
         if first_checkpoint_id < 1:
             raise ValueError(f"CheckpointCoordinator: first_checkpoint_id must be >= 1, got {first_checkpoint_id}")
         self.config = config
         self.history = history if history is not None else CheckpointStatsHistory(config.history_size)
         self._next_id = first_checkpoint_id
+        self._id_source = id_source
         self._pending: dict[int, PendingCheckpoint] = {}
         self._plan: Optional[CheckpointPlan] = None
         self._running = False
@@ -239,7 +249,10 @@ class CheckpointCoordinator:
         if self._num_pending() >= self.config.effective_max_concurrent:
             return actions  # stays due: triggers as soon as a pending one ends
         self._next_periodic = now_ms + self.config.interval_ms
-        return actions + self._start_checkpoint(now_ms, is_savepoint=False, target_dir=None, forced=False)
+        try:
+            return actions + self._start_checkpoint(now_ms, is_savepoint=False, target_dir=None, forced=False)
+        except CheckpointIdUnavailable:
+            return actions  # skipped; the next interval tries again
 
     def trigger(self, now_ms: int, is_savepoint: bool = False, target_dir: Optional[str] = None,
                 synchronous: bool = False, drain: bool = False) -> list[CheckpointAction]:
@@ -251,8 +264,12 @@ class CheckpointCoordinator:
             kind = "savepoint" if is_savepoint else "checkpoint"
             return [TriggerRejected(f"cannot take a {kind}: {reason}", is_savepoint, target_dir)]
         synchronous = synchronous and is_savepoint
-        actions = self._start_checkpoint(now_ms, is_savepoint=is_savepoint, target_dir=target_dir, forced=True,
-                                         synchronous=synchronous, drain=drain and synchronous)
+        try:
+            actions = self._start_checkpoint(now_ms, is_savepoint=is_savepoint, target_dir=target_dir, forced=True,
+                                             synchronous=synchronous, drain=drain and synchronous)
+        except CheckpointIdUnavailable as error:
+            kind = "savepoint" if is_savepoint else "checkpoint"
+            return [TriggerRejected(f"cannot take a {kind}: {error}", is_savepoint, target_dir)]
         if synchronous:
             self._stopping = self._next_id - 1
         return actions
@@ -260,14 +277,25 @@ class CheckpointCoordinator:
     def _start_checkpoint(self, now_ms: int, is_savepoint: bool, target_dir: Optional[str],
                           forced: bool, synchronous: bool = False, drain: bool = False) -> list[CheckpointAction]:
         assert self._plan is not None
-        checkpoint_id = self._next_id
-        self._next_id += 1
+        checkpoint_id = self._allocate_id()
         wait_for = set(self._plan.tasks_to_wait_for)
         self._pending[checkpoint_id] = PendingCheckpoint(checkpoint_id, now_ms, is_savepoint, target_dir, forced,
                                                          self._epoch, wait_for, synchronous=synchronous, drain=drain)
         self.history.report_pending(checkpoint_id, now_ms, is_savepoint, len(wait_for))
         return [TriggerCheckpoint(checkpoint_id, now_ms, is_savepoint, tuple(self._plan.tasks_to_trigger), target_dir,
                                   synchronous, drain)]
+
+    def _allocate_id(self) -> int:
+        if self._id_source is None:
+            checkpoint_id = self._next_id
+        else:
+            try:
+                checkpoint_id = int(self._id_source())
+            except Exception as error:  # noqa: BLE001 - the counter's store: ZooKeeper gone, leadership lost
+                raise CheckpointIdUnavailable(f"no checkpoint id could be taken ({type(error).__name__}: "
+                                              f"{error})") from error
+        self._next_id = max(self._next_id, checkpoint_id) + 1
+        return checkpoint_id
 
     def _periodic_due(self) -> Optional[int]:
         if not self._running or self._next_periodic is None or self._stopping is not None:

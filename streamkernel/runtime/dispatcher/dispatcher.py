@@ -4,6 +4,13 @@ A cluster runs in *session mode*: the Dispatcher accepts any number of jobs and 
 while slots last (a job that finds none waits, then fails; see the ResourceManager). It
 remembers every job it ran, so the status and result of a finished job can still be asked
 for, as Flink's execution graph store keeps them.
+
+With high availability (``ha_services``) the Dispatcher acts only while its JobManager leads
+(:meth:`Dispatcher.grant_leadership` / :meth:`~Dispatcher.revoke_leadership`, called by the
+cluster's leader contender): it persists every job before running it, recovers the persisted
+jobs when it is granted the leadership, suspends its jobs when it loses it, and records and
+cleans up the jobs that end (:mod:`.job_persistence`). A standby refuses submissions, naming
+the leader.
 """
 
 from __future__ import annotations
@@ -18,11 +25,17 @@ from streamkernel.common.options import validate_configuration
 from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.job_graph import JobGraph
 from streamkernel.graph.stream_graph import StreamGraph
+from streamkernel.runtime.dispatcher.job_persistence import (
+    CHECKPOINT_DIR_KEY,
+    ExecutionPlan,
+    JobPersistence,
+    UnrecoverableJob,
+)
 from streamkernel.runtime.jobmaster.job_status import JobDetails, JobResult
 from streamkernel.runtime.jobmaster.jobmaster import JobMaster
 from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway
 
-__all__ = ["Dispatcher", "UnknownJobError", "DuplicateJobSubmissionError"]
+__all__ = ["Dispatcher", "UnknownJobError", "DuplicateJobSubmissionError", "NotLeaderError"]
 
 JobIdLike = Union[JobID, str]
 
@@ -36,21 +49,31 @@ class DuplicateJobSubmissionError(InvalidProgramError):
     ``DuplicateJobSubmissionException``)."""
 
 
+class NotLeaderError(InvalidProgramError):
+    """A job was submitted to a standby JobManager of a highly available cluster."""
+
+
 class Dispatcher:
     """Accepts jobs (``submit_job``), runs each with its own JobMaster, keeps their results.
 
     ``configuration`` is the cluster's configuration; a job's own keys override it.
+    ``ha_services``: the cluster's high-availability services (None: no high availability; the
+    Dispatcher leads from the start and persists nothing).
     """
 
     def __init__(self, resource_manager: ResourceManagerGateway,
-                 configuration: Optional[Mapping[str, Any]] = None) -> None:
+                 configuration: Optional[Mapping[str, Any]] = None, ha_services: Any = None) -> None:
         self._resource_manager = resource_manager
         self.configuration = {k: str(v) for k, v in (configuration or {}).items()}
-        # Guards _jobs and _running; JobMasters are started/cancelled outside of it.
+        # Guards _jobs, _running and _leading; JobMasters are started/cancelled outside of it.
         self._lock = threading.Lock()
-        self._jobs: dict[str, JobMaster] = {}
+        self._jobs: dict[str, Any] = {}  # JobMaster, or UnrecoverableJob
         self._jobs_listeners: list[Callable[[JobDetails], None]] = []
         self._running = True
+        self._persistence = JobPersistence(ha_services) if ha_services is not None else None
+        self._leading = ha_services is None
+        #: who leads instead, for the error a standby answers a submission with
+        self.leader_hint = ""
 
     def submit_job(self, stream_graph: StreamGraph, *, job_graph: Optional[JobGraph] = None,
                    job_id: Optional[JobIdLike] = None) -> JobID:
@@ -66,22 +89,84 @@ class Dispatcher:
         """
         job_id = JobID() if job_id is None else (job_id if isinstance(job_id, JobID) else JobID.from_hex_string(job_id))
         self._refuse_duplicate(job_id, stream_graph)
+        self._refuse_standby(stream_graph)
+        master = self._create_master(str(job_id), stream_graph, job_graph, recovered=False)
+        if self._persistence is not None:  # durable before it runs: the next leader recovers it
+            self._persistence.persist(ExecutionPlan(str(job_id), stream_graph.job_name, stream_graph,
+                                                    master.configuration[CHECKPOINT_DIR_KEY]))
+        self._run(master, stream_graph)
+        return job_id
+
+    def _create_master(self, job_id: str, stream_graph: StreamGraph, job_graph: Optional[JobGraph],
+                       recovered: bool) -> JobMaster:
         configuration = {**self.configuration, **{k: str(v) for k, v in stream_graph.configuration.items()}}
         validate_configuration(configuration)  # before a JobMaster exists: nothing is deployed
-        master = JobMaster(str(job_id), stream_graph, self._resource_manager, configuration=configuration,
-                           job_graph=job_graph)
+        persistence = self._persistence
+        return JobMaster(job_id, stream_graph, self._resource_manager, configuration=configuration,
+                         job_graph=job_graph, recovered=recovered,
+                         checkpoint_recovery=persistence.checkpoint_recovery if persistence is not None else None,
+                         on_terminated=persistence.job_terminated if persistence is not None else None)
+
+    def _run(self, master: Any, stream_graph: Optional[StreamGraph], replace: bool = False) -> None:
         with self._lock:
             if not self._running:
+                name = stream_graph.job_name if stream_graph is not None else master.job_id
                 raise InvalidProgramError(
-                    f"cannot submit job {stream_graph.job_name!r}: the cluster is stopped; start it again "
+                    f"cannot submit job {name!r}: the cluster is stopped; start it again "
                     f"(MiniCluster.start() or %flink start) or stop using it as the current cluster")
-            self._refuse_duplicate(job_id, stream_graph)
-            self._jobs[str(job_id)] = master
+            if not replace and stream_graph is not None:
+                self._refuse_duplicate(JobID.from_hex_string(master.job_id), stream_graph)
+            self._jobs[master.job_id] = master
             listeners = list(self._jobs_listeners)
         for listener in listeners:
             master.add_status_listener(listener)
-        master.start()
-        return job_id
+        if isinstance(master, JobMaster):
+            master.start()
+
+    def _refuse_standby(self, stream_graph: StreamGraph) -> None:
+        if not self._leading:
+            leader = f"; the leader's REST API is at {self.leader_hint}" if self.leader_hint else \
+                " (no leader is elected right now: retry in a moment)"
+            raise NotLeaderError(f"cannot submit job {stream_graph.job_name!r}: this JobManager is a standby of a "
+                                 f"highly available cluster{leader}")
+
+    # ------------------------------------------------------------- high availability
+    @property
+    def is_leading(self) -> bool:
+        """Whether this Dispatcher acts (always, without high availability)."""
+        return self._leading
+
+    def grant_leadership(self) -> list[str]:
+        """This JobManager leads now: recover every persisted job that has no result (from its latest
+        completed checkpoint), list the ones that cannot be read FAILED; returns the recovered job ids."""
+        assert self._persistence is not None, "grant_leadership: the Dispatcher has no HA services"
+        plans, failed = self._persistence.recoverable()
+        recovered = []
+        with self._lock:
+            self._leading = True
+        for broken in failed:
+            self._run(broken, None, replace=True)
+        for plan in plans:
+            previous = self._jobs.get(plan.job_id)
+            if previous is not None and not previous.result_future.done():
+                continue  # still ours and running (a leadership confirmed again)
+            try:
+                master = self._create_master(plan.job_id, plan.recovered_stream_graph(), None, recovered=True)
+            except Exception as error:  # noqa: BLE001 - its configuration no longer validates ...
+                self._run(UnrecoverableJob(plan.job_id, error), None, replace=True)
+                continue
+            self._run(master, None, replace=True)
+            recovered.append(plan.job_id)
+        return recovered
+
+    def revoke_leadership(self) -> None:
+        """This JobManager no longer leads: refuse submissions and suspend every running job (their
+        data stays for the next leader)."""
+        with self._lock:
+            self._leading = False
+            masters = list(self._jobs.values())
+        for master in masters:
+            master.suspend()
 
     def _refuse_duplicate(self, job_id: JobID, stream_graph: StreamGraph) -> None:
         if str(job_id) in self._jobs:
@@ -89,7 +174,7 @@ class Dispatcher:
                 f"cannot submit job {stream_graph.job_name!r}: job {job_id} was already submitted to this cluster "
                 f"(a job id is used once)")
 
-    def _master(self, job_id: JobIdLike) -> JobMaster:
+    def _master(self, job_id: JobIdLike) -> Any:
         with self._lock:
             master = self._jobs.get(str(job_id))
         if master is None:

@@ -7,6 +7,10 @@ As Flink's ``bin/start-cluster.sh``, ``stop-cluster.sh``, ``jobmanager.sh`` and 
 * ``streamkernel jobmanager start|stop [--dir DIR] [-D k=v ...]``
 * ``streamkernel taskmanager start|stop [--dir DIR] [-m HOST:PORT] [--slots S] [--secret-file F] [-D k=v ...]``
 
+With the high-availability keys (``-D high-availability.type=zookeeper -D high-availability.zookeeper.quorum=...
+-D high-availability.cluster-id=... -D high-availability.storageDir=...``) ``taskmanager start`` needs no ``-m``:
+the TaskManager follows the leading JobManager (docs/high-availability.md, "TaskManagers").
+
 A failure is one line on stderr and exit code 1 (2: bad arguments).
 """
 
@@ -16,6 +20,7 @@ import argparse
 import sys
 from typing import Sequence
 
+from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.entrypoint.cluster_dir import DEFAULT_DIR, ClusterDir, parse_dynamic_properties
 
 __all__ = ["main", "COMMANDS"]
@@ -43,7 +48,9 @@ def _parser(command: str) -> argparse.ArgumentParser:
     parser.add_argument("--slots", type=int, default=1, help="slots per TaskManager (default 1)")
     if command == "taskmanager":
         parser.add_argument("-m", "--jobmanager", default=None, metavar="HOST:PORT",
-                            help="the REST address of the JobManager to register with (default: the one of --dir)")
+                            help="the REST address of the JobManager to register with (default: the one of --dir; "
+                                 "with -D high-availability.type=zookeeper and the other HA keys: the leader, "
+                                 "followed through ZooKeeper)")
         parser.add_argument("--secret-file", default=None,
                             help="the cluster secret (default: the user's registry entry for -m)")
     return parser
@@ -71,6 +78,10 @@ def main(argv: Sequence[str]) -> int:
             info = commands.start_jobmanager(directory, configuration, args.backend, max(args.taskmanagers, 1),
                                              args.slots)
             lines = [f"REST {info['rest_url']}", f"pid {info['pid']}"]
+            if info.get("high_availability"):
+                ha = info["high_availability"]
+                lines.append(f"high availability: cluster {ha['cluster_id']}, this JobManager is the {ha['role']}"
+                             + (f" (leader: {ha['leader']})" if ha.get("leader") and ha["role"] != "leader" else ""))
         elif command == "jobmanager":
             lines = commands.stop_jobmanager(directory)
         elif args.action == "start":
@@ -79,7 +90,7 @@ def main(argv: Sequence[str]) -> int:
             lines = [f"pid {started.pid} ({started.taskmanager_id})"]
         else:
             lines = commands.stop_taskmanager(directory)
-    except (commands.StandaloneClusterError, ValueError, OSError) as error:
+    except (commands.StandaloneClusterError, ValueError, OSError, StreamKernelError) as error:
         print(f"streamkernel {command} {args.action}: {error}".splitlines()[0], file=sys.stderr)
         return 1
     for line in lines:

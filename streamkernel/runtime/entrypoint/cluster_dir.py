@@ -98,9 +98,10 @@ class ClusterDir:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.pid_dir.mkdir(parents=True, exist_ok=True)
 
-    def new_secret(self) -> bytes:
-        """A new cluster secret, written to :attr:`secret_file` with mode 0600."""
-        secret = new_cluster_secret()
+    def new_secret(self, secret: Optional[bytes] = None) -> bytes:
+        """A new cluster secret (or ``secret``: a highly available cluster's, shared by its JobManagers),
+        written to :attr:`secret_file` with mode 0600."""
+        secret = secret if secret is not None else new_cluster_secret()
         fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.fchmod(fd, 0o600)

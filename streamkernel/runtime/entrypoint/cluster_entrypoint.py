@@ -27,6 +27,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from typing import Any, Mapping, Optional, Sequence
 
 from streamkernel.runtime.entrypoint.cluster_dir import (
@@ -98,6 +99,23 @@ def _configure_logging(log_file: str) -> None:
     root.setLevel(logging.INFO)
 
 
+def _ha_role(cluster: StandaloneSessionCluster, configuration: Mapping[str, str], wait: bool) -> dict[str, Any]:
+    """``{"cluster_id", "role": "leader" | "standby", "leader": REST URL}``; ``wait``: until the election
+    is decided (this process leads, or another one is known to), at most the ZooKeeper session timeout."""
+    from streamkernel.common.options.high_availability import HighAvailabilityOptions
+
+    leadership = cluster.leadership
+    if wait:  # else reported as a standby with no leader yet
+        timeout = HighAvailabilityOptions.ZOOKEEPER_SESSION_TIMEOUT.get(configuration).to_milliseconds() / 1000
+        deadline, pause = time.monotonic() + timeout, threading.Event()
+        while not (cluster.is_leading or leadership.leader is not None) and time.monotonic() < deadline:
+            pause.wait(0.05)
+    leader = leadership.leader
+    return {"cluster_id": str(HighAvailabilityOptions.HA_CLUSTER_ID.get(configuration)),
+            "role": "leader" if cluster.is_leading else "standby",
+            "leader": leader.address if leader is not None else None}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the JobManager until SIGTERM or ``DELETE /cluster``; returns the exit code (1: it could not start)."""
     from streamkernel.sigterm import exit_on_sigterm
@@ -124,14 +142,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # /jobmanager/config shows them: `taskmanager start -m REST` finds the RPC listener there
         cluster.configuration["jobmanager.rpc.address"] = host
         cluster.configuration["jobmanager.rpc.port"] = str(port)
-        info = {"pid": os.getpid(), "rest_url": cluster.rest_url, "rpc_address": host, "rpc_port": port,
+        info: dict[str, Any] = {"pid": os.getpid(), "rest_url": cluster.rest_url, "rpc_address": host, "rpc_port": port,
                 "backend": cluster.backend, "log_file": configuration[LOG_FILE_KEY]}
+        if cluster.leadership is not None:
+            info["high_availability"] = _ha_role(cluster, configuration, wait=True)
         directory.write_jobmanager_info(info)
         _LOG.info("standalone session cluster running: REST %s, RPC %s:%s, backend %s", cluster.rest_url, host,
                   port, cluster.backend)
         idle = threading.Event()
         while cluster.is_running:  # DELETE /cluster stops it from a thread of the REST endpoint
             idle.wait(0.5)
+            if cluster.leadership is not None and cluster.is_running:  # jobmanager.json tells the current role
+                role = _ha_role(cluster, configuration, wait=False)
+                if role != info.get("high_availability"):
+                    info["high_availability"] = role
+                    directory.write_jobmanager_info(info)
         _LOG.info("the cluster was shut down through the REST API")
     finally:
         cluster.stop()

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Optional
+from typing import Any, Callable, Mapping, NamedTuple, Optional
 
 from streamkernel.runtime.entrypoint.cluster_dir import (
     JOBMANAGER,
@@ -33,6 +33,7 @@ from streamkernel.runtime.entrypoint.jobmanager_rest import (
     rest_url_of,
     rpc_address_of,
 )
+from streamkernel.runtime.entrypoint.leader_rest import LeaderRest, high_availability_configured
 from streamkernel.runtime.rpc.transport import AUTHKEY_ENV
 
 __all__ = ["StandaloneClusterError", "StartedTaskManager", "start_cluster", "stop_cluster", "cluster_status", "start_jobmanager",
@@ -142,7 +143,7 @@ def start_jobmanager(directory: ClusterDir, configuration: Mapping[str, str], ba
             f"`streamkernel cluster stop --dir {directory.path}`")
     directory.prepare()
     directory.remove_jobmanager_info()
-    directory.new_secret()
+    directory.new_secret(_high_availability_secret(configuration))
     arguments = ["--dir", str(directory.path), "--backend", backend, "--taskmanagers", str(taskmanagers),
                  "--slots", str(slots)]
     for key, value in configuration.items():
@@ -164,6 +165,20 @@ def start_jobmanager(directory: ClusterDir, configuration: Mapping[str, str], ba
             raise StandaloneClusterError(f"the JobManager (pid {process.pid}) did not serve its REST API within "
                                          f"{timeout:.0f} s; see {directory.log_file(JOBMANAGER, 0)}")
         time.sleep(_POLL_S)
+
+
+def _high_availability_secret(configuration: Mapping[str, str]) -> Optional[bytes]:
+    """The secret of a highly available cluster (every JobManager's: from high-availability.storageDir,
+    created by the first), None without high availability. A bad high-availability.* key fails here,
+    naming it, before any process starts."""
+    from streamkernel.common.options.high_availability import check_high_availability_options, is_zookeeper
+
+    check_high_availability_options(configuration)
+    if not is_zookeeper(configuration):
+        return None
+    from streamkernel.runtime.highavailability.cluster_secret import read_or_create_ha_secret
+
+    return read_or_create_ha_secret(configuration)
 
 
 def stop_jobmanager(directory: ClusterDir) -> list[str]:
@@ -210,28 +225,46 @@ def start_taskmanager(directory: ClusterDir, configuration: Mapping[str, str], s
                       jobmanager: Optional[str] = None, secret_file: Optional[str] = None,
                       wait: bool = True, timeout: float = START_TIMEOUT_S) -> StartedTaskManager:
     """Start one TaskManager process registering with the JobManager at ``jobmanager`` (its REST
-    address; None: the JobManager of ``directory``); returns it once it registered (unless not ``wait``)."""
+    address; None: the JobManager of ``directory``, or with high availability configured the leading
+    JobManager, followed through ZooKeeper); returns it once it registered (unless not ``wait``)."""
+    if jobmanager is None and high_availability_configured(configuration):
+        leader = LeaderRest(configuration)
+        try:
+            leader_url = leader.rest_url(timeout)  # fails naming the cluster id when no leader shows
+            return _start_taskmanager(directory, configuration, slots, None, None, wait, timeout,
+                                      leader.registered_ids, leader.current_rest_url or leader_url)
+        finally:
+            leader.close()
     rest_url, rpc_address, secret = _jobmanager_of(directory, jobmanager, secret_file)
+    return _start_taskmanager(directory, configuration, slots, rpc_address, secret, wait, timeout,
+                              lambda: registered_ids(rest_url), rest_url)
+
+
+def _start_taskmanager(directory: ClusterDir, configuration: Mapping[str, str], slots: int,
+                       rpc_address: Optional[tuple[str, int]], secret: Optional[bytes], wait: bool, timeout: float,
+                       registered: Callable[[], set[str]], where: str) -> StartedTaskManager:
+    """Spawn the TaskManager (``rpc_address`` None: it follows the leader) and wait until ``registered()`` lists it."""
     directory.prepare()
     index = directory.next_index(TASKEXECUTOR)
     taskmanager_id = f"taskmanager-{host_name()}-{index}-{secrets.token_hex(3)}"
     conf = {LOG_FILE_KEY: str(directory.log_file(TASKEXECUTOR, index)), **configuration}
-    arguments = ["--jobmanager", f"{rpc_address[0]}:{rpc_address[1]}", "--taskmanager-id", taskmanager_id,
-                 "--slots", str(slots)]
+    arguments = ["--taskmanager-id", taskmanager_id, "--slots", str(slots)]
+    if rpc_address is not None:
+        arguments = ["--jobmanager", f"{rpc_address[0]}:{rpc_address[1]}", *arguments]
     for key, value in conf.items():
         arguments += ["-D", f"{key}={value}"]
     out_file = directory.log_file(TASKEXECUTOR, index, "out")
     process = _spawn("streamkernel.runtime.entrypoint.taskmanager_runner", arguments, out_file, _environment(secret))
     directory.write_pid(TASKEXECUTOR, index, process.pid)
     if wait:
-        _await_registration(directory, index, process, taskmanager_id, rest_url, timeout)
+        _await_registration(directory, index, process, taskmanager_id, registered, where, timeout)
     return StartedTaskManager(process.pid, taskmanager_id, index)
 
 
 def _await_registration(directory: ClusterDir, index: int, process: subprocess.Popen, taskmanager_id: str,
-                        rest_url: str, timeout: float) -> None:
+                        registered: Callable[[], set[str]], rest_url: str, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while taskmanager_id not in registered_ids(rest_url):
+    while taskmanager_id not in registered():
         if process.poll() is not None:
             directory.remove_pid(TASKEXECUTOR, index)
             raise _died(process, f"TaskManager {taskmanager_id}", directory.log_file(TASKEXECUTOR, index, "out"))

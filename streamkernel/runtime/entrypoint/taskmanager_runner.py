@@ -10,8 +10,12 @@ serves) and serves until
 * the JobManager tells it to shut down (``cluster stop``): exit code 0;
 * SIGTERM (``taskmanager stop``): its tasks end, exit code 0;
 * the JobManager is gone (its connection closed: the process died): one line in the log,
-  exit code 1 (:func:`on_jobmanager_lost` is the seam where high availability will wait
-  for a new leader instead).
+  exit code 1.
+
+With high availability (``-D high-availability.type=zookeeper`` and the other HA keys) it takes
+no ``--jobmanager`` and no secret from the environment: it reads the cluster's secret from
+``high-availability.storageDir`` and follows the leading JobManager through ZooKeeper, staying
+alive across leader changes (:mod:`.taskmanager_leader`).
 
 Unlike a ``process`` backend's child it does not watch its parent: it outlives the shell
 that started it. Its prints go to its ``.out`` file (``taskmanager.forward-output`` is false
@@ -39,7 +43,7 @@ from streamkernel.runtime.taskmanager.worker import (
     use_switch_interval,
 )
 
-__all__ = ["main", "on_jobmanager_lost", "EXIT_JOBMANAGER_LOST"]
+__all__ = ["main", "EXIT_JOBMANAGER_LOST"]
 
 _LOG = logging.getLogger(__name__)
 _LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s [%(threadName)s] - %(message)s"
@@ -48,54 +52,83 @@ _LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s [%(threadName)s] - %(message
 EXIT_JOBMANAGER_LOST = 1
 
 
-def on_jobmanager_lost(address: tuple[str, int], configuration: Mapping[str, str]) -> bool:
-    """What a TaskManager does when its JobManager's connection closed: True to look for a new
-    leader and register again, False to exit. Without high availability (today) it exits."""
-    return False
-
-
 def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     return taskmanager_arguments("python -m streamkernel.runtime.entrypoint.taskmanager_runner",
-                                 "Run one TaskManager of a standalone cluster in this process.").parse_args(argv)
+                                 "Run one TaskManager of a standalone cluster in this process.",
+                                 jobmanager_required=False).parse_args(argv)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run the TaskManager; returns the exit code (1: the JobManager is unreachable or gone; 2: no secret)."""
+    """Run the TaskManager; returns the exit code (1: the JobManager is unreachable or gone; 2: no secret,
+    no JobManager address, or a bad high-availability configuration)."""
+    from streamkernel.common.options.high_availability import is_zookeeper
+
     args = _parse(argv)
     secret_hex = os.environ.pop(AUTHKEY_ENV, "")
-    if not secret_hex:
-        print(f"streamkernel taskmanager: the cluster secret is missing: set ${AUTHKEY_ENV} (hex)", file=sys.stderr)
-        return 2
     configuration = parse_dynamic_properties(args.dynamic)
     configuration.setdefault(FORWARD_OUTPUT_KEY, "false")
+    following = not args.jobmanager and is_zookeeper(configuration)
+    if not args.jobmanager and not following:
+        print("streamkernel taskmanager: --jobmanager HOST:PORT is needed unless -D high-availability.type=zookeeper "
+              "(and the other high-availability keys) is given", file=sys.stderr)
+        return 2
+    if not secret_hex and not following:
+        print(f"streamkernel taskmanager: the cluster secret is missing: set ${AUTHKEY_ENV} (hex)", file=sys.stderr)
+        return 2
     if configuration.get(LOG_FILE_KEY):
         handler = logging.FileHandler(configuration[LOG_FILE_KEY], encoding="utf-8")
         handler.setFormatter(logging.Formatter(_LOG_FORMAT))
         logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.INFO)
     use_switch_interval(configuration)
-    host, _, port = args.jobmanager.rpartition(":")
-    address = (host, int(port))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if following:
+        return _follow_leader(args, configuration, bytes.fromhex(secret_hex) if secret_hex else None, stop)
+    host, _, port = args.jobmanager.rpartition(":")
+    address = (host, int(port))
     _LOG.info("TaskManager %s (pid %d) connecting to the JobManager at %s:%d", args.taskmanager_id, os.getpid(),
               *address)
-    while True:
-        try:
-            ended = run_taskmanager(address, bytes.fromhex(secret_hex), args.taskmanager_id, args.slots,
-                                    configuration, stop_event=stop)
-        except ConnectionRefusedByPeerError as error:
-            _LOG.error("TaskManager %s cannot reach the JobManager at %s:%d: %s", args.taskmanager_id, *address, error)
-            print(f"streamkernel taskmanager {args.taskmanager_id}: {error}", file=sys.stderr)
-            return 1
-        if ended != ENDED_CONNECTION_LOST:
-            _LOG.info("TaskManager %s stopped (%s)", args.taskmanager_id, ended)
-            return 0
-        if not on_jobmanager_lost(address, configuration):
-            _LOG.error("The JobManager at %s:%d is gone (its connection closed); TaskManager %s exits",
-                       address[0], address[1], args.taskmanager_id)
-            return EXIT_JOBMANAGER_LOST
+    try:
+        ended = run_taskmanager(address, bytes.fromhex(secret_hex), args.taskmanager_id, args.slots,
+                                configuration, stop_event=stop)
+    except ConnectionRefusedByPeerError as error:
+        _LOG.error("TaskManager %s cannot reach the JobManager at %s:%d: %s", args.taskmanager_id, *address, error)
+        print(f"streamkernel taskmanager {args.taskmanager_id}: {error}", file=sys.stderr)
+        return 1
+    if ended != ENDED_CONNECTION_LOST:
+        _LOG.info("TaskManager %s stopped (%s)", args.taskmanager_id, ended)
+        return 0
+    _LOG.error("The JobManager at %s:%d is gone (its connection closed); TaskManager %s exits",
+               address[0], address[1], args.taskmanager_id)
+    return EXIT_JOBMANAGER_LOST
 
+
+def _follow_leader(args: argparse.Namespace, configuration: Mapping[str, str], secret: Optional[bytes],
+                   stop: threading.Event) -> int:
+    """The high-availability path: serve whichever JobManager leads until shutdown or SIGTERM."""
+    from streamkernel.runtime.entrypoint.taskmanager_leader import serve_following_leader
+    from streamkernel.runtime.highavailability import create_ha_services
+    from streamkernel.runtime.highavailability.cluster_secret import read_ha_secret
+
+    try:
+        services = create_ha_services(configuration)  # checks the HA keys first, naming the wrong one
+    except Exception as error:  # noqa: BLE001 - one line for the starting command, the trace in the log
+        _LOG.exception("TaskManager %s cannot use the high-availability services", args.taskmanager_id)
+        print(f"streamkernel taskmanager {args.taskmanager_id}: {str(error).splitlines()[0]}", file=sys.stderr)
+        return 2
+    try:
+        if secret is None:
+            try:
+                secret = read_ha_secret(configuration)
+            except Exception as error:  # noqa: BLE001 - SecretError or an unreadable storage directory
+                print(f"streamkernel taskmanager {args.taskmanager_id}: {error}", file=sys.stderr)
+                return 2
+        ended = serve_following_leader(services, secret, args.taskmanager_id, args.slots, configuration, stop)
+        _LOG.info("TaskManager %s stopped (%s)", args.taskmanager_id, ended)
+        return 0
+    finally:
+        services.close()
 
 if __name__ == "__main__":  # pragma: no cover - run as a process by `streamkernel taskmanager start`
     sys.exit(main())

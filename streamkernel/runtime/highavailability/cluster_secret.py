@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamkernel.runtime.checkpoint import filesystem as fs
-from streamkernel.runtime.rest.cluster_secret import SecretError, read_secret_file
+from streamkernel.runtime.rpc.secret_file import SecretError, read_secret_file, secret_from_hex
 from streamkernel.runtime.rpc.transport import new_cluster_secret
 
 __all__ = ["ha_secret_path", "read_ha_secret", "read_or_create_ha_secret", "SECRET_FILE_NAME"]
@@ -51,13 +51,7 @@ def read_ha_secret(configuration: Mapping[str, Any]) -> bytes:
         text = fs.read_bytes(path).decode("ascii", errors="replace")
     except OSError as error:
         raise SecretError(f"cannot read the cluster secret '{path}': {error}") from None
-    try:
-        secret = bytes.fromhex(text.strip())
-    except ValueError:
-        secret = b""
-    if len(secret) < 16:
-        raise SecretError(f"the cluster secret file '{path}' holds no cluster secret (expected at least 32 hex digits)")
-    return secret
+    return secret_from_hex(text, f"the cluster secret file '{path}'")
 
 
 def read_or_create_ha_secret(configuration: Mapping[str, Any]) -> bytes:

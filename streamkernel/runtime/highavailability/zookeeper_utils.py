@@ -15,7 +15,7 @@ kazoo is imported here only when a client is made: ``import streamkernel`` never
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from streamkernel.common.options.high_availability import HighAvailabilityOptions
 from streamkernel.errors import IllegalConfigurationError, StreamKernelError
@@ -89,7 +89,7 @@ def start_zookeeper_client(configuration: Mapping[str, Any]) -> Any:
     wait_s = options.ZOOKEEPER_RETRY_WAIT.get(configuration).to_milliseconds() / 1000
     attempts = options.ZOOKEEPER_MAX_RETRY_ATTEMPTS.get(configuration)
     client = KazooClient(
-        hosts=quorum, timeout=session_s,
+        hosts=quorum, timeout=session_s, handler=_bounded_wait_handler(min(session_s, connect_s)),
         connection_retry=KazooRetry(max_tries=-1, delay=min(wait_s, 1.0), max_delay=wait_s),
         command_retry=KazooRetry(max_tries=attempts, delay=wait_s, max_delay=wait_s * 8))
     try:
@@ -105,6 +105,25 @@ def start_zookeeper_client(configuration: Mapping[str, Any]) -> Any:
             f"{connect_s:g} s ('{options.ZOOKEEPER_CONNECTION_TIMEOUT.key()}'): "
             f"{type(error).__name__}: {error}") from None
     return client
+
+
+def _bounded_wait_handler(timeout_s: float) -> Any:
+    """kazoo's threading handler whose results, waited for without a timeout, wait ``timeout_s`` at
+    most and then raise kazoo's ``KazooTimeoutError``. kazoo queues a request while its connection is
+    down and its synchronous calls wait for the answer forever; a JobMaster completing a checkpoint
+    while ZooKeeper is gone must not hang (the checkpoint fails, the revocation that follows
+    suspends the job)."""
+    from kazoo.handlers.threading import AsyncResult, SequentialThreadingHandler
+
+    class BoundedAsyncResult(AsyncResult):
+        def get(self, block: bool = True, timeout: Optional[float] = None) -> Any:
+            return super().get(block, timeout_s if block and timeout is None else timeout)
+
+    class BoundedWaitHandler(SequentialThreadingHandler):
+        def async_result(self) -> Any:
+            return BoundedAsyncResult(self)
+
+    return BoundedWaitHandler()
 
 
 def commit_as_leader(client: Any, latch_node: Callable[[], str], build: Callable[[Any], None], what: str) -> None:

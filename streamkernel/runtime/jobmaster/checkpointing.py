@@ -60,6 +60,7 @@ from streamkernel.runtime.checkpoint.history import CheckpointStatsSnapshot
 from streamkernel.runtime.checkpoint.metadata import CompletedCheckpoint, JobCheckpointInfo
 from streamkernel.runtime.checkpoint.settings import CheckpointCoordinatorConfiguration, CheckpointPlan
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage, resolve_savepoint_dir
+from streamkernel.runtime.jobmaster.checkpoint_services import JobCheckpointServices
 from streamkernel.runtime.core.deployment import ExecutionAttemptId, ExecutionState
 
 __all__ = ["CheckpointRequest", "JobCheckpointing", "TaskLocator"]
@@ -102,15 +103,25 @@ class JobCheckpointing:
     ``locate`` finds a subtask's TaskExecutor and current attempt; ``fail_job(error)`` and
     ``stop_job(request, path)`` ask the JobMaster to fail the job, or to end it after a
     stop-with-savepoint: both must only enqueue (they are called while actions are carried out).
+    ``services`` (high availability): the job's checkpoint id counter and completed checkpoint
+    store (:mod:`.checkpoint_services`): ids come from the counter, a checkpoint is complete once
+    the store holds it, and the checkpoints outlive a SUSPENDED job; the end of a job then leaves
+    the clean-up to :meth:`cleanup` (the Dispatcher calls it once the job's result is recorded).
     """
 
     def __init__(self, job_id: str, job_graph: JobGraph, configuration: Mapping[str, str], *,
                  locate: TaskLocator, fail_job: Callable[[BaseException], None],
-                 stop_job: Callable[[CheckpointRequest, str], None]) -> None:
+                 stop_job: Callable[[CheckpointRequest, str], None],
+                 services: Optional[JobCheckpointServices] = None) -> None:
         self.configuration = configuration
         self.storage = CheckpointStorage.from_configuration(job_id, configuration)
+        self.services = services
+        first_id = self.storage.max_checkpoint_id() + 1
+        if services is not None:
+            first_id = max(first_id, services.next_id())
         self.coordinator = CheckpointCoordinator(CheckpointCoordinatorConfiguration.from_configuration(configuration),
-                                                 first_checkpoint_id=self.storage.max_checkpoint_id() + 1)
+                                                 first_checkpoint_id=first_id,
+                                                 id_source=services.take_id if services is not None else None)
         self.plan = CheckpointPlan.from_job_graph(job_graph)
         self.job_info = JobCheckpointInfo.from_job_graph(job_graph)
         self.retention = CheckpointConfig().apply_configuration(configuration).get_externalized_checkpoint_retention()
@@ -197,6 +208,12 @@ class JobCheckpointing:
 
     def restored(self, completed: CompletedCheckpoint, now_ms: int) -> None:
         """The job (re)starts from ``completed``: statistics, and ids continue after it."""
+        if self.services is not None:
+            try:
+                self.services.restored(completed.checkpoint_id)
+            except Exception as error:  # noqa: BLE001 - no longer leading: the job is being suspended
+                _LOG.warning("could not move the checkpoint id counter of job %s past %d: %s", self.storage.job_id,
+                             completed.checkpoint_id, error)
         self._carry_out(self.coordinator.restored(completed.checkpoint_id, now_ms, completed.is_savepoint,
                                                   completed.path))
 
@@ -207,6 +224,17 @@ class JobCheckpointing:
             request.future.complete_exceptionally(CheckpointFailedError(
                 f"{request.kind} {checkpoint_id} did not complete: the job is {status.name}"))
         self._requests.clear()
+        if self.services is None:
+            self.cleanup(status)
+
+    def cleanup(self, status: JobStatus) -> None:
+        """Apply the retention of checkpoints for a job that ended ``status`` (and, with high
+        availability, remove its counter and pointers when it is globally terminal). A SUSPENDED
+        job of a highly available cluster keeps everything: the next leader recovers it."""
+        if self.services is not None:
+            if not status.is_globally_terminal_state():
+                return
+            self.services.shutdown(status.name)
         try:
             self.storage.on_job_end(status, self.retention)
         except Exception:  # noqa: BLE001 - a directory we cannot clean must not break the job's end
@@ -259,6 +287,14 @@ class JobCheckpointing:
             _LOG.warning("could not complete checkpoint %d of job %s: %s", checkpoint_id, self.job_info.job_name,
                          error)
             return self.coordinator.finalize_failed(checkpoint_id, f"{type(error).__name__}: {error}", _now_ms())
+        if not action.is_savepoint and self.services is not None:
+            try:  # complete only once the next leader would find it (Flink's CompletedCheckpointStore)
+                self.services.add(completed)
+            except Exception as error:  # noqa: BLE001 - ZooKeeper gone, leadership lost
+                _LOG.warning("checkpoint %d of job %s could not be added to the completed checkpoint store: %s",
+                             checkpoint_id, self.job_info.job_name, error)
+                return self.coordinator.finalize_failed(
+                    checkpoint_id, f"it could not be added to the completed checkpoint store ({error})", _now_ms())
         if not action.is_savepoint:
             self.completed_ids.add(checkpoint_id)
         actions = self.coordinator.finalized(checkpoint_id, _now_ms(), completed.path)

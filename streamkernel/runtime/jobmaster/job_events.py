@@ -73,6 +73,11 @@ class CancelRequested:
 
 
 @dataclass(frozen=True)
+class SuspendRequested:
+    """The JobManager lost its leadership: suspend the job (``suspend``)."""
+
+
+@dataclass(frozen=True)
 class TaskManagerLost:
     """A TaskManager with subtasks of the job is gone (``disconnect_taskmanager``)."""
 
@@ -81,4 +86,4 @@ class TaskManagerLost:
 
 
 JobEvent = Union[TaskStateChanged, CheckpointAcknowledged, CheckpointDeclined, CheckpointRequested,
-                 GlobalFailure, CancelRequested, TaskManagerLost]
+                 GlobalFailure, CancelRequested, SuspendRequested, TaskManagerLost]

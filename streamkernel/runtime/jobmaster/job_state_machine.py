@@ -31,6 +31,9 @@ The rules (Flink's, restarting all tasks of the job on a failure: Flink's "full"
                       as a failed subtask (never a restart from empty state)
     any non-terminal --cancel--> CANCELLING: cancel every subtask, then release the channels
     CANCELLING --all subtasks terminal--> CANCELED             (release, report)
+    any non-terminal --suspend (the JobManager lost its leadership)--> SUSPENDED at once: every
+                      deployed subtask is told to cancel, nobody waits for them (release, report).
+                      SUSPENDED is terminal for this JobManager only: the next leader recovers it.
 
 Only the failure that starts a failover is shown to the strategy: failures while the job
 is RESTARTING, FAILING or CANCELLING belong to the same failover (Flink 1.19+ merges them
@@ -124,8 +127,8 @@ class JobStateMachine:
     # ------------------------------------------------------------------------ queries
     @property
     def is_terminal(self) -> bool:
-        """True once the job is FINISHED, CANCELED or FAILED."""
-        return self.status.is_globally_terminal_state()
+        """True once the job is FINISHED, CANCELED, FAILED or SUSPENDED."""
+        return self.status.is_terminal_state()
 
     def attempt_id(self, key: SubtaskKey) -> ExecutionAttemptId:
         """The id of the current attempt of subtask ``key``."""
@@ -192,6 +195,21 @@ class JobStateMachine:
         self.awaiting_slots = False
         self._set_status(JobStatus.CANCELLING, now_ms)
         return self._cancel_all(now_ms) + self._progress(now_ms)
+
+    def suspend(self, now_ms: int) -> list[Action]:
+        """This JobManager no longer leads (Flink's ``JobMaster.suspend``): tell every deployed
+        subtask to cancel and end SUSPENDED at once, without waiting for them: another JobManager
+        recovers the job, and a task of this one must not be waited for (its TaskManager may
+        already serve the new leader)."""
+        if self.is_terminal:
+            return []
+        self.awaiting_slots = False
+        actions = self._cancel_all(now_ms)
+        self._set_status(JobStatus.SUSPENDED, now_ms)
+        self.end_time = now_ms
+        result = JobResult(self.job_id, self.job_name, JobStatus.SUSPENDED, now_ms - self.start_time, {}, None, None,
+                           self.attempt, tuple(self.exception_history))
+        return actions + [ReleaseResources(), JobTerminated(result)]
 
     def taskmanager_lost(self, taskmanager_id: str, cause: BaseException, now_ms: int) -> list[Action]:
         """A TaskManager is gone: its subtasks failed (they will never report again)."""

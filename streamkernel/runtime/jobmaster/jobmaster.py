@@ -45,7 +45,9 @@ from streamkernel.errors import CheckpointFailedError
 from streamkernel.graph.execution_graph import build_execution_graph
 from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
-from streamkernel.runtime.checkpoint.storage import resolve_checkpoint_dir, resolve_savepoint_dir
+from streamkernel.runtime.checkpoint.storage import CheckpointStorage, resolve_checkpoint_dir, resolve_savepoint_dir
+from streamkernel.runtime.highavailability.stores import CheckpointRecoveryFactory
+from streamkernel.runtime.jobmaster.checkpoint_services import JobCheckpointServices
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
 from streamkernel.runtime.jobmaster.checkpointing import CheckpointRequest, JobCheckpointing
 from streamkernel.runtime.jobmaster.execution_deployer import (
@@ -72,6 +74,7 @@ from streamkernel.runtime.jobmaster.job_events import (
     CheckpointRequested,
     GlobalFailure,
     JobEvent,
+    SuspendRequested,
     TaskManagerLost,
     TaskStateChanged,
 )
@@ -100,13 +103,18 @@ class JobMaster:
     FINISHED, FAILED or CANCELED (it never completes exceptionally). Raises
     IllegalConfigurationError for invalid checkpoint settings. ``job_graph`` is the job's
     JobGraph if the submitter already built it from ``stream_graph`` (it is not built again).
+    ``checkpoint_recovery`` (high availability) makes the job's checkpoint id counter and completed
+    checkpoint store (:mod:`.checkpoint_services`); ``recovered``: a new leader recovers the job,
+    whose first attempt then starts from the store's latest checkpoint (:mod:`.state_recovery`).
     """
 
     def __init__(self, job_id: str, stream_graph: StreamGraph, resource_manager: ResourceManagerGateway, *,
                  configuration: Optional[Mapping[str, Any]] = None,
                  restart_strategy: Optional[RestartStrategy] = None,
                  on_terminated: Optional[Callable[["JobMaster", JobResult], None]] = None,
-                 job_graph: Optional[JobGraph] = None) -> None:
+                 job_graph: Optional[JobGraph] = None,
+                 checkpoint_recovery: Optional[CheckpointRecoveryFactory] = None,
+                 recovered: bool = False) -> None:
         self._job_id = job_id
         self.configuration = {k: str(v) for k, v in (configuration or stream_graph.configuration).items()}
         # Resolved once, here: every TaskManager writes where this JobMaster reads. Both
@@ -124,12 +132,17 @@ class JobMaster:
                                         self.execution_graph.slots_needed,
                                         restart_strategy or create_restart_strategy(self.configuration), _now_ms(),
                                         WebOptions.EXCEPTION_HISTORY_SIZE.get(self.configuration))
+        services = None
+        if checkpoint_recovery is not None:
+            num_retained = CheckpointStorage.from_configuration(job_id, self.configuration).num_retained
+            services = JobCheckpointServices.create(checkpoint_recovery, job_id, num_retained)
         self._checkpointing = JobCheckpointing(job_id, self.job_graph, self.configuration, locate=self._locate,
                                                fail_job=lambda error: self._events.put(GlobalFailure(error)),
-                                               stop_job=self._stop_after_savepoint)
+                                               stop_job=self._stop_after_savepoint, services=services)
+        recovered_from = services.latest() if services is not None and recovered else ()
         self._deployer = ExecutionDeployer(
             job_id, self.job_name, self.job_graph, self.configuration, resource_manager,
-            recovery=StateRecovery(self._checkpointing.storage, self.configuration, self.job_graph),
+            recovery=StateRecovery(self._checkpointing.storage, self.configuration, self.job_graph, recovered_from),
             checkpointing=self._checkpointing, report=lambda update: self._events.put(TaskStateChanged(update)),
             report_warning=self._machine.report_warning, now_ms=_now_ms)
         self._published = JobDetailsPublisher(self.job_name, self._details_now())
@@ -171,6 +184,19 @@ class JobMaster:
             return
         self._events.put(CancelRequested())
         self._resource_manager.cancel_slot_request(self._job_id)  # wakes a pending slot wait
+
+    def suspend(self) -> None:
+        """This JobManager no longer leads: end the job SUSPENDED at once (its tasks are told to
+        cancel; its checkpoints and HA data stay for the next leader). Returns at once."""
+        if self.result_future.done():
+            return
+        self._events.put(SuspendRequested())
+        self._resource_manager.cancel_slot_request(self._job_id)  # wakes a pending slot wait
+
+    def cleanup_checkpoints(self, status: JobStatus) -> None:
+        """Apply the job's checkpoint retention and remove its HA checkpoint data (a job of a highly
+        available cluster, once its result is recorded: see the Dispatcher)."""
+        self._checkpointing.cleanup(status)
 
     def request_job_details(self) -> JobDetails:
         """The latest published status snapshot (safe from any thread)."""
@@ -326,6 +352,8 @@ class JobMaster:
             self._handle(machine.fail_globally(event.error, now))
         elif isinstance(event, CancelRequested):
             self._handle(machine.cancel(now))
+        elif isinstance(event, SuspendRequested):
+            self._handle(machine.suspend(now))
         elif isinstance(event, TaskManagerLost):
             self._handle(machine.taskmanager_lost(event.taskmanager_id, event.cause, now))
 

@@ -15,6 +15,11 @@ Flink's JobMaster restores a job from one of two places:
   job completed fewer checkpoints than it retains. Savepoints taken while the job ran are
   never used for failover (Flink 1.15+ keeps them out of the checkpoint store).
 
+  A job a new leader **recovers** (high availability: the previous JobManager is gone) starts
+  its first attempt as a restart: from the newest checkpoint the completed checkpoint store
+  points to that loads (newer ones that do not load are skipped, saying why), else from the
+  configured recovery path as a new job would.
+
   Only a job that never completed a checkpoint (and did not start from one) restarts from
   scratch, its sources reading from the beginning. Once a checkpoint completed, a restart
   that finds none of the candidates restorable raises :class:`CheckpointCorruptedError`
@@ -32,13 +37,14 @@ deciding whether state that no operator claims is an error
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Collection, Mapping, Optional
+from typing import Any, Collection, Mapping, Optional, Sequence
 
 from streamkernel.errors import CheckpointCorruptedError, InvalidProgramError
 from streamkernel.graph.job_graph import JobGraph
 from streamkernel.runtime.checkpoint.metadata import CompletedCheckpoint
 from streamkernel.runtime.checkpoint.restore import assign_restored_state, ignore_unclaimed_state, recovery_path
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage, SkippedCheckpoint, load_checkpoint
+from streamkernel.runtime.highavailability.stores import CompletedCheckpointPointer
 
 __all__ = ["RecoveryChoice", "StateRecovery"]
 
@@ -66,8 +72,10 @@ class StateRecovery:
     and ``job_graph`` its JobGraph (parallelism and operator uids of this job).
     """
 
-    def __init__(self, storage: CheckpointStorage, configuration: Mapping[str, Any], job_graph: JobGraph) -> None:
+    def __init__(self, storage: CheckpointStorage, configuration: Mapping[str, Any], job_graph: JobGraph,
+                 recovered_from: Sequence[CompletedCheckpointPointer] = ()) -> None:
         self.storage = storage
+        self.recovered_from = tuple(recovered_from)
         self.job_graph = job_graph
         self.initial_path = recovery_path(configuration)
         self.allow_non_restored_state = ignore_unclaimed_state(configuration)
@@ -82,6 +90,8 @@ class StateRecovery:
         :class:`CheckpointCorruptedError` naming every checkpoint tried when a restart of a
         job that completed a checkpoint finds none restorable.
         """
+        if attempt == 0 and self.recovered_from:
+            return self._recover()
         if attempt == 0:
             if self.initial_path is None:
                 return RecoveryChoice(None)
@@ -99,6 +109,16 @@ class StateRecovery:
             if latest is None and skipped:
                 raise CheckpointCorruptedError(self.storage.job_dir, _none_restorable(skipped))
         return RecoveryChoice(latest, tuple(skipped))
+
+    def _recover(self) -> RecoveryChoice:
+        """The newest checkpoint of the completed checkpoint store that loads (a recovered job)."""
+        skipped: list[SkippedCheckpoint] = []
+        for pointer in self.recovered_from:
+            try:
+                return RecoveryChoice(load_checkpoint(pointer.external_pointer), tuple(skipped))
+            except (FileNotFoundError, CheckpointCorruptedError) as error:
+                skipped.append(SkippedCheckpoint(pointer.checkpoint_id, pointer.external_pointer, str(error)))
+        raise CheckpointCorruptedError(self.storage.job_dir, _none_restorable(skipped))
 
     def _missing(self, completed_ids: Collection[int]) -> list[SkippedCheckpoint]:
         """The retained checkpoints of this job whose folder is gone altogether."""

@@ -18,11 +18,11 @@ from __future__ import annotations
 import os
 import re
 import socket
-import stat
 from pathlib import Path
 from typing import Optional
 
-from streamkernel.errors import StreamKernelError
+from streamkernel.runtime.rpc.secret_file import SecretError, read_secret_file
+from streamkernel.runtime.rpc.secret_file import secret_from_hex as _from_hex
 from streamkernel.runtime.rpc.transport import AUTHKEY_ENV
 
 __all__ = ["HOME_ENV", "SECRET_ENV", "SECRET_FILE_ENV", "SecretError", "streamkernel_home", "secret_path",
@@ -36,10 +36,6 @@ SECRET_ENV = AUTHKEY_ENV
 SECRET_FILE_ENV = "STREAMKERNEL_SECRET_FILE"
 
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9._-]")
-
-
-class SecretError(StreamKernelError):
-    """No usable cluster secret: none found (naming where we looked), unreadable, or readable by others."""
 
 
 def streamkernel_home() -> Path:
@@ -81,30 +77,6 @@ def remove_secret_file(path: Optional[Path]) -> None:
         path.unlink()
     except FileNotFoundError:
         pass
-
-
-def read_secret_file(path: Path) -> bytes:
-    """The secret in ``path``; SecretError when others may read the file (as ssh refuses such a key)
-    or when it holds no hex secret."""
-    try:
-        mode = os.stat(path).st_mode
-        if mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise SecretError(f"Permissions {stat.S_IMODE(mode):04o} for '{path}' are too open: a cluster secret "
-                              f"must be readable by its owner only (chmod 600 '{path}')")
-        text = Path(path).read_text(encoding="ascii", errors="replace").strip()
-    except OSError as error:
-        raise SecretError(f"cannot read the cluster secret file '{path}': {error.strerror or error}") from None
-    return _from_hex(text, f"the cluster secret file '{path}'")
-
-
-def _from_hex(text: str, where: str) -> bytes:
-    try:
-        secret = bytes.fromhex(text.strip())
-    except ValueError:
-        secret = b""
-    if len(secret) < 16:
-        raise SecretError(f"{where} holds no cluster secret (expected at least 32 hex digits)")
-    return secret
 
 
 def find_secret(host: str, port: int, secret_file: Optional[str] = None) -> bytes:

@@ -59,6 +59,11 @@ _UPSTREAM_TIMEOUT_S = 300.0  # a submission's upload and checks may take long; n
 _DRAIN_S = 5.0
 #: What the JobManager writes to the front's standard input when a job was submitted or changed status.
 CLEAR = b"clear\n"
+#: The line that points the front at another upstream (``upstream http://HOST:PORT``; ``upstream -``: none):
+#: a standby JobManager of a highly available cluster answers with the leader's REST API, as Flink's do.
+UPSTREAM = b"upstream "
+#: Flink's answer while no JobManager leads (``LeaderRetrievalHandler``: no leader gateway).
+NO_LEADER = "Service temporarily unavailable due to an ongoing leader election. Please refresh."
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,7 @@ class Front:
         self.upstream = upstream.rstrip("/")
         self.max_content_length = max_content_length
         self.cache = ResponseCache()
+        self.pending_input = b""  # a line of standard input not complete yet
         self.in_flight: dict[Any, asyncio.Future] = {}
         self.active = 0  # requests being answered
         self.idle = asyncio.Event()
@@ -150,7 +156,11 @@ class Front:
                                       max_body_size=max(max_content_length, 1 << 30))
 
     async def fetch(self, method: str, uri: str, headers: dict[str, str], body: Optional[bytes]) -> CachedAnswer:
-        """Ask the JobManager's endpoint; a 503 with Flink's error body when it does not answer."""
+        """Ask the JobManager's endpoint; a 503 with Flink's error body when it does not answer
+        (or while no JobManager leads: no upstream)."""
+        if not self.upstream:
+            return CachedAnswer(503, "Service Unavailable", (("Content-Type", "application/json; charset=UTF-8"),),
+                                json.dumps({"errors": [NO_LEADER]}).encode())
         if body is None and method in ("POST", "PUT", "PATCH"):
             body = b""
         request = HTTPRequest(self.upstream + uri, method=method, headers=headers, body=body,
@@ -297,15 +307,24 @@ async def _serve(listen: socket.socket, upstream: str, max_content_length: int) 
 
 def _on_stdin(front: Front, done: asyncio.Event) -> None:
     """End of file: stop. A line ``clear``: a job was submitted or changed status in the
-    JobManager (not through this front): forget every answer."""
+    JobManager (not through this front): forget every answer. A line ``upstream URL`` (``-``:
+    none): answer from that endpoint from now on (the cache is forgotten)."""
     try:
         data = os.read(sys.stdin.fileno(), 4096)
     except OSError:
         data = b""
     if not data:
         done.set()
-    elif CLEAR in data:
-        front.cache.clear()
+        return
+    front.pending_input += data
+    *lines, front.pending_input = front.pending_input.split(b"\n")
+    for line in lines:
+        if line.startswith(UPSTREAM):
+            target = line[len(UPSTREAM):].decode("utf-8", "replace").strip()
+            front.upstream = "" if target == "-" else target.rstrip("/")
+            front.cache.clear()
+        elif line + b"\n" == CLEAR:
+            front.cache.clear()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

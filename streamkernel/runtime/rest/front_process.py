@@ -78,12 +78,26 @@ class RestFrontProcess:
         for long (a line on a pipe the front reads), a no-op once it stopped."""
         from streamkernel.runtime.rest.front import CLEAR
 
+        self._tell(CLEAR)
+
+    def forward_to(self, url: Optional[str]) -> None:
+        """Answer from the REST endpoint at ``url`` from now on (a standby forwards to its leader);
+        None: none (503 while no JobManager leads). :meth:`forward_home` goes back to this process's."""
+        from streamkernel.runtime.rest.front import UPSTREAM
+
+        self._tell(UPSTREAM + (url or "-").encode("utf-8") + b"\n")
+
+    def forward_home(self) -> None:
+        """Answer from this process's own endpoint again."""
+        self.forward_to(f"http://127.0.0.1:{self.upstream_port}")
+
+    def _tell(self, line: bytes) -> None:
         process = self._process
         if process is None or process.stdin is None or self._stopping:
             return
         with self._write_lock:
             try:
-                process.stdin.write(CLEAR)
+                process.stdin.write(line)
                 process.stdin.flush()
             except (OSError, ValueError):  # it exited, or is stopping: nothing to clear
                 pass

@@ -35,7 +35,7 @@ from streamkernel.runtime.taskmanager.forwarding import WorkerForwarding
 
 __all__ = ["run_taskmanager", "main", "taskmanager_arguments", "rpc_timeout_seconds", "switch_interval_seconds", "use_switch_interval",
            "FORWARD_OUTPUT_KEY", "WORKING_DIR_KEY", "LOG_FILE_KEY", "ENDED_SHUTDOWN", "ENDED_CONNECTION_LOST",
-           "ENDED_STOPPED"]
+           "ENDED_STOPPED", "ENDED_DISCONNECTED"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -51,6 +51,9 @@ _POLL_S = 0.2
 LOG_FILE_KEY = "log.file"
 #: Why :func:`run_taskmanager` returned.
 ENDED_SHUTDOWN, ENDED_CONNECTION_LOST, ENDED_STOPPED = "shutdown", "connection lost", "stopped"
+#: Why :func:`run_taskmanager` returned when its ``disconnect_event`` was set (the JobManager it served
+#: no longer leads: the TaskManager closed the connection, and may register with the new leader).
+ENDED_DISCONNECTED = "disconnected"
 
 
 def rpc_timeout_seconds(configuration: Mapping[str, str]) -> float:
@@ -100,11 +103,14 @@ def _adopt_driver_environment(environment: Mapping[str, Any]) -> None:
 
 
 def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmanager_id: str, slots: int,
-                    configuration: Mapping[str, str], *, stop_event: Optional[threading.Event] = None) -> str:
+                    configuration: Mapping[str, str], *, stop_event: Optional[threading.Event] = None,
+                    disconnect_event: Optional[threading.Event] = None) -> str:
     """Run one TaskManager in this process until the JobManager stops it or the connection is lost.
 
     Returns why it ended: :data:`ENDED_SHUTDOWN` (the JobManager told it to),
-    :data:`ENDED_CONNECTION_LOST` (the JobManager is gone) or :data:`ENDED_STOPPED` (``stop_event``).
+    :data:`ENDED_CONNECTION_LOST` (the JobManager is gone), :data:`ENDED_STOPPED` (``stop_event``) or
+    :data:`ENDED_DISCONNECTED` (``disconnect_event``: high availability's fencing, the JobManager no
+    longer leads; its tasks end and the connection is closed as with ``stop_event``).
 
     ``configuration`` holds Flink keys (``taskmanager.bind-host`` for the data listener,
     ``pekko.ask.timeout``, ``io.tmp.dirs``, :data:`WORKING_DIR_KEY`; ``taskmanager.forward-output:
@@ -126,6 +132,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     shuffle: Any = None
     working_dir: Optional[str] = None
     task_executor: Optional[TaskExecutor] = None
+    ended: Optional[str] = None
     try:
         _adopt_driver_environment(rpc.call(DRIVER_SERVICES, "worker_environment"))
         shuffle = _shuffle_environment(taskmanager_id, secret, conf)
@@ -138,9 +145,13 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
         forward = TaskManagerOptions.FORWARD_OUTPUT.get(conf)
         if forward:
             with forwarding.redirect_output():
-                return _serve(task_executor, resource_manager, rpc, stop_event)
-        return _serve(task_executor, resource_manager, rpc, stop_event)
+                ended = _serve(task_executor, resource_manager, rpc, stop_event, disconnect_event)
+        else:
+            ended = _serve(task_executor, resource_manager, rpc, stop_event, disconnect_event)
+        return ended
     finally:
+        if ended == ENDED_DISCONNECTED:  # fenced: not even the tasks' ends reach a JobManager that no longer leads
+            rpc.close(timeout)
         if task_executor is not None and task_executor.is_running:
             task_executor.shutdown(timeout)  # connection lost or stop_event: tasks end first
         rpc.close(timeout)
@@ -161,24 +172,30 @@ def _make_working_dir(taskmanager_id: str, conf: Mapping[str, str]) -> str:
     return directory
 
 
-def _serve(task_executor: Any, resource_manager: Any, rpc: RpcConnection,
-           stop_event: Optional[threading.Event]) -> str:
+def _serve(task_executor: Any, resource_manager: Any, rpc: RpcConnection, stop_event: Optional[threading.Event],
+           disconnect_event: Optional[threading.Event] = None) -> str:
+    if disconnect_event is not None and disconnect_event.is_set():
+        return ENDED_DISCONNECTED  # fenced before it registered: never serve that JobManager
     task_executor.register_at(resource_manager)
     _LOG.info("TaskManager %s registered (index %s)", task_executor.taskmanager_id, task_executor.index)
     wait = stop_event.wait if stop_event is not None else threading.Event().wait
     while task_executor.is_running and not rpc.closed:
+        if disconnect_event is not None and disconnect_event.is_set():
+            return ENDED_DISCONNECTED
         if wait(_POLL_S):
             return ENDED_STOPPED
     return ENDED_SHUTDOWN if not task_executor.is_running else ENDED_CONNECTION_LOST
 
 
 # ----------------------------------------------------------------------- command line
-def taskmanager_arguments(prog: str, description: str) -> argparse.ArgumentParser:
+def taskmanager_arguments(prog: str, description: str, jobmanager_required: bool = True) -> argparse.ArgumentParser:
     """The command line every TaskManager process takes (``--jobmanager HOST:PORT
-    --taskmanager-id ID --slots N [-D key=value ...]``; the secret comes from the environment)."""
+    --taskmanager-id ID --slots N [-D key=value ...]``; the secret comes from the environment).
+    ``jobmanager_required=False``: ``--jobmanager`` may be left out (a TaskManager following the leader)."""
     parser = argparse.ArgumentParser(prog=prog, description=f"{description} The cluster secret is read (hex) "
                                                             f"from ${AUTHKEY_ENV}.")
-    parser.add_argument("--jobmanager", required=True, help="HOST:PORT of the JobManager's RPC listener")
+    parser.add_argument("--jobmanager", required=jobmanager_required, default=None,
+                        help="HOST:PORT of the JobManager's RPC listener")
     parser.add_argument("--taskmanager-id", required=True, help="this TaskManager's id")
     parser.add_argument("--slots", type=int, required=True, help="number of task slots")
     parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",

@@ -1,5 +1,5 @@
 """The ZooKeeper server of the high-availability tests: one throwaway ZooKeeper per test module
-(``tests/zookeeper_server.py``); the tests separate themselves by cluster id. Without ZooKeeper
+(``streamkernel.testing.zookeeper``); the tests separate themselves by cluster id. Without ZooKeeper
 installed, the tests that use it skip saying how to install it (``make test`` does)."""
 
 from __future__ import annotations

@@ -4,19 +4,14 @@ recording contender and listener, and polling with a deadline. Importable from a
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 import uuid
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from streamkernel.testing import waiting
+from streamkernel.testing import zookeeper as zookeeper_server  # noqa: F401 - the ZooKeeper kit the tests import from here
 
-_spec = importlib.util.spec_from_file_location("zookeeper_server",
-                                               Path(__file__).resolve().parents[2] / "zookeeper_server.py")
-assert _spec is not None and _spec.loader is not None
-zookeeper_server = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(zookeeper_server)
 
 #: How long a test waits for ZooKeeper to do something before it fails (a loaded machine).
 WAIT_S = 30.0

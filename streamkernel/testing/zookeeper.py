@@ -1,10 +1,10 @@
 """A throwaway Apache ZooKeeper for tests: Debian's ``zookeeper`` package started on a free port.
 
 ``make test`` installs the package (``scripts/ensure_zookeeper.sh``); where ``zkServer.sh`` is
-absent, :func:`require_zookeeper` skips the test saying so. Load it from a test file (pytest runs
-with ``--import-mode=importlib``, so ``tests/`` is not on ``sys.path``)::
+absent, :func:`require_zookeeper` skips the test saying so. The tests, the takeover bench and the
+high-availability notebook start their ZooKeeper with it::
 
-    _spec = importlib.util.spec_from_file_location("zookeeper_server", REPO / "tests" / "zookeeper_server.py")
+    from streamkernel.testing.zookeeper import ZooKeeperServer
 
     with ZooKeeperServer(tmp_path) as server:
         server.connect_string   # "127.0.0.1:PORT"
