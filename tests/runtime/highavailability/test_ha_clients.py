@@ -3,7 +3,8 @@ with the HA keys (or ``-m zookeeper://...``), a REST client that follows the lea
 and the HA status ``%flink ha`` shows.
 
 Leaders are :class:`standin_leader.StandInLeader` processes (a TEST FIXTURE standing in for the
-leading JobManager until it is merged), on the module's real ZooKeeper.
+leading JobManager: it can resign and persist a plan on demand), on the module's real ZooKeeper;
+the last test uses two real leading JobManagers (MiniClusters with the HA keys) instead.
 """
 
 from __future__ import annotations
@@ -203,3 +204,61 @@ def test_ha_status_of_an_in_kernel_cluster_with_the_ha_keys(leaders: list[StandI
     status = ha_status_of(SimpleNamespace(ha_services=None, configuration=dict(conf)))
     assert status is not None and status.rest_url == leaders[0].rest_url and len(status.contenders) == 2
     assert ha_status_of(SimpleNamespace(ha_services=None, configuration={"rest.port": "0"})) is None
+
+
+# ------------------------------------------------------------------ with the real leading JobManager
+REAL_JOBMANAGER = textwrap.dedent("""
+    import json, sys
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
+    cluster = MiniCluster(1, 2, rest=True, configuration={**json.loads(sys.argv[1]), "rest.port": "0"}).start()
+    print(cluster.rest_url, flush=True)
+    sys.stdin.read()  # until the test closes our stdin
+    cluster.stop()
+""")
+
+
+def test_run_and_a_following_client_with_real_leading_jobmanagers(conf: dict[str, str], home: dict[str, str],
+                                                                  tmp_path: Path) -> None:
+    import json
+
+    from streamkernel.runtime.highavailability.ha_status import read_ha_status
+    from streamkernel.runtime.rest.leader_client import rest_jobs_overview
+    from streamkernel.runtime.rest.remote_cluster import RemoteCluster
+
+    environment = {**home, "PYTHONPATH": os.pathsep.join([str(REPOSITORY), home.get("PYTHONPATH", "")])}
+    processes: dict[str, subprocess.Popen] = {}
+    try:
+        for _ in range(2):  # two in-kernel-style JobManagers with the HA keys: one leads, one waits
+            process = subprocess.Popen([sys.executable, "-c", REAL_JOBMANAGER, json.dumps(conf)],
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=environment)
+            assert process.stdout is not None
+            processes[process.stdout.readline().strip()] = process
+        (tmp_path / "job.py").write_text(JOB)
+        done = _run([*_dynamic(conf), "job.py"], tmp_path, home)
+        assert done.returncode == 0, done.stderr
+        assert "RESULTS [2, 4, 6]" in done.stdout
+        job_id = done.stdout.split("Job has been submitted with JobID ")[1].split()[0]
+        url = f"zookeeper://{conf['high-availability.zookeeper.quorum']}{conf['high-availability.cluster-id']}"
+        remote = RemoteCluster.connect_ha(url, configuration={
+            "high-availability.storageDir": conf["high-availability.storageDir"]})
+        try:
+            first = remote.rest_url
+            assert first in processes and job_id in _rest_jobs(first)
+            status = read_ha_status(remote.ha_services, rest_jobs_overview)
+            assert len(status.contenders) == 2 and status.rest_url == first
+            assert [(j.job_id, j.store, j.status) for j in status.jobs] == \
+                [(job_id, "job-result-store (clean)", "FINISHED")]
+            stopping = processes.pop(first)
+            assert stopping.stdin is not None
+            stopping.stdin.close()  # the leader stops: the standby takes over
+            stopping.wait(timeout=60)
+            wait_until(lambda: remote.client.leader is not None and remote.rest_url in processes,
+                       "the client following the standby that took over")
+            assert remote.jobs() == []
+        finally:
+            remote.disconnect()
+    finally:
+        for process in processes.values():
+            if process.stdin is not None and not process.stdin.closed:
+                process.stdin.close()
+            process.wait(timeout=60)
