@@ -22,6 +22,11 @@ exactly as ``flink run`` hands its options to the program's context environment:
   printing ``Job has been submitted with JobID <id>``. Submission is signed with the cluster's
   secret: ``--secret-file FILE``, else ``$STREAMKERNEL_CLUSTER_SECRET`` (hex), else the file the
   cluster wrote for its address under ``$STREAMKERNEL_HOME`` (:mod:`streamkernel.runtime.rest.cluster_secret`).
+* ``-D high-availability.type=zookeeper -D ...quorum -D ...cluster-id -D ...storageDir`` (and no
+  ``--taskmanagers``/``--backend``), or ``-m zookeeper://HOST:PORT[,...]/CLUSTER-ID``: submit to the
+  highly available cluster's current leader, found through ZooKeeper (as ``flink run`` does with HA
+  configured), then exactly as ``-m``; signed with ``--secret-file``, else the secret in
+  ``high-availability.storageDir``, else the one registered for the leader's address.
 * ``--target spark-application [--master URL]``: application mode on Spark, as ``flink
   run-application -t ...``: Spark's ``spark-submit`` runs the script's main() in the Spark
   driver, with the JobManager there and the TaskManagers (``--taskmanagers``, default 1;
@@ -46,14 +51,14 @@ import runpy
 import subprocess
 import sys
 import traceback
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 __all__ = ["run_parser", "main", "run", "CONTEXT_CONFIGURATION_ENV"]
 
 from streamkernel.arguments import positive_int
 from streamkernel.sigterm import exit_on_sigterm
 from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV, context_configuration
-from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
+from streamkernel.errors import IllegalConfigurationError, InvalidProgramError, StreamKernelError
 
 
 def run_parser() -> argparse.ArgumentParser:
@@ -76,7 +81,8 @@ def run_parser() -> argparse.ArgumentParser:
     parser.add_argument("--detached", "-d", action="store_true", help="run in a background process and return at once")
     parser.add_argument("--log", default=None, help="with --detached: the file for the script's output")
     parser.add_argument("-m", "--jobmanager", default=None, metavar="HOST:PORT",
-                        help="submit the jobs to the running cluster whose REST API is at HOST:PORT (as flink run -m)")
+                        help="submit the jobs to the running cluster whose REST API is at HOST:PORT (as flink run "
+                             "-m), or to the leader of the HA cluster zookeeper://HOST:PORT[,...]/CLUSTER-ID")
     parser.add_argument("--secret-file", default=None, metavar="FILE",
                         help="with -m: the file holding the cluster's secret (hex, readable by you only)")
     parser.add_argument("-t", "--target", default=None, metavar="TARGET",
@@ -128,10 +134,11 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 2
     if args.target == "spark-application":
         return _run_spark_application(args, conf)
-    if args.jobmanager is not None:
+    if args.jobmanager is not None or _submits_to_ha_leader(args, conf):
         return _run_remote(args, conf)
     if args.secret_file is not None:
-        print("streamkernel run: --secret-file needs -m HOST:PORT (the cluster to submit to)", file=sys.stderr)
+        print("streamkernel run: --secret-file needs -m HOST:PORT (the cluster to submit to) or the "
+              "high-availability keys", file=sys.stderr)
         return 2
     cluster = None
     if args.taskmanagers is not None:
@@ -212,18 +219,29 @@ def _run_remote(args: argparse.Namespace, conf: dict[str, str]) -> int:
     the script with every environment submitting to that cluster."""
     from streamkernel.runtime.rest.client import (ClusterUnreachableError, RestClientError, RestClusterClient,
                                                   parse_address)
-    from streamkernel.runtime.rest.cluster_secret import SECRET_FILE_ENV, SecretError
+    from streamkernel.runtime.rest.cluster_secret import SECRET_ENV, SECRET_FILE_ENV, SecretError
 
     if args.taskmanagers is not None or args.backend is not None:
         print("streamkernel run: -m submits to a running cluster; --taskmanagers, --slots and --backend start one "
               "(use one or the other)", file=sys.stderr)
         return 2
+    from streamkernel.runtime.highavailability.leader_follower import NoLeaderError
+    from streamkernel.runtime.highavailability.zookeeper_url import is_zookeeper_url
+
+    ha_secret = None
     try:
-        host, port = parse_address(args.jobmanager, "-m")
-    except ValueError as error:
+        if args.jobmanager is None or is_zookeeper_url(args.jobmanager):
+            client, ha_secret = _ha_leader_client(args, conf)
+        else:
+            host, port = parse_address(args.jobmanager, "-m")
+            client = RestClusterClient(host, port, secret_file=args.secret_file)
+    except (ValueError, IllegalConfigurationError) as error:
         print(f"streamkernel run: {error}", file=sys.stderr)
         return 2
-    client = RestClusterClient(host, port, secret_file=args.secret_file)
+    except (SecretError, StreamKernelError) as error:  # no secret, ZooKeeper unreachable, no leader
+        print(f"streamkernel run: {error}", file=sys.stderr)
+        return 1
+    host, port = client.host, client.port
     try:
         client.secret()  # no secret: say where we looked, before the script builds anything
         client.check_reachable()
@@ -232,9 +250,49 @@ def _run_remote(args: argparse.Namespace, conf: dict[str, str]) -> int:
         return 1
     if args.secret_file is not None:
         os.environ[SECRET_FILE_ENV] = os.path.abspath(os.path.expanduser(args.secret_file))
+    elif ha_secret is not None:  # the HA cluster's secret (storageDir) signs every submission of the script
+        os.environ[SECRET_ENV] = ha_secret.hex()
     conf.update({"execution.target": "remote", "rest.address": host, "rest.port": str(port),
                  "execution.attached": "false" if args.detached else "true"})
-    return _run_script(args, conf, one_line_errors=(SecretError, ClusterUnreachableError, RestClientError))
+    return _run_script(args, conf,
+                       one_line_errors=(SecretError, ClusterUnreachableError, RestClientError, NoLeaderError))
+
+
+def _submits_to_ha_leader(args: argparse.Namespace, conf: dict[str, str]) -> bool:
+    """With ``high-availability.type: zookeeper`` and no cluster of its own to start (no
+    ``--taskmanagers``, ``--backend`` or ``--target``), ``run`` submits to the current leader, as
+    ``flink run`` does with HA configured."""
+    from streamkernel.common.options.high_availability import is_zookeeper
+
+    try:
+        zookeeper = is_zookeeper(conf)
+    except (ValueError, IllegalConfigurationError):
+        return False  # the cluster's own checks name the key
+    return zookeeper and args.taskmanagers is None and args.backend is None and args.target is None
+
+
+def _ha_leader_client(args: argparse.Namespace, conf: dict[str, str]) -> tuple[Any, Optional[bytes]]:
+    """The REST client of the HA cluster's current leader (``-m zookeeper://...`` or the ``-D`` keys),
+    and the secret of ``high-availability.storageDir`` (None: ``--secret-file``'s, or the registry's)."""
+    from streamkernel.runtime.highavailability.ha_client import (client_ha_services, ha_secret_for_client,
+                                                                   leader_wait_seconds)
+    from streamkernel.runtime.highavailability.leader import REST_SERVER
+    from streamkernel.runtime.highavailability.leader_follower import retrieve_leader
+    from streamkernel.runtime.highavailability.zookeeper_url import ha_configuration_from_url
+    from streamkernel.runtime.rest.client import RestClusterClient, parse_address
+
+    if args.jobmanager is not None:
+        conf.update(ha_configuration_from_url(args.jobmanager, conf.get("high-availability.storageDir")))
+    services = client_ha_services(conf)
+    try:
+        leader = retrieve_leader(services, REST_SERVER, leader_wait_seconds(conf))
+    finally:
+        services.close()
+    secret = ha_secret_for_client(conf, args.secret_file)
+    host, port = parse_address(leader.address, "the leader's REST address")
+    print(f"streamkernel run: the leading JobManager of cluster /{services.cluster_id} is at {leader.address}",
+          file=sys.stderr, flush=True)
+    return RestClusterClient(host, port, secret=secret, secret_file=args.secret_file), secret
 
 
 def _run_script(args: argparse.Namespace, conf: dict[str, str], one_line_errors: tuple = ()) -> int:

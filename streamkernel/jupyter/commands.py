@@ -97,13 +97,20 @@ def line_parser() -> MagicArgumentParser:
     connect = sub.add_parser("connect", add_help=False,
                              help="use a running cluster through its REST API: jobs submit there, the other "
                                   "subcommands read and control it")
-    connect.add_argument("address", type=nonblank, help="the cluster's REST address: http://HOST:PORT or HOST:PORT")
+    connect.add_argument("address", type=nonblank,
+                         help="the cluster's REST address: http://HOST:PORT or HOST:PORT; or a highly available "
+                              "cluster's zookeeper://HOST:PORT[,HOST:PORT...]/CLUSTER-ID (its leader, followed)")
     connect.add_argument("--secret-file", type=nonblank, default=None, metavar="FILE",
                          help="the file holding the cluster's secret (default: found from the address on this "
                               "machine, or $STREAMKERNEL_SECRET_FILE)")
+    connect.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
+                         help="with zookeeper://: a high-availability key (repeatable), e.g. "
+                              "-D high-availability.storageDir=DIR (where the cluster's secret is)")
     sub.add_parser("disconnect", add_help=False,
                    help="stop using the connected cluster; it and its jobs keep running")
     sub.add_parser("cluster", add_help=False, help="the cluster's TaskManagers and what runs in each slot")
+    sub.add_parser("ha", add_help=False,
+                   help="a highly available cluster: ZooKeeper connection, leader, contenders, persisted jobs")
     sub.add_parser("webui", add_help=False,
                    help="a link to the cluster's Flink Web UI and REST API (and the UI itself, in a notebook)")
     sub.add_parser("jobs", add_help=False, help="the jobs of the cluster with their status")

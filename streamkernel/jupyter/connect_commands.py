@@ -1,6 +1,13 @@
 """``%flink connect HOST:PORT [--secret-file FILE]`` and ``%flink disconnect``: the notebook as a
 client of a running session cluster.
 
+``%flink connect zookeeper://HOST:PORT[,...]/CLUSTER-ID [-D high-availability.storageDir=DIR]``
+connects to the current leader of a highly available cluster and keeps following it through
+ZooKeeper: after a takeover the magics, the cockpit, ``cluster.rest_url`` and new submissions
+use the new leader without reconnecting; while no JobManager leads, a read says so in one line.
+The secret: ``--secret-file``, else the storage directory's (``-D high-availability.storageDir``),
+else the one registered on this machine for the leader's address.
+
 While connected, the notebook's cluster is a :class:`~streamkernel.runtime.rest.remote_cluster.RemoteCluster`:
 the magics that read or control a cluster (jobs, cancel, savepoint, checkpoints, metrics,
 slots, dashboard ...) use it exactly as they use the in-kernel MiniCluster, and every
@@ -49,11 +56,13 @@ class ConnectCommands:
     def __init__(self, session: Any) -> None:
         self.session = session
         self.remote: Optional[Any] = None
+        self.address = ""  # what %flink connect was given
         self._saved_environ: dict[str, Optional[str]] = {}
         self._saved_env_keys: dict[str, Optional[str]] = {}
 
     def connect(self, args: argparse.Namespace) -> Any:
-        """``%flink connect HOST:PORT [--secret-file FILE]``: check the cluster, then use it."""
+        """``%flink connect HOST:PORT [--secret-file FILE]`` (or ``zookeeper://HOST:PORT/CLUSTER-ID
+        [-D high-availability.storageDir=...]``, following the leader): check the cluster, then use it."""
         from streamkernel.runtime.minicluster.minicluster import current_cluster
         from streamkernel.runtime.rest.cluster_secret import SECRET_ENV, SECRET_FILE_ENV
         from streamkernel.runtime.rest.remote_cluster import RemoteCluster
@@ -63,11 +72,23 @@ class ConnectCommands:
         running = current_cluster()
         if running is not None and running.is_running:
             raise UsageError(f"%flink connect: a cluster runs in this kernel ({running!r}); %flink stop it first")
+        from streamkernel.runtime.highavailability.zookeeper_url import is_zookeeper_url
+
         secret_file = os.path.expanduser(args.secret_file) if args.secret_file else None
+        dynamic = _dynamic(getattr(args, "dynamic", None) or [])
+        ha = is_zookeeper_url(args.address)
+        if dynamic and not ha:
+            raise UsageError("%flink connect: -D KEY=VALUE is for a zookeeper://HOST:PORT/CLUSTER-ID address "
+                             "(e.g. -D high-availability.storageDir=...)")
         try:
-            remote = RemoteCluster.connect(args.address, secret_file)
+            remote = RemoteCluster.connect_ha(args.address, secret_file, dynamic) if ha else \
+                RemoteCluster.connect(args.address, secret_file)
+        except (StreamKernelError, ValueError) as exc:
+            raise UsageError(f"%flink connect: {exc}") from None
+        try:
             jobs = remote.jobs()
         except (StreamKernelError, ValueError) as exc:
+            remote.disconnect()
             raise UsageError(f"%flink connect: {exc}") from None
         # connected: from here on nothing can fail half-way
         from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV, context_configuration
@@ -84,11 +105,34 @@ class ConnectCommands:
         self._saved_env_keys = {key: current.get(key) for key in REMOTE_KEYS}
         self._configure(env, remote_keys)
         self.remote = remote
+        self.address = args.address
+        from streamkernel.runtime.rest.leader_client import LeaderRestClient
+
+        if isinstance(remote.client, LeaderRestClient):  # submissions follow the leader too
+            remote.client.listeners.append(self._follow_leader)
+            self._follow_leader(remote.client)  # a takeover while connecting
         self.session.shell.push({"cluster": remote})
         running_jobs = sum(1 for j in jobs if not j.status.is_globally_terminal_state())
-        print(f"Connected to the cluster at {remote.rest_url} ({len(jobs)} job(s), {running_jobs} running); bound to "
+        leader = f"the leading JobManager of {args.address} (at {remote.rest_url}, followed through ZooKeeper)" \
+            if ha else f"the cluster at {remote.rest_url}"
+        print(f"Connected to {leader} ({len(jobs)} job(s), {running_jobs} running); bound to "
               f"`cluster`. Every env.execute() in this kernel now submits there; %flink disconnect leaves it running.")
         return remote
+
+    def _follow_leader(self, client: Any) -> None:
+        """A new leader (the retrieval thread): the kernel's environments submit to it from now on."""
+        from streamkernel.datastream.env_settings import CONTEXT_CONFIGURATION_ENV, context_configuration
+        from streamkernel.runtime.rest.cluster_secret import SECRET_ENV, SecretError
+
+        if self.remote is None or self.remote.client is not client:
+            return
+        keys = {"execution.target": "remote", "rest.address": client.host, "rest.port": str(client.port)}
+        os.environ[CONTEXT_CONFIGURATION_ENV] = json.dumps({**context_configuration(), **keys})
+        try:
+            os.environ[SECRET_ENV] = client.secret().hex()
+        except SecretError:
+            pass  # the next submission names where it looked
+        self._configure(self.session.env, keys)
 
     def disconnect(self, args: argparse.Namespace) -> None:
         """``%flink disconnect``: stop using the remote cluster; it and its jobs keep running."""
@@ -109,8 +153,9 @@ class ConnectCommands:
             refresher_for(remote).stop()
         if self.session.shell.user_ns.get("cluster") is remote:
             self.session.shell.user_ns.pop("cluster")
+        back = self.address if remote.ha_services is not None else f"{remote.host}:{remote.port}"
         print(f"Disconnected from {remote.rest_url}; the cluster and its jobs keep running "
-              f"(%flink connect {remote.host}:{remote.port} to come back).")
+              f"(%flink connect {back} to come back).")
 
     def refuse(self, command: str) -> None:
         """A one-line UsageError when ``command`` cannot work against the connected cluster."""
@@ -133,3 +178,14 @@ class ConnectCommands:
                 env._configuration.remove_config(key)
         if kept:
             self._configure(env, kept)
+
+
+def _dynamic(entries: list[str]) -> dict[str, str]:
+    """``-D KEY=VALUE`` options of ``%flink connect`` as a dict (UsageError for a malformed one)."""
+    conf = {}
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"%flink connect: -D {entry!r}: expected KEY=VALUE")
+        conf[key.strip()] = value.strip()
+    return conf

@@ -54,7 +54,8 @@ class FlinkMagics(Magics):
 
         Line magic: ``%flink show [stream|job|execution|plan]``, ``%flink reset``,
         ``%flink start [--taskmanagers N] [--slots S]``, ``%flink stop``, ``%flink cluster``,
-        ``%flink connect HOST:PORT [--secret-file FILE]``, ``%flink disconnect``,
+        ``%flink connect HOST:PORT|zookeeper://HOST:PORT/CLUSTER-ID [--secret-file FILE]``, ``%flink disconnect``,
+        ``%flink ha``,
         ``%flink jobs``, ``%flink submit``, ``%flink cancel JOB``, ``%flink metrics [JOB]``,
         ``%flink kill-taskmanager TM``, ``%flink fail OPERATOR``, ``%flink checkpoint [JOB]``,
         ``%flink savepoint [JOB] [--dir D] [--stop [--drain]]``, ``%flink restore PATH [--parallelism N]``,
@@ -109,9 +110,10 @@ class FlinkMagics(Magics):
         except StreamKernelError as exc:
             if self.cluster_commands.connection.remote is None:
                 raise
+            from streamkernel.runtime.highavailability.leader_follower import NoLeaderError
             from streamkernel.runtime.rest.client import ClusterUnreachableError, RestClientError
 
-            if not isinstance(exc, (ClusterUnreachableError, RestClientError)):
+            if not isinstance(exc, (ClusterUnreachableError, RestClientError, NoLeaderError)):
                 raise
             raise UsageError(f"{command}: {exc}") from None
 
@@ -138,6 +140,10 @@ class FlinkMagics(Magics):
             getattr(self.debug_commands, args.subcommand)(args)
         elif args.subcommand in ("checkpoint", "savepoint", "restore", "checkpoints"):
             getattr(self.checkpoint_commands, args.subcommand)(args)
+        elif args.subcommand == "ha":
+            from streamkernel.jupyter.ha_commands import show_ha
+
+            show_ha(self.cluster_commands)
         elif args.subcommand in ("connect", "disconnect"):
             getattr(self.cluster_commands.connection, args.subcommand)(args)
         elif args.subcommand in ("start", "stop", "cluster", "webui", "jobs", "cancel", "metrics", "kill-taskmanager",

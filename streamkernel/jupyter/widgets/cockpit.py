@@ -7,7 +7,8 @@ output's ``text/html`` shows the last picture instead: every widget adds it to i
 mimebundle, next to the widget view. Buttons never block the kernel: what they start (a
 savepoint, a restore) runs on a thread and reports in the panel's message line.
 
-* :class:`ClusterView`: ``%flink start``, ``%flink slots``: TaskManager cards and slots.
+* :class:`ClusterView`: ``%flink start``, ``%flink slots``: TaskManager cards and slots (and an
+  HA panel, as ``%flink ha``, when the cluster is highly available).
 * :class:`JobDashboard`: a submitted job: status, the JobGraph coloured by backpressure
   with records in/out per second, vertex and subtask tables with sparklines, the
   checkpoint panel (Trigger checkpoint, Savepoint, Stop with savepoint, Restore from
@@ -43,6 +44,7 @@ __all__ = ["ClusterView", "JobDashboard", "JOB_PARTS", "job_graph_svg", "results
 JOB_PARTS = ("header", "graph", "vertices", "subtasks", "checkpoints", "results")
 
 _GRAPH_EVERY_S = 2.0  # the JobGraph picture is redrawn at most this often (graphviz runs each time)
+_HA_EVERY_S = 2.0  # the HA panel reads ZooKeeper at most this often
 _RESULT_ROWS = 20
 
 
@@ -99,25 +101,40 @@ class _LiveWidget(widgets.VBox):
 
 
 class ClusterView(_LiveWidget):
-    """TaskManager cards with their slot grids, redrawn live."""
+    """TaskManager cards with their slot grids, redrawn live; for a highly available cluster (one
+    with ZooKeeper ``ha_services``) an "HA" panel below: leader, contenders, persisted jobs."""
 
     def __init__(self, cluster: Any) -> None:
         self.cluster = cluster
         self.model: Any = None
         self._html = widgets.HTML()
-        super().__init__(children=[self._html])
+        self.ha_panel: Optional[widgets.HTML] = None
+        self._ha_read_at = 0.0
+        if hasattr(getattr(cluster, "ha_services", None), "paths"):
+            self.ha_panel = widgets.HTML()
+        super().__init__(children=[self._html] + ([self.ha_panel] if self.ha_panel is not None else []))
         self._stopped = False
         self.add_class("sk-cluster-view")
 
     def refresh(self, snapshot: dict, history: MetricsHistory) -> None:
-        """Redraw from a snapshot."""
+        """Redraw from a snapshot (the HA panel from ZooKeeper, at most every ``_HA_EVERY_S``)."""
         model = cluster_model(snapshot)
         self.model = model
         self._stopped = not model.running
         value = html.cluster_html(model)
         if value != self._html.value:
             self._html.value = value
+        if self.ha_panel is not None and time.monotonic() - self._ha_read_at >= _HA_EVERY_S:
+            self._ha_read_at = time.monotonic()
+            from streamkernel.jupyter.ha_commands import ha_panel_html
+
+            self._set_html(self.ha_panel, ha_panel_html(self.cluster))
         self.refreshes += 1
+
+    @staticmethod
+    def _set_html(widget: Any, value: str) -> None:
+        if value != widget.value:
+            widget.value = value
 
     @property
     def done(self) -> bool:
@@ -126,7 +143,7 @@ class ClusterView(_LiveWidget):
 
     def fallback_html(self) -> str:
         """The last picture."""
-        return self._html.value
+        return self._html.value + (self.ha_panel.value if self.ha_panel is not None else "")
 
     def fallback_text(self) -> str:
         """The last picture as text."""

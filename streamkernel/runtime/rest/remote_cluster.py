@@ -119,9 +119,13 @@ class RemoteCluster:
 
     backend = "remote"
 
-    def __init__(self, client: RestClusterClient, secret_file: Optional[str] = None) -> None:
+    def __init__(self, client: RestClusterClient, secret_file: Optional[str] = None,
+                 ha_services: Optional[Any] = None) -> None:
         self.client = client
         self.secret_file = secret_file
+        #: The ZooKeeper client services of a cluster connected through ``zookeeper://`` (None otherwise):
+        #: ``client`` follows its leader; :meth:`disconnect` closes them.
+        self.ha_services = ha_services
         self.checkpoints = RemoteCheckpoints(client)
         self.inspection = RemoteInspection(client)
         self.failures = RemoteFailures(client.url)
@@ -133,11 +137,46 @@ class RemoteCluster:
         streamkernel REST API taking this client's secret. Raises ValueError (a malformed address),
         ClusterUnreachableError (nobody answers), RestClientError (not such an API, or a wrong secret),
         SecretError (no secret found), each one line."""
+        from streamkernel.runtime.highavailability.zookeeper_url import is_zookeeper_url
+
+        if is_zookeeper_url(address):
+            return cls.connect_ha(address, secret_file, timeout=timeout)
         host, port = parse_address(address, "%flink connect")
         client = RestClusterClient(host, port, secret_file=secret_file, timeout=timeout)
         client.check_rest_api()
         client.verify_secret()
         return cls(client, secret_file)
+
+    @classmethod
+    def connect_ha(cls, url: str, secret_file: Optional[str] = None, configuration: Optional[dict] = None,
+                   timeout: float = 5.0) -> "RemoteCluster":
+        """Reach the current leader of the highly available cluster ``zookeeper://HOST:PORT[,...]/CLUSTER-ID``
+        (``configuration``: more HA keys, e.g. ``high-availability.storageDir``) and follow it: after a
+        takeover every read goes to the new leader (:class:`~.leader_client.LeaderRestClient`).
+        The secret: ``secret_file``, else the storage directory's, else the registry's for the leader's
+        address. Raises what :meth:`connect` raises, ZooKeeperUrlError (a ValueError naming the URL's
+        wrong part), ZooKeeperConnectionError or NoLeaderError."""
+        from streamkernel.runtime.highavailability.ha_client import (client_ha_services, ha_secret_for_client,
+                                                                       leader_wait_seconds)
+        from streamkernel.runtime.highavailability.zookeeper_url import ha_configuration_from_url
+        from streamkernel.runtime.rest.leader_client import LeaderRestClient
+
+        conf = {**(configuration or {}), **ha_configuration_from_url(url)}
+        secret = ha_secret_for_client(conf, secret_file)
+        services = client_ha_services(conf)
+        try:
+            client = LeaderRestClient(services, leader_wait_seconds(conf), secret=secret, secret_file=secret_file,
+                                      request_timeout=timeout)
+            try:
+                client.check_rest_api()
+                client.verify_secret()
+            except BaseException:
+                client.close()
+                raise
+        except BaseException:
+            services.close()
+            raise
+        return cls(client, secret_file, ha_services=services)
 
     @property
     def host(self) -> str:
@@ -160,8 +199,15 @@ class RemoteCluster:
         return self._connected
 
     def disconnect(self) -> None:
-        """Stop using the cluster; it and its jobs keep running."""
+        """Stop using the cluster (and, through ZooKeeper, following its leader); it and its jobs keep running."""
+        if not self._connected:
+            return
         self._connected = False
+        if self.ha_services is not None:
+            close = getattr(self.client, "close", None)
+            if close is not None:
+                close()
+            self.ha_services.close()
 
     @property
     def dispatcher(self) -> Any:
