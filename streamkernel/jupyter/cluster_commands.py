@@ -74,18 +74,22 @@ class ClusterCommands:
                 raise UsageError(f"%flink start: --spark-session {name}: {name!r} is a "
                                  f"{type(spark_session).__name__}, not a SparkSession")
         backend = "spark" if spark_session is not None or master else args.backend
+        configuration = _configuration(getattr(args, "dynamic", None) or [])
+        if getattr(args, "ha", None):
+            configuration = _with_high_availability(args.ha, configuration)
         try:  # the sizes are checked against the backend before anything starts
             cluster = MiniCluster(taskmanagers=args.taskmanagers, slots_per_taskmanager=args.slots, backend=backend,
-                                  configuration=_configuration(getattr(args, "dynamic", None) or []),
-                                  spark_session=spark_session, spark_master=master)
+                                  configuration=configuration, spark_session=spark_session, spark_master=master)
+            cluster.start()
         except StreamKernelError as exc:
             raise UsageError(f"%flink start: {_options(exc)}") from None
-        cluster.start()
         self.session.shell.push({"cluster": cluster})
         print(f"Started {cluster!r}; bound to `cluster`. Every env.execute() in this kernel now runs on it.")
         if cluster.rest_url is not None:
             print("Flink's REST API (and Web UI: %flink webui) at")
             print(cluster.rest_url)
+        if cluster.leadership is not None:
+            _report_leadership(cluster)
         if self.cockpit is not None and self.cockpit.live:
             return self.cockpit.show_cluster(cluster)
         return self.cluster(args)
@@ -281,3 +285,37 @@ def _kill_story(backend: str, killed: str, replaced_by_resource_manager: bool = 
         replaced = "nothing replaces it (streamkernel.taskmanager.replace-lost is false; `--replace` starts one)"
     return (f"Killed {killed} (SIGKILL to its process): the ResourceManager notices its closed connection at once "
             f"and {restart}; {replaced}.")
+
+
+def _with_high_availability(url: str, configuration: dict[str, str]) -> dict[str, str]:
+    """``--ha zookeeper://QUORUM/CLUSTER-ID``: the HA keys of that cluster on top of ``configuration``
+    (whose own ``high-availability.storageDir`` wins; else ``$STREAMKERNEL_HOME/ha-storage``)."""
+    from streamkernel.runtime.highavailability.zookeeper_url import ZooKeeperUrlError, ha_configuration_from_url
+    from streamkernel.runtime.rest.cluster_secret import streamkernel_home
+
+    storage = configuration.get("high-availability.storageDir") or str(streamkernel_home() / "ha-storage")
+    try:
+        return {**configuration, **ha_configuration_from_url(url, storage)}
+    except ZooKeeperUrlError as error:
+        raise UsageError(f"%flink start --ha: {error}") from None
+
+
+def _report_leadership(cluster: Any) -> None:
+    """Say whether this kernel's JobManager leads its cluster (and what it recovered), or who does."""
+    from streamkernel.testing.waiting import wait_until
+
+    leadership = cluster.leadership
+    try:  # decided within a moment when ZooKeeper answers; a leader publishes itself once it recovered its jobs
+        wait_until(lambda: leadership.leader is not None, timeout=10.0, message="the leader election")
+    except AssertionError:
+        print("High availability: no JobManager leads yet; this one is a contender (%flink ha shows the election).")
+        return
+    cluster_id = cluster.configuration.get("high-availability.cluster-id", "/default")
+    if leadership.leader.address == cluster.rest_url:
+        recovered = leadership.recovered_jobs
+        print(f"High availability: this kernel's JobManager leads cluster {cluster_id}"
+              + (f"; it recovered {len(recovered)} job(s): {', '.join(recovered)}" if recovered else
+                 "; no job to recover"))
+    else:
+        print(f"High availability: this kernel's JobManager is a standby of cluster {cluster_id}; the leader's "
+              f"REST API is at {leadership.leader.address}")

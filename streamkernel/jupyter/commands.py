@@ -93,6 +93,10 @@ def line_parser() -> MagicArgumentParser:
     start.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE",
                        help="a configuration key of the cluster (repeatable), e.g. "
                             "-D streamkernel.minicluster.max-taskmanager-processes=32")
+    start.add_argument("--ha", type=nonblank, default=None, metavar="zookeeper://QUORUM/CLUSTER-ID",
+                       help="high availability: this kernel's JobManager joins the leader election of that cluster "
+                            "and recovers its persisted jobs once it leads (storage: -D high-availability.storageDir"
+                            "=DIR, default $STREAMKERNEL_HOME/ha-storage)")
     sub.add_parser("stop", add_help=False, help="stop the cluster: cancel its jobs, end every TaskManager")
     connect = sub.add_parser("connect", add_help=False,
                              help="use a running cluster through its REST API: jobs submit there, the other "

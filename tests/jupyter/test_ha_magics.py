@@ -142,3 +142,44 @@ def test_connect_errors_are_one_line(connected: Any, zookeeper: Any, tmp_path: P
     with pytest.raises(UsageError, match=r"%flink ha: no cluster"):
         ip.run_line_magic("flink", "ha")
     assert ip.user_ns.get("cluster") is None
+
+
+def test_start_ha_makes_the_kernel_a_contender_that_recovers_its_jobs_after_a_restart(
+        shell: Any, zookeeper: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    """``%flink start --ha``: the kernel's JobManager leads; its job is persisted; ``%flink stop`` (what a
+    kernel restart does to it) suspends the job; the same line again recovers it from its checkpoint."""
+    from streamkernel.testing import FileGate
+
+    monkeypatch.setenv(HOME_ENV, str(tmp_path / "home"))
+    ip, _ = shell
+    url = f"zookeeper://{zookeeper.connect_string}/kernel-{uuid.uuid4().hex[:8]}"
+    line = f"start --ha {url} -D high-availability.zookeeper.client.session-timeout=2s"
+    ip.run_line_magic("flink", line)
+    assert "this kernel's JobManager leads cluster" in capsys.readouterr().out
+    gate = FileGate(tmp_path, "hold")
+    ip.user_ns.update(gate=gate, gates=[gate], checkpoints=str(tmp_path / "checkpoints"))
+    ip.run_cell("from streamkernel.testing import ScriptedSource\n"
+                "from streamkernel.common import Types, WatermarkStrategy\n"
+                "env.enable_checkpointing(200)\n"
+                "env.get_checkpoint_config().set_checkpoint_storage_dir(checkpoints)\n"
+                "env.from_source(ScriptedSource([1, 2, gate, 3]), WatermarkStrategy.no_watermarks(), 'numbers',"
+                " type_info=Types.INT()).add_sink(lambda x: None)\n"
+                "job_id = str(env.execute_async('held').get_job_id())").raise_error()
+    job_id = ip.user_ns["job_id"]
+    cluster = ip.user_ns["cluster"]
+    wait_until(lambda: (cluster.checkpoints.checkpoint_stats(job_id) or _NoStats).num_completed >= 1,
+               "a checkpoint completes")
+    ip.run_line_magic("flink", "stop")
+    ip.run_line_magic("flink", line)
+    assert f"recovered 1 job(s): {job_id}" in capsys.readouterr().out
+    again = ip.user_ns["cluster"]
+    wait_until(lambda: {str(j.job_id): j.status.name for j in again.jobs()}.get(job_id) == "RUNNING",
+               "the recovered job runs")
+    assert again.checkpoints.checkpoint_stats(job_id).latest_restored is not None
+    ip.run_line_magic("flink", "stop")
+    with pytest.raises(UsageError, match="--ha: .*quorum entry 'nohost'"):
+        ip.run_line_magic("flink", "start --ha zookeeper://nohost/x")
+
+
+class _NoStats:
+    num_completed = 0

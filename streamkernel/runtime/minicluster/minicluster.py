@@ -236,6 +236,8 @@ class MiniCluster:
         cluster_started(self)  # stopped at interpreter exit unless stopped before
         if self._ha_services is not None:  # last: a grant finds every component running
             self._follow_leader(False, None)  # 503 while the election runs
+            if self.rest_url and isinstance(getattr(self._ha_services, "contender_info", None), dict):
+                self._ha_services.contender_info["rest_url"] = self.rest_url  # what `%flink ha` lists
             self._leadership = ClusterLeadership(self._ha_services, self._dispatcher, self._leader_addresses,
                                                  self._follow_leader).start()
 
