@@ -123,3 +123,38 @@ def test_parts_alone_and_the_text_fallback_in_a_terminal(shell, capsys) -> None:
     ip.run_line_magic("flink", "dashboard parts")
     out = capsys.readouterr().out
     assert out.startswith("parts (") and "Counts" in out
+
+
+def test_the_refresher_survives_a_cluster_it_cannot_read_for_a_while() -> None:
+    """A connected cluster's JobManager taking over (no leader for a moment): snapshots fail, the
+    refresher thread goes on, and the views are refreshed again once the cluster answers."""
+    from streamkernel.jupyter.widgets.refresher import Refresher
+
+    class Flaky:
+        failing = True
+
+        class inspection:  # noqa: N801 - the cluster's attribute
+            @staticmethod
+            def snapshot() -> dict:
+                if Flaky.failing:
+                    raise ConnectionError("no JobManager leads")
+                return {"jobs": [], "taskmanagers": []}
+
+    class View:
+        done = False
+        refreshed = 0
+
+        def refresh(self, snapshot: dict, history: object) -> None:
+            View.refreshed += 1
+
+    cluster = Flaky()
+    refresher = Refresher(cluster, interval_s=0.01)
+    Flaky.failing = False
+    refresher.add(View())
+    Flaky.failing = True
+    wait_until(lambda: refresher.failed_refreshes >= 3, message="failed refreshes")
+    assert refresher.running
+    seen = View.refreshed
+    Flaky.failing = False
+    wait_until(lambda: View.refreshed > seen, message="the view refreshed again")
+    refresher.stop()

@@ -46,6 +46,8 @@ class Refresher:
         self.interval_s = interval_s
         self.history = MetricsHistory()
         self.snapshots_taken = 0
+        #: refreshes that could not read the cluster (the thread went on; the views kept their picture)
+        self.failed_refreshes = 0
         self._views: list[Any] = []
         self._lock = threading.Lock()
         self._refreshing = threading.Lock()  # one snapshot at a time feeds the shared history
@@ -112,7 +114,12 @@ class Refresher:
                 if not self._views or self._stopped or self._cluster() is None:
                     self._thread = None
                     return
-            self.refresh_once()
+            try:
+                self.refresh_once()
+            except Exception as error:  # noqa: BLE001 - a cluster unreachable for a moment (a JobManager
+                # taking over, a connected cluster's REST API down): the views keep their last picture
+                self.failed_refreshes += 1
+                _LOG.debug("cockpit: the cluster could not be read (%s); trying again", error)
         self._wake.clear()
 
     def stop(self, timeout: float = 5.0) -> None:

@@ -197,15 +197,18 @@ class CheckpointStorage:
         return StateHandle(path, size, sha256, unaligned, persisted)
 
     def finalize(self, checkpoint_id: int, handles: Mapping[SubtaskKey, Any], job_info: JobCheckpointInfo,
-                 *, timestamp: Optional[int] = None) -> CompletedCheckpoint:
+                 *, timestamp: Optional[int] = None, apply_retention: bool = True) -> CompletedCheckpoint:
         """Complete checkpoint ``checkpoint_id``: write its ``_metadata`` (last, atomically), then
-        delete completed checkpoints beyond the retained number."""
+        delete completed checkpoints beyond the retained number (``apply_retention`` False: the
+        caller does, with :meth:`apply_retention`, once the checkpoint is recorded elsewhere: with
+        high availability an older checkpoint is deleted only after ZooKeeper points past it)."""
         directory = self.checkpoint_dir(checkpoint_id)
         fs.makedirs(directory)
         files = [self._place(directory, checkpoint_id, subtask, handle, move=False)
                  for subtask, handle in sorted(handles.items())]
         completed = self._write_metadata(directory, checkpoint_id, files, job_info, timestamp, False)
-        self._apply_retention()
+        if apply_retention:
+            self.apply_retention()
         return completed
 
     def write_savepoint(self, target_dir: Optional[PathLike], checkpoint_id: int, handles: Mapping[SubtaskKey, Any],
@@ -302,7 +305,7 @@ class CheckpointStorage:
             return
         fs.remove_empty_dir(fs.dirname(handle.path))
 
-    def _apply_retention(self) -> None:
+    def apply_retention(self) -> None:
         """Keep the newest ``num_retained`` completed checkpoints; delete older completed ones.
 
         Folders without metadata are left alone: they may belong to a checkpoint (or a

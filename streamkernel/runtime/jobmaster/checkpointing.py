@@ -282,7 +282,7 @@ class JobCheckpointing:
                                                          conf=self.configuration)
             else:
                 completed = self.storage.finalize(checkpoint_id, action.handles, self.job_info,
-                                                  timestamp=action.timestamp)
+                                                  timestamp=action.timestamp, apply_retention=self.services is None)
         except Exception as error:  # noqa: BLE001 - disk full, unpicklable state ...: the checkpoint fails
             _LOG.warning("could not complete checkpoint %d of job %s: %s", checkpoint_id, self.job_info.job_name,
                          error)
@@ -295,6 +295,7 @@ class JobCheckpointing:
                              checkpoint_id, self.job_info.job_name, error)
                 return self.coordinator.finalize_failed(
                     checkpoint_id, f"it could not be added to the completed checkpoint store ({error})", _now_ms())
+            self.storage.apply_retention()  # only now: ZooKeeper points past the checkpoints it deletes
         if not action.is_savepoint:
             self.completed_ids.add(checkpoint_id)
         actions = self.coordinator.finalized(checkpoint_id, _now_ms(), completed.path)

@@ -150,3 +150,34 @@ def test_an_unwritable_storage_dir_fails_at_construction_naming_the_key(zookeepe
     blocker.write_text("not a directory")
     with pytest.raises(IllegalConfigurationError, match="high-availability.storageDir"):
         MiniCluster(configuration=ha_config(zookeeper, blocker / "ha"))
+
+
+def test_a_checkpoint_is_deleted_only_after_zookeeper_points_past_it(zookeeper: Any, tmp_path: pathlib.Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The leader dies between writing checkpoint N+1 and recording it in ZooKeeper (here: recording
+    fails): the checkpoint ZooKeeper points to must still be on disk for the next leader."""
+    from streamkernel.runtime.jobmaster.checkpoint_services import JobCheckpointServices
+
+    record = JobCheckpointServices.add
+
+    def add_until_the_third(self: JobCheckpointServices, completed: Any) -> Any:
+        if completed.checkpoint_id >= 3:
+            raise ConnectionError("ZooKeeper is gone (the leader is being killed)")
+        return record(self, completed)
+
+    monkeypatch.setattr(JobCheckpointServices, "add", add_until_the_third)
+    conf = ha_config(zookeeper, tmp_path / "ha")
+    cluster = MiniCluster(taskmanagers=1, slots_per_taskmanager=2, backend="local", configuration=conf,
+                          rest=False).start(make_current=False)
+    try:
+        wait_until(lambda: cluster.is_leading, "elected")
+        job_id = cluster.submit(gated_job(FileGate(tmp_path, "hold"), tmp_path / "out",
+                                          tmp_path / "checkpoints")).get_job_id()
+        wait_until(lambda: (cluster.checkpoints.checkpoint_stats(job_id).num_failed or 0) >= 2,
+                   "checkpoints 3 and later fail to be recorded")
+        store = cluster.ha_services.checkpoint_recovery_factory().create_completed_checkpoint_store(str(job_id), 1)
+        [pointer] = store.get_all_checkpoints()
+        assert pointer.checkpoint_id == 2
+        assert (pathlib.Path(pointer.external_pointer) / "_metadata").exists(), "ZooKeeper points to a deleted checkpoint"
+    finally:
+        cluster.stop()
