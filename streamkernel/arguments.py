@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 
-__all__ = ["positive_int", "positive_float", "nonblank"]
+__all__ = ["positive_int", "positive_float", "nonblank", "parse_dynamic_properties"]
 
 
 def _shown(text: str, at: int = 40) -> str:
@@ -57,3 +57,19 @@ def nonblank(text: str) -> str:
     if not stripped:
         raise argparse.ArgumentTypeError(f"expected a non-empty value, got {text!r}")
     return stripped
+
+
+def parse_dynamic_properties(entries: "list[str] | tuple[str, ...]", where: str = "-D") -> dict[str, str]:
+    """Flink's dynamic properties, ``["key=value", ...]``, as a dict; ValueError naming the entry
+    without ``=`` or key (``where`` says whose option it is).
+
+        >>> parse_dynamic_properties(["rest.port=0", "a = b"])
+        {'rest.port': '0', 'a': 'b'}
+    """
+    configuration: dict[str, str] = {}
+    for entry in entries:
+        key, sep, value = entry.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"{where} {entry!r}: expected key=value (a Flink configuration entry)")
+        configuration[key.strip()] = value.strip()
+    return configuration

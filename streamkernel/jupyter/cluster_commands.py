@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 from IPython.core.error import UsageError
 
+from streamkernel.arguments import parse_dynamic_properties
 from streamkernel.common.futures import result_within
 from streamkernel.jupyter.connect_commands import ConnectCommands
 from streamkernel.errors import InvalidProgramError, StreamKernelError
@@ -74,7 +75,7 @@ class ClusterCommands:
                 raise UsageError(f"%flink start: --spark-session {name}: {name!r} is a "
                                  f"{type(spark_session).__name__}, not a SparkSession")
         backend = "spark" if spark_session is not None or master else args.backend
-        configuration = _configuration(getattr(args, "dynamic", None) or [])
+        configuration = dynamic_configuration(getattr(args, "dynamic", None) or [])
         if getattr(args, "ha", None):
             configuration = _with_high_availability(args.ha, configuration)
         try:  # the sizes are checked against the backend before anything starts
@@ -260,15 +261,12 @@ def _options(error: BaseException) -> str:
     return text.removeprefix("MiniCluster: ")
 
 
-def _configuration(entries: list[str]) -> dict[str, str]:
-    """``-D KEY=VALUE`` options as a configuration dict (UsageError for a malformed one)."""
-    conf = {}
-    for entry in entries:
-        key, sep, value = entry.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"%flink start: -D {entry!r}: expected KEY=VALUE")
-        conf[key.strip()] = value.strip()
-    return conf
+def dynamic_configuration(entries: list[str], command: str = "start") -> dict[str, str]:
+    """``-D KEY=VALUE`` options of ``%flink COMMAND`` as a configuration dict (UsageError for a malformed one)."""
+    try:
+        return parse_dynamic_properties(entries, f"%flink {command}: -D")
+    except ValueError as error:
+        raise UsageError(str(error).replace("expected key=value", "expected KEY=VALUE")) from None
 
 
 def _kill_story(backend: str, killed: str, replaced_by_resource_manager: bool = True) -> str:

@@ -182,10 +182,6 @@ class ConnectCommands:
 
 def _dynamic(entries: list[str]) -> dict[str, str]:
     """``-D KEY=VALUE`` options of ``%flink connect`` as a dict (UsageError for a malformed one)."""
-    conf = {}
-    for entry in entries:
-        key, sep, value = entry.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"%flink connect: -D {entry!r}: expected KEY=VALUE")
-        conf[key.strip()] = value.strip()
-    return conf
+    from streamkernel.jupyter.cluster_commands import dynamic_configuration  # lazily: it imports this module
+
+    return dynamic_configuration(entries, "connect")

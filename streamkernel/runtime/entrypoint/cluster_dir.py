@@ -23,9 +23,10 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional
 
 from streamkernel.common.options import CoreOptions
+from streamkernel.arguments import parse_dynamic_properties
 from streamkernel.runtime.rpc.transport import new_cluster_secret
 
 __all__ = ["ClusterDir", "DEFAULT_DIR", "LOG_DIR_KEY", "LOG_FILE_KEY", "JOBMANAGER", "TASKEXECUTOR",
@@ -38,17 +39,6 @@ LOG_DIR_KEY, LOG_FILE_KEY = CoreOptions.LOG_DIR.key(), CoreOptions.LOG_FILE.key(
 #: Flink's names of the two kinds of process (in the log and pid file names).
 JOBMANAGER, TASKEXECUTOR = "standalonesession", "taskexecutor"
 _ENTRY_MARK = b"streamkernel.runtime.entrypoint."
-
-
-def parse_dynamic_properties(entries: Sequence[str], where: str = "-D") -> dict[str, str]:
-    """``["key=value", ...]`` as a dict; ValueError naming the entry without ``=`` or key."""
-    configuration: dict[str, str] = {}
-    for entry in entries:
-        key, sep, value = entry.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"{where} {entry!r}: expected key=value (a Flink configuration entry)")
-        configuration[key.strip()] = value.strip()
-    return configuration
 
 
 def process_alive(pid: int) -> bool:
