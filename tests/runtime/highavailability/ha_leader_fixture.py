@@ -1,5 +1,8 @@
-"""TEST FIXTURE (not the product's HA JobManager): a JobManager process that takes part in the
-leader election, for the TaskManager tests, until the real leading JobManager is wired in.
+"""TEST FIXTURE (not the product's HA JobManager): a JobManager process whose leader election the
+TaskManager tests drive. The fencing test needs a JobManager that stops leading while its process,
+RPC listener and tasks stay up (``close``), which the real one never does on purpose (it suspends
+its jobs when revoked); the real leading JobManager and TaskManagers following it through a
+``kill -9`` are tested in test_ha_cluster_processes.py.
 
 ``python ha_leader_fixture.py CONFIGURATION_JSON`` starts a :class:`StandaloneSessionCluster`
 (the cluster's secret from ``read_or_create_ha_secret``, its own configuration without the

@@ -1,5 +1,8 @@
-"""TEST FIXTURE: a stand-in for a leading JobManager of a ZooKeeper HA cluster, until the real one
-(``streamkernel jobmanager start -D high-availability.type=zookeeper``) is merged.
+"""TEST FIXTURE: a leader whose election the test drives, for the client-side tests (a client must
+follow whatever ZooKeeper publishes; the real leading JobManager, ``MiniCluster`` with the HA keys,
+is tested in test_jobmanager_*.py, test_ha_cluster_processes.py and by the one client test that
+runs two of them). Here the test decides when the leader resigns while its process and REST API
+stay up, and puts arbitrary plans into its store, which the real JobManager never does.
 
 Run as a script (``python standin_leader.py CONF_JSON``) it starts a MiniCluster(rest=True) whose
 REST secret is the HA cluster's (``read_or_create_ha_secret``), joins the election through
