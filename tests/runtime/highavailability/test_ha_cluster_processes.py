@@ -166,3 +166,24 @@ def test_kill_9_of_the_leader_the_standby_recovers_the_job_exactly_once(zookeepe
         stopped = sk(home, tmp_path, command, "stop", "--dir", str(tmp_path / name))
         assert stopped.returncode == 0, stopped.stderr
     wait_until(lambda: not any(alive(pid) for pid in processes), "every process of the cluster is gone")
+
+
+def test_jobmanager_start_refuses_a_bad_high_availability_setup_in_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    base = ["jobmanager", "start", "--dir", str(tmp_path / "jm"), "-D", "high-availability.type=zookeeper"]
+    cases = {
+        "storageDir": (["-D", "high-availability.zookeeper.quorum=127.0.0.1:1",
+                        "-D", f"high-availability.storageDir={blocker}/ha"],
+                       "Invalid value '%s/ha' for key 'high-availability.storageDir'" % blocker),
+        "quorum": (["-D", f"high-availability.storageDir={tmp_path / 'ha'}"],
+                   "needs 'high-availability.zookeeper.quorum'"),
+        "unreachable": (["-D", "high-availability.zookeeper.quorum=127.0.0.1:1",
+                         "-D", f"high-availability.storageDir={tmp_path / 'ha'}",
+                         "-D", "high-availability.zookeeper.client.connection-timeout=1 s"],
+                        "Could not connect to the ZooKeeper quorum '127.0.0.1:1'"),
+    }
+    for name, (extra, message) in cases.items():
+        done = sk(tmp_path / "home", tmp_path, *base, *extra)
+        assert done.returncode == 1 and message in done.stderr, (name, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
