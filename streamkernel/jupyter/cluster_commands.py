@@ -300,20 +300,17 @@ def _with_high_availability(url: str, configuration: dict[str, str]) -> dict[str
 
 def _report_leadership(cluster: Any) -> None:
     """Say whether this kernel's JobManager leads its cluster (and what it recovered), or who does."""
-    from streamkernel.testing.waiting import wait_until
-
     leadership = cluster.leadership
-    try:  # decided within a moment when ZooKeeper answers; a leader publishes itself once it recovered its jobs
-        wait_until(lambda: leadership.leader is not None, timeout=10.0, message="the leader election")
-    except AssertionError:
+    leader = leadership.wait_for_leader(10.0)  # decided within a moment when ZooKeeper answers
+    if leader is None:
         print("High availability: no JobManager leads yet; this one is a contender (%flink ha shows the election).")
         return
     cluster_id = cluster.configuration.get("high-availability.cluster-id", "/default")
-    if leadership.leader.address == cluster.rest_url:
+    if leader.address == cluster.rest_url:
         recovered = leadership.recovered_jobs
         print(f"High availability: this kernel's JobManager leads cluster {cluster_id}"
               + (f"; it recovered {len(recovered)} job(s): {', '.join(recovered)}" if recovered else
                  "; no job to recover"))
     else:
         print(f"High availability: this kernel's JobManager is a standby of cluster {cluster_id}; the leader's "
-              f"REST API is at {leadership.leader.address}")
+              f"REST API is at {leader.address}")

@@ -27,7 +27,6 @@ import logging
 import os
 import sys
 import threading
-import time
 from typing import Any, Mapping, Optional, Sequence
 
 from streamkernel.runtime.entrypoint.cluster_dir import (
@@ -105,11 +104,9 @@ def _ha_role(cluster: StandaloneSessionCluster, configuration: Mapping[str, str]
     from streamkernel.common.options.high_availability import HighAvailabilityOptions
 
     leadership = cluster.leadership
-    if wait:  # else reported as a standby with no leader yet
-        timeout = HighAvailabilityOptions.ZOOKEEPER_SESSION_TIMEOUT.get(configuration).to_milliseconds() / 1000
-        deadline, pause = time.monotonic() + timeout, threading.Event()
-        while not (cluster.is_leading or leadership.leader is not None) and time.monotonic() < deadline:
-            pause.wait(0.05)
+    if wait:  # until this process leads (its jobs recovered) or another is known; else a standby with no leader yet
+        leadership.wait_for_leader(HighAvailabilityOptions.ZOOKEEPER_SESSION_TIMEOUT.get(configuration)
+                                   .to_milliseconds() / 1000)
     leader = leadership.leader
     return {"cluster_id": str(HighAvailabilityOptions.HA_CLUSTER_ID.get(configuration)),
             "role": "leader" if cluster.is_leading else "standby",

@@ -64,6 +64,11 @@ class ClusterLeadership:
         with self._lock:
             return self._session_id
 
+    def wait_for_leader(self, timeout: float) -> Any:
+        """The leader's REST :class:`~streamkernel.runtime.highavailability.LeaderInformation` once one
+        is published (this JobManager, once it recovered its jobs, or another), None after ``timeout`` s."""
+        return self._leader.wait_for_leader(timeout)
+
     @property
     def leader(self) -> Any:
         """The current leader's :class:`~streamkernel.runtime.highavailability.LeaderInformation` (REST), or None."""
