@@ -151,14 +151,15 @@ def test_kill_9_of_the_leader_the_standby_recovers_the_job_exactly_once(zookeepe
     taskmanagers = get_json(f"{standby['rest']}/taskmanagers")["taskmanagers"]
     assert alive(tm_pid) and len(taskmanagers) == 1, taskmanagers
     restored = checkpoints(standby["rest"]).get("latest", {}).get("restored") or {}
-    assert restored.get("id") == max(before), (restored, before)
+    # the latest checkpoint the old leader completed (at least the last one seen before the kill)
+    assert restored.get("id", 0) >= max(before), (restored, before)
 
     (gate / "half.open").touch()
     wait_until(lambda: (get_json(f"{standby['rest']}/jobs/{job_id}") or {}).get("state") == "FINISHED",
                "the recovered job finishes", timeout=TIMEOUT)
     assert committed(out) == sorted(r.upper() for r in RECORDS)
     after = [c["id"] for c in checkpoints(standby["rest"])["history"] if c["status"] == "COMPLETED"]
-    assert after and min(after) > max(before), (before, after)
+    assert after and min(after) > restored["id"], (restored, after)
     assert takeover_s < 60, f"takeover took {takeover_s:.1f} s"
 
     for name in ("tm", "jm2"):
