@@ -76,8 +76,8 @@ __all__ = [
 OPTION_GROUPS: tuple[type, ...] = (
     CoreOptions, PipelineOptions, ExecutionOptions, CheckpointingOptions, StateBackendOptions, RocksDBOptions,
     StateRecoveryOptions, RestartStrategyOptions, MetricOptions, TaskManagerOptions, TaskManagerMemoryOptions,
-    NettyShuffleEnvironmentOptions, HeartbeatManagerOptions, JobManagerOptions, JobManagerMemoryOptions, RpcOptions, RestOptions, WebOptions, MiniClusterOptions, BackendOptions,
-    HighAvailabilityOptions,
+    NettyShuffleEnvironmentOptions, HeartbeatManagerOptions, JobManagerOptions, JobManagerMemoryOptions, RpcOptions,
+    RestOptions, WebOptions, MiniClusterOptions, BackendOptions, HighAvailabilityOptions,
 )
 
 

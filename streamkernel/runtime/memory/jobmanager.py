@@ -100,18 +100,25 @@ def job_manager_process_spec_from_config(configuration: Config) -> JobManagerPro
 
 
 def _from_heap(configuration: Config) -> JobManagerFlinkMemory:
+    """Flink 2.x: with the total Flink memory also set, an unset off-heap size is what is left of it."""
     heap = read_memory(J.JVM_HEAP_MEMORY, configuration)
     off_heap = read_memory(J.OFF_HEAP_MEMORY, configuration)
-    if J.TOTAL_FLINK_MEMORY.is_set(configuration):
-        total = read_memory(J.TOTAL_FLINK_MEMORY, configuration)
+    if not J.TOTAL_FLINK_MEMORY.is_set(configuration):
+        return JobManagerFlinkMemory(heap, off_heap)
+    total = read_memory(J.TOTAL_FLINK_MEMORY, configuration)
+    either = "Please, make the configuration consistent or configure only one option: either JVM Heap or Total Flink Memory."
+    if J.OFF_HEAP_MEMORY.is_set(configuration):
         if heap.add(off_heap) != total:
             raise IllegalConfigurationError(
                 f"Sum of the configured JVM Heap Memory {described(J.JVM_HEAP_MEMORY, configuration, heap)} and the "
-                f"configured or default Off-heap Memory {described(J.OFF_HEAP_MEMORY, configuration, off_heap)} "
-                f"does not equal the configured Total Flink Memory {described(J.TOTAL_FLINK_MEMORY, configuration, total)}"
-                f". Please, make the configuration consistent or configure only one option: either JVM Heap or Total "
-                f"Flink Memory.")
-    return JobManagerFlinkMemory(heap, off_heap)
+                f"configured Off-heap Memory {described(J.OFF_HEAP_MEMORY, configuration, off_heap)} does not match "
+                f"the configured Total Flink Memory {described(J.TOTAL_FLINK_MEMORY, configuration, total)}. {either}")
+        return JobManagerFlinkMemory(heap, off_heap)
+    if total.get_bytes() < heap.get_bytes():
+        raise IllegalConfigurationError(
+            f"The configured JVM Heap Memory {described(J.JVM_HEAP_MEMORY, configuration, heap)} exceeds the "
+            f"configured Total Flink Memory {described(J.TOTAL_FLINK_MEMORY, configuration, total)}. {either}")
+    return JobManagerFlinkMemory(heap, total.subtract(heap))
 
 
 def _from_total_flink(configuration: Config, total: MemorySize) -> JobManagerFlinkMemory:
