@@ -74,6 +74,14 @@ TM_CASES = [
     ("empty", {}, FAILS),
     ("bad-size", {TM + "process.size": "lots"}, FAILS),
 ]
+# Odd sizes and fractions through each derivation (rounding of products and of the inverse fractions)
+TM_CASES += [(f"sweep-process-{i}", {TM + "process.size": str(3_000_000_007 * i + 12_345),
+                                     TM + "network.fraction": f"0.{i}7", TM + "managed.fraction": f"0.{5 - i}3",
+                                     TM + "jvm-overhead.fraction": f"0.0{i}9"}, OK) for i in range(1, 6)]
+TM_CASES += [(f"sweep-heap-managed-{i}", {TM + "task.heap.size": str(333_333_331 * i), TM + "managed.size": f"{77 * i}m",
+                                          TM + "network.fraction": f"0.{i}3", TM + "jvm-overhead.fraction": f"0.{i}1",
+                                          TM + "jvm-overhead.max": "4g", TM + "network.min": "1m"}, OK)
+             for i in range(1, 6)]
 
 JM_CASES = [
     ("config-yaml-1600m", {JM + "process.size": "1600m"}, OK),
@@ -98,6 +106,9 @@ JM_CASES = [
     ("overhead-min-above-max", {JM + "process.size": "2g", JM + "jvm-overhead.min": "2g"}, FAILS),
     ("empty", {}, FAILS),
 ]
+JM_CASES += [(f"sweep-process-{i}", {JM + "process.size": str(2_000_000_011 * i + 777),
+                                     JM + "jvm-overhead.fraction": f"0.{i}3", JM + "jvm-overhead.max": "8g",
+                                     JM + "off-heap.size": f"{99 * i}m"}, OK) for i in range(1, 5)]
 
 
 @pytest.fixture(scope="module")
