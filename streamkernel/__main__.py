@@ -5,6 +5,8 @@
   does (:mod:`streamkernel.run_command`);
 * ``install-kernel [--user | --sys-prefix | --prefix P]``: the Jupyter kernel
   "Python 3 (streamkernel)" (:mod:`streamkernel.kernelspec`);
+* ``memory taskmanager|jobmanager [-D k=v ...] [--json]``: a process's memory breakdown, as Flink
+  computes it (:mod:`streamkernel.runtime.entrypoint.memory_cli`);
 * ``cluster start|stop|status``, ``jobmanager start|stop``, ``taskmanager start|stop``: a standalone
   session cluster, as Flink's ``start-cluster.sh`` (:mod:`streamkernel.runtime.entrypoint.cli`).
 """
@@ -25,6 +27,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         from streamkernel.run_command import main as run_main
 
         return run_main(argv[1:])
+    if argv[:1] == ["memory"]:
+        from streamkernel.runtime.entrypoint.memory_cli import main as memory_main
+
+        return memory_main(argv[1:])
     if argv[:1] in (["cluster"], ["jobmanager"], ["taskmanager"]):
         from streamkernel.runtime.entrypoint.cli import main as cluster_main
 
@@ -34,6 +40,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     demo = sub.add_parser("demo", help="build the word-count dataflow, draw its three graphs, run it when possible")
     demo.add_argument("--out", default="out/demo", help="directory for the SVG files (default: out/demo)")
     demo.add_argument("--parallelism", "-p", type=int, default=2, help="parallelism of the dataflow (default 2)")
+    sub.add_parser("memory", add_help=False, help="memory breakdown: memory taskmanager|jobmanager [-D k=v ...] "
+                                                   "[--json] (streamkernel memory --help)")
     sub.add_parser("run", add_help=False, help="run a job script, as `flink run` does (streamkernel run --help)")
     for name in ("cluster", "jobmanager", "taskmanager"):
         actions = "start|stop|status" if name == "cluster" else "start|stop"

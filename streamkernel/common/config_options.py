@@ -97,7 +97,7 @@ _TYPES = {
 
 
 #: The values Java's ``int`` and ``long`` hold: Flink's int and long options refuse others.
-_INT_BOUNDS = {"int": (-(1 << 31), (1 << 31) - 1), "long": (-(1 << 63), (1 << 63) - 1)}
+_INT_BOUNDS = {"int": (-(1 << 31), (1 << 31) - 1), "long": (-(1 << 63), (1 << 63) - 1), "memory": (0, (1 << 63) - 1)}
 
 
 def _bound_text(bound: Union[int, float], type_name: str) -> str:
@@ -213,7 +213,7 @@ class ConfigOption(Generic[T]):
         if bounds is not None and not bounds[0] <= value <= bounds[1]:
             raise IllegalConfigurationError(
                 f"Invalid value {text!r} for key '{self._key}': expected {self.expected()} that fits a "
-                f"{32 if self._type.name == 'int' else 64}-bit {self._type.name}")
+                f"{32 if self._type.name == 'int' else 64}-bit {'long' if self._type.name == 'memory' else self._type.name}")
         if self._choices:
             name = text.name if isinstance(text, Enum) else str(text).strip()
             match = next((c for c in self._choices if c.upper() == name.upper()), None)

@@ -39,6 +39,7 @@ from streamkernel.common.options.cluster import (
     WebOptions,
 )
 from streamkernel.common.options.high_availability import HighAvailabilityOptions
+from streamkernel.common.options.memory import JobManagerMemoryOptions, TaskManagerMemoryOptions
 from streamkernel.common.options.pipeline import CoreOptions, ExecutionOptions, MetricOptions, PipelineOptions
 from streamkernel.common.options.rest import RestOptions, rest_port_range
 from streamkernel.errors import IllegalConfigurationError
@@ -58,9 +59,11 @@ __all__ = [
     "StateRecoveryOptions",
     "RestartStrategyOptions",
     "TaskManagerOptions",
+    "TaskManagerMemoryOptions",
     "NettyShuffleEnvironmentOptions",
     "HeartbeatManagerOptions",
     "JobManagerOptions",
+    "JobManagerMemoryOptions",
     "RpcOptions",
     "WebOptions",
     "RestOptions",
@@ -72,9 +75,9 @@ __all__ = [
 #: The option classes, in the order the docs list them.
 OPTION_GROUPS: tuple[type, ...] = (
     CoreOptions, PipelineOptions, ExecutionOptions, CheckpointingOptions, StateBackendOptions, RocksDBOptions,
-    StateRecoveryOptions, RestartStrategyOptions, MetricOptions, TaskManagerOptions, NettyShuffleEnvironmentOptions,
-    HeartbeatManagerOptions, JobManagerOptions, RpcOptions, RestOptions, WebOptions, MiniClusterOptions, BackendOptions,
-    HighAvailabilityOptions,
+    StateRecoveryOptions, RestartStrategyOptions, MetricOptions, TaskManagerOptions, TaskManagerMemoryOptions,
+    NettyShuffleEnvironmentOptions, HeartbeatManagerOptions, JobManagerOptions, JobManagerMemoryOptions, RpcOptions,
+    RestOptions, WebOptions, MiniClusterOptions, BackendOptions, HighAvailabilityOptions,
 )
 
 
