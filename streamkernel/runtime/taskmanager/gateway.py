@@ -139,6 +139,8 @@ class TaskExecutorHeartbeat:
     taskmanager_id: str
     slot_report: SlotReport
     tasks: tuple[TaskStatus, ...] = ()
+    #: per slot index, its managed memory and what uses it now (:meth:`TaskExecutor.memory_metrics`)
+    memory: dict = field(default_factory=dict, hash=False)
 
 
 # ------------------------------------------------------------------------------- gateways

@@ -9,6 +9,7 @@ process, a cluster starts instantly.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
 from streamkernel.runtime.core.clock import Clock
@@ -27,13 +28,18 @@ def local_taskmanager_id(index: int) -> str:
 
 def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_manager: ResourceManagerGateway, *,
                              shuffle: Any, clock: Clock, working_dir: str, first_index: int = 0,
-                             task_factory: Optional[TaskFactory] = None) -> list[TaskExecutor]:
+                             task_factory: Optional[TaskFactory] = None,
+                             configuration: Optional[Mapping[str, Any]] = None) -> list[TaskExecutor]:
     """Create ``count`` TaskExecutors in this process and register each with the ResourceManager.
 
     Every TaskManager gets its own working directory under ``working_dir`` and shares
-    ``shuffle`` and ``clock`` with the others.
+    ``shuffle`` and ``clock`` with the others; each slot's managed memory is the share that
+    Flink's memory calculation gives ``configuration`` (the cluster's).
     """
+    from streamkernel.runtime.memory.memory_manager import managed_memory_per_slot
     from streamkernel.runtime.tasks.task import TaskServices  # lazy: the Task pulls in the operators
+
+    managed = managed_memory_per_slot(configuration or {}, slots_per_taskmanager)
 
     started: list[TaskExecutor] = []
     for index in range(first_index, first_index + count):
@@ -41,7 +47,8 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
         directory = os.path.join(working_dir, taskmanager_id)
         os.makedirs(directory, exist_ok=True)
         services = TaskServices(shuffle=shuffle, clock=clock, taskmanager_id=taskmanager_id, working_dir=directory)
-        taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory)
+        taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory,
+                                   managed_memory_per_slot=managed)
         taskmanager.register_at(resource_manager)
         started.append(taskmanager)
     return started

@@ -139,7 +139,10 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
         working_dir = _make_working_dir(taskmanager_id, conf)
         services = TaskServices(shuffle=shuffle, clock=SystemClock(), taskmanager_id=taskmanager_id,
                                 working_dir=working_dir)
-        task_executor = TaskExecutor(taskmanager_id, int(slots), services)
+        from streamkernel.runtime.memory.memory_manager import managed_memory_per_slot
+
+        task_executor = TaskExecutor(taskmanager_id, int(slots), services,
+                                     managed_memory_per_slot=managed_memory_per_slot(conf, int(slots)))
         task_executor.log_file = conf.get(LOG_FILE_KEY) or None
         resource_manager = rpc.proxy(GatewayRef(RESOURCE_MANAGER, "ResourceManagerGateway"))
         forward = TaskManagerOptions.FORWARD_OUTPUT.get(conf)
