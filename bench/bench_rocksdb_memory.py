@@ -16,8 +16,9 @@ block cache's capacity; the second pass over the keys reads every value back thr
   defaults: a block cache per instance, 64 MiB memtables, index and filter blocks outside the cache).
 
 Printed: RSS over time (a sample every 0.5 s, from /proc/self/statm), the RSS when the job
-starts (cluster up, a 100-record warm-up job done so every module is loaded, nothing in state), the peak, the growth (peak - start), the slot's RocksDB
-usage as the TaskManager reports it, and the bound ``start + M + margin``. The margin
+starts (cluster up, a 100-record warm-up job done so every module is loaded, nothing in
+state), the peak, the growth (peak - start), the slot's RocksDB usage as the TaskManager
+reports it, and the bound: growth <= ``M + margin``. The margin
 (``--margin``, 32 MiB by default) covers what the managed share does not: RocksDB's LRU cache
 is not strict (Flink creates it non-strict too) and blocks pinned by open iterators and table
 readers' metadata may exceed it briefly; glibc's allocator keeps freed pages of its arenas.
