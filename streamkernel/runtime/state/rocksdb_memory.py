@@ -23,6 +23,7 @@ defaults (its own block cache, unbounded write buffers).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
@@ -32,10 +33,14 @@ from streamkernel.errors import IllegalConfigurationError
 
 __all__ = ["RocksDBMemoryConfiguration", "RocksDBSharedResources", "calculate_actual_cache_capacity",
            "calculate_write_buffer_manager_capacity", "allocate_rocksdb_shared_resources",
-           "ROCKSDB_RESOURCE_KIND"]
+           "sanity_check_arena_block_size", "ROCKSDB_RESOURCE_KIND"]
 
 #: the kind of the slot's shared resource (``MemoryManager`` lease) that RocksDB instances share
 ROCKSDB_RESOURCE_KIND = "rocksdb"
+#: RocksDB's write buffer size (every predefined profile keeps it); its arena blocks are 1/8 of it
+DEFAULT_WRITE_BUFFER_SIZE = 64 << 20
+
+_LOG = logging.getLogger(__name__)
 
 
 def calculate_actual_cache_capacity(total_memory_size: int, write_buffer_ratio: float) -> int:
@@ -55,6 +60,24 @@ def calculate_write_buffer_manager_capacity(total_memory_size: int, write_buffer
     104857600
     """
     return int(2 * total_memory_size * write_buffer_ratio / 3)
+
+
+def sanity_check_arena_block_size(write_buffer_size: int, write_buffer_manager_capacity: int) -> bool:
+    """False (and Flink's warning logged) when a memtable's arena block (``write_buffer_size / 8``)
+    exceeds the write buffer manager's mutable limit (7/8 of its capacity): RocksDB would then
+    flush its memtables constantly (Flink's ``sanityCheckArenaBlockSize``)."""
+    arena_block_size = write_buffer_size // 8
+    mutable_limit = write_buffer_manager_capacity * 7 // 8
+    if arena_block_size < mutable_limit:
+        return True
+    _LOG.warning(
+        "RocksDBStateBackend performance will be poor because of the current Flink memory configuration! RocksDB "
+        "will flush memtable constantly, causing high IO and CPU. Typically the easiest fix is to increase task "
+        "manager managed memory size. If running locally, see the parameter taskmanager.memory.managed.size. "
+        "Details: arenaBlockSize %d > mutableLimit %d (writeBufferSize = %d, arenaBlockSizeConfigured = 0, "
+        "defaultArenaBlockSize = %d, writeBufferManagerCapacity = %d)",
+        arena_block_size, mutable_limit, write_buffer_size, arena_block_size, write_buffer_manager_capacity)
+    return False
 
 
 @dataclass(frozen=True)
@@ -115,6 +138,7 @@ class RocksDBSharedResources:
         self.write_buffer_manager_capacity = calculate_write_buffer_manager_capacity(
             self.total_memory_size, write_buffer_ratio)
         self.high_priority_pool_ratio = high_priority_pool_ratio
+        sanity_check_arena_block_size(DEFAULT_WRITE_BUFFER_SIZE, self.write_buffer_manager_capacity)
         self.cache = rocksdict.Cache(self.cache_capacity)
         self.write_buffer_manager = rocksdict.WriteBufferManager.new_write_buffer_manager_with_cache(
             self.write_buffer_manager_capacity, False, self.cache)

@@ -5,6 +5,7 @@ instances, its usage reported by the TaskManager, the fixed-per-slot override, u
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from streamkernel.runtime.state.rocksdb_memory import (
     calculate_actual_cache_capacity,
     calculate_write_buffer_manager_capacity,
 )
-from streamkernel.testing import Gate, ScriptedSource, wait_until
+from streamkernel.testing import FileGate, Gate, ScriptedSource, wait_until
 
 MB = 1 << 20
 ROCKSDB = {"state.backend.type": "rocksdb"}
@@ -84,6 +85,19 @@ def test_unmanaged_mode_shares_nothing_and_leaves_the_slot_untouched(tmp_path) -
         assert manager.metrics() == {}
     finally:
         keyed.dispose()
+
+
+def test_a_share_too_small_for_a_memtables_arena_block_logs_flinks_warning(tmp_path, caplog) -> None:
+    # 64 MiB write buffers have 8 MiB arena blocks; 16 MiB * 0.5 gives a 5.3 MiB write buffer
+    # manager whose mutable limit (7/8) is smaller: Flink warns that RocksDB flushes constantly
+    with caplog.at_level("WARNING", logger="streamkernel.runtime.state.rocksdb_memory"):
+        backend(tmp_path, "small", ROCKSDB, MemoryManager(16 * MB)).dispose()
+    assert "arenaBlockSize 8388608 > mutableLimit 4893354" in caplog.text
+    assert "taskmanager.memory.managed.size" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="streamkernel.runtime.state.rocksdb_memory"):
+        backend(tmp_path, "large", ROCKSDB, MemoryManager(32 * MB)).dispose()
+    assert "arenaBlockSize" not in caplog.text
 
 
 @pytest.mark.parametrize("conf,named", [
@@ -164,3 +178,31 @@ def test_two_keyed_operators_in_one_slot_share_one_cache_reported_by_the_taskman
 def test_a_bad_memory_configuration_fails_at_cluster_start_naming_the_key() -> None:
     with pytest.raises(IllegalConfigurationError, match="taskmanager.memory"):
         MiniCluster(1, 1, configuration={"taskmanager.memory.process.size": "64m"}).start(make_current=False)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process backend on Linux")
+def test_a_process_taskmanager_sizes_its_slots_from_the_cluster_configuration(tmp_path) -> None:
+    gate = FileGate(tmp_path, "hold")
+    conf = {**ROCKSDB, "taskmanager.memory.managed.size": "64m", "state.backend.rocksdb.memory.write-buffer-ratio": "0.3"}
+    cluster = MiniCluster(1, 2, backend="process", configuration=conf).start(make_current=False)
+    try:
+        env = StreamExecutionEnvironment.get_execution_environment(
+            Configuration.from_dict({**conf, "restart-strategy.type": "none"}))
+        env.set_parallelism(1)
+        (env.from_source(ScriptedSource(list(range(200)) + [gate]), WatermarkStrategy.no_watermarks(), "numbers")
+            .key_by(key_of).reduce(add).print())
+        client = cluster.submit(env.get_stream_graph("keyed in a process"))
+        [taskmanager_id] = cluster.taskmanager_backend.live_ids()
+        gateway = cluster._resource_manager.task_executor_gateway(taskmanager_id)
+
+        def used_slots() -> dict:
+            return {slot: m["rocksdb"] for slot, m in gateway.heartbeat().memory.items() if "rocksdb" in m}
+
+        wait_until(lambda: gate.reached and len(used_slots()) == 1, message="the keyed subtask's slot to use RocksDB")
+        [(slot, rocksdb)] = used_slots().items()
+        assert gateway.heartbeat().memory[slot]["managed"]["size"] == 32 * MB  # 64m over two slots
+        assert (rocksdb["capacity"], rocksdb["write_buffer_manager_capacity"]) == (32 * MB, int(2 * 32 * MB * 0.3 / 3))
+        gate.open()
+        client.get_job_execution_result().result(timeout=120)
+    finally:
+        cluster.stop()
