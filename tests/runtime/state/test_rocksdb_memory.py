@@ -112,6 +112,17 @@ def test_bad_memory_settings_fail_at_submission_naming_the_key(conf: dict, named
         validate_configuration(conf)
 
 
+def test_bad_ratios_fail_execute_before_any_task_runs() -> None:
+    seen: list = []
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(
+        {**ROCKSDB, "state.backend.rocksdb.memory.write-buffer-ratio": "0.8",
+         "state.backend.rocksdb.memory.high-prio-pool-ratio": "0.5"}))
+    env.from_collection([1, 2, 3]).key_by(key_of).map(seen.append)
+    with pytest.raises(IllegalConfigurationError, match="writeBufferRatio 0.8 with highPriPoolRatio 0.5"):
+        env.execute("bad ratios")
+    assert seen == []
+
+
 # ------------------------------------------------------------------ sharing and usage
 def test_two_backends_of_one_slot_share_one_cache_and_release_it_with_the_last(tmp_path) -> None:
     manager, other_slot = MemoryManager(64 * MB, 0), MemoryManager(64 * MB, 1)
