@@ -139,11 +139,9 @@ def hog_on_first_attempt(marker: str) -> Any:
     def run(value: int) -> int:
         if not os.path.exists(marker):
             open(marker, "w").close()
-            hog = []
-            for _ in range(150):  # at most 1.2 GB: far above the 300m process size
-                hog.append(bytearray(b"\x01") * (8 * MB))
-                threading.Event().wait(0.02)
-            raise AssertionError("the memory watchdog did not stop this TaskManager")
+            hog = [bytearray(b"\x01") * (8 * MB) for _ in range(64)]  # 512 MB, written: far above the 300m
+            threading.Event().wait(120)  # the watchdog's process exit ends this wait
+            raise AssertionError(f"the memory watchdog did not stop this TaskManager ({len(hog)} chunks held)")
         return value * 10
     return run
 
