@@ -172,3 +172,14 @@ def test_a_process_taskmanager_above_its_size_fails_explained_and_the_job_recove
     assert "raise 'taskmanager.memory.process.size'" in entry.message
     assert failure is not None and f"exited with code {OOM_EXIT_CODE}" in failure
     assert "exceeded its total process memory" in failure  # and the process's own stderr says why
+
+
+def test_a_spark_task_enforces_and_a_worker_in_a_thread_only_measures() -> None:
+    """(The process backend's worker command enforces: the end-to-end test above.)"""
+    from streamkernel.runtime.taskmanager import spark_host, worker
+
+    entry = spark_host._default_entry()  # what a Spark task runs: its Python worker is the TaskManager's
+    assert entry.func is worker.run_taskmanager and entry.keywords == {"enforce_process_size": True}  # type: ignore[attr-defined]
+    import inspect
+
+    assert inspect.signature(worker.run_taskmanager).parameters["enforce_process_size"].default is False
