@@ -88,8 +88,10 @@ class LocalTaskManagers:
     replaces_lost = False
 
     def __init__(self, shuffle: Any, clock: Clock, working_dir: str,
-                 task_factory: Optional[Callable[..., Any]] = None) -> None:
+                 task_factory: Optional[Callable[..., Any]] = None,
+                 configuration: Optional[Mapping[str, str]] = None) -> None:
         self.shuffle = shuffle
+        self._configuration = configuration
         self._clock = clock
         self._working_dir = working_dir
         self._task_factory = task_factory
@@ -106,7 +108,8 @@ class LocalTaskManagers:
     def _start(self, slots: int) -> str:
         [taskmanager] = start_local_taskmanagers(
             1, slots, self._resource_manager, shuffle=self.shuffle, clock=self._clock,
-            working_dir=self._working_dir, first_index=self._next_index, task_factory=self._task_factory)
+            working_dir=self._working_dir, first_index=self._next_index, task_factory=self._task_factory,
+            configuration=self._configuration)
         self._next_index += 1
         self.taskmanagers.append(taskmanager)
         return taskmanager.taskmanager_id
@@ -157,9 +160,13 @@ class LocalTaskManagers:
 def create_taskmanagers(backend: str, configuration: Mapping[str, str], *, shuffle: Any, clock: Clock,
                         working_dir: str, task_factory: Optional[Callable[..., Any]] = None,
                         spark_session: Any = None, spark_master: Optional[str] = None) -> Any:
-    """The TaskManagers object of ``backend`` (not started yet)."""
+    """The TaskManagers object of ``backend`` (not started yet); a bad memory key fails here, naming it."""
+    from streamkernel.runtime.taskmanager.memory_watchdog import taskmanager_process_spec, watchdog_interval_seconds
+
+    taskmanager_process_spec(configuration)
+    watchdog_interval_seconds(configuration)
     if backend == "local":
-        return LocalTaskManagers(shuffle, clock, working_dir, task_factory)
+        return LocalTaskManagers(shuffle, clock, working_dir, task_factory, configuration)
     if task_factory is not None:
         raise IllegalConfigurationError(f"MiniCluster: a task_factory only works with the local backend, not "
                                         f"{backend!r} (tasks run in other processes there)")

@@ -139,6 +139,9 @@ class TaskExecutorHeartbeat:
     taskmanager_id: str
     slot_report: SlotReport
     tasks: tuple[TaskStatus, ...] = ()
+    #: The process's memory now (bytes: ``rss``, ``process_size``, ``task_heap``, ``task_heap_used_estimate``;
+    #: ``enforced``), see :mod:`.memory_watchdog`; None when not measured.
+    memory: Optional[dict] = None
 
 
 # ------------------------------------------------------------------------------- gateways

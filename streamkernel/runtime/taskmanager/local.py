@@ -9,7 +9,7 @@ process, a cluster starts instantly.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from streamkernel.runtime.core.clock import Clock
 from streamkernel.runtime.taskmanager.task_executor import TaskExecutor, TaskFactory
@@ -27,12 +27,16 @@ def local_taskmanager_id(index: int) -> str:
 
 def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_manager: ResourceManagerGateway, *,
                              shuffle: Any, clock: Clock, working_dir: str, first_index: int = 0,
-                             task_factory: Optional[TaskFactory] = None) -> list[TaskExecutor]:
+                             task_factory: Optional[TaskFactory] = None,
+                             configuration: Optional[Mapping[str, str]] = None) -> list[TaskExecutor]:
     """Create ``count`` TaskExecutors in this process and register each with the ResourceManager.
 
     Every TaskManager gets its own working directory under ``working_dir`` and shares
-    ``shuffle`` and ``clock`` with the others.
+    ``shuffle`` and ``clock`` with the others. Given the cluster's ``configuration``, each measures
+    the process's memory against its ``taskmanager.memory.process.size`` (never enforced: the
+    process is the kernel's) and reports it in its heartbeats.
     """
+    from streamkernel.runtime.taskmanager.memory_watchdog import ProcessMemoryWatchdog
     from streamkernel.runtime.tasks.task import TaskServices  # lazy: the Task pulls in the operators
 
     started: list[TaskExecutor] = []
@@ -42,6 +46,9 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
         os.makedirs(directory, exist_ok=True)
         services = TaskServices(shuffle=shuffle, clock=clock, taskmanager_id=taskmanager_id, working_dir=directory)
         taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory)
+        if configuration is not None:
+            taskmanager.memory_watchdog = ProcessMemoryWatchdog.from_configuration(taskmanager_id, configuration,
+                                                                                   enforce=False)
         taskmanager.register_at(resource_manager)
         started.append(taskmanager)
     return started
