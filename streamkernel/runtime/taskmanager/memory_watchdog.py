@@ -30,6 +30,7 @@ from typing import Callable, Mapping, Optional
 from streamkernel.common.memory_size import MemorySize
 from streamkernel.common.options import TaskManagerMemoryOptions
 from streamkernel.errors import IllegalConfigurationError
+from streamkernel.runtime.memory.breakdown import memory_configuration_info
 from streamkernel.runtime.memory import TaskExecutorProcessSpec, task_executor_process_spec_from_config, \
     with_default_process_size
 from streamkernel.runtime.resourcemanager.resource_manager import TaskManagerLostError
@@ -119,6 +120,8 @@ class ProcessMemoryWatchdog:
                  read_rss: Callable[[], Optional[int]] = read_rss_bytes) -> None:
         self.taskmanager_id = taskmanager_id
         self.spec = spec
+        #: Flink's REST ``memoryConfiguration`` of this TaskManager (bytes), computed once
+        self.memory_configuration = memory_configuration_info(spec)
         self.enforce = bool(enforce) and _O.PROCESS_SIZE_WATCHDOG.get(configuration)
         self.interval_s = watchdog_interval_seconds(configuration)
         self._size_keys = _size_keys(configuration)

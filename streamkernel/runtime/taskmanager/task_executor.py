@@ -253,9 +253,12 @@ class TaskExecutor:
             deployed = list(self._tasks.items())
         tasks = tuple(TaskStatus(attempt, d.name, d.slot_index, d.state, _metrics_of(d.task))
                       for attempt, d in deployed)
-        usage = self.memory_watchdog.usage() if self.memory_watchdog is not None else None
-        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks,
-                                     usage.to_dict() if usage is not None else None)
+        watchdog = self.memory_watchdog
+        usage = watchdog.usage() if watchdog is not None else None
+        memory = usage.to_dict() if usage is not None else None
+        if memory is not None and watchdog is not None:  # Flink's memoryConfiguration, for the REST API
+            memory["configuration"] = watchdog.memory_configuration
+        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks, memory)
 
     def inject_failure(self, attempt_id: ExecutionAttemptId, error: BaseException) -> bool:
         """Make a running subtask fail with ``error``, raised in its own thread between two
