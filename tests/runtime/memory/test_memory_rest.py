@@ -38,3 +38,17 @@ def test_the_rest_api_shows_each_taskmanagers_memory_configuration_as_flink_comp
     assert info["hardware"]["managedMemory"] == memory["managedMemory"]
     assert info["metrics"]["heapMax"] == memory["frameworkHeap"] + memory["taskHeap"]
     assert info["metrics"]["heapCommitted"] > 0  # the measured resident set of the process
+
+
+def test_the_cluster_view_shows_each_taskmanagers_memory_configured_and_measured() -> None:
+    from streamkernel.jupyter.widgets.models import cluster_model
+    from streamkernel.jupyter.widgets.text import cluster_text
+
+    conf = {"taskmanager.memory.process.size": "1g", "taskmanager.memory.managed.size": "256m"}
+    with MiniCluster(taskmanagers=1, slots_per_taskmanager=2, backend="local", configuration=conf,
+                     rest=False) as cluster:
+        snapshot = cluster.inspection.snapshot()
+    text = cluster_text(cluster_model(snapshot))
+    assert "  memory: process 1024 MiB (RSS " in text and "managed 256 MiB (128 MiB per slot)" in text, text
+    rss = snapshot["taskmanagers"][0]["memory"]["rss"]
+    assert rss > 0 and f"RSS {rss >> 20} MiB" in text
