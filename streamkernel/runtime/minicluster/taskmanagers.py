@@ -91,7 +91,7 @@ class LocalTaskManagers:
                  task_factory: Optional[Callable[..., Any]] = None,
                  configuration: Optional[Mapping[str, str]] = None) -> None:
         self.shuffle = shuffle
-        self._configuration = dict(configuration or {})  # sizes each TaskManager's memory (managed per slot)
+        self._configuration = configuration
         self._clock = clock
         self._working_dir = working_dir
         self._task_factory = task_factory
@@ -160,11 +160,11 @@ class LocalTaskManagers:
 def create_taskmanagers(backend: str, configuration: Mapping[str, str], *, shuffle: Any, clock: Clock,
                         working_dir: str, task_factory: Optional[Callable[..., Any]] = None,
                         spark_session: Any = None, spark_master: Optional[str] = None) -> Any:
-    """The TaskManagers object of ``backend`` (not started yet). A memory configuration that
-    Flink's calculation refuses fails here, at cluster start, naming the keys."""
-    from streamkernel.runtime.memory.memory_manager import managed_memory_per_slot
+    """The TaskManagers object of ``backend`` (not started yet); a bad memory key fails here, naming it."""
+    from streamkernel.runtime.taskmanager.memory_watchdog import taskmanager_process_spec, watchdog_interval_seconds
 
-    managed_memory_per_slot(configuration, 1)
+    taskmanager_process_spec(configuration)
+    watchdog_interval_seconds(configuration)
     if backend == "local":
         return LocalTaskManagers(shuffle, clock, working_dir, task_factory, configuration)
     if task_factory is not None:

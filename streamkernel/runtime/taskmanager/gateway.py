@@ -139,8 +139,11 @@ class TaskExecutorHeartbeat:
     taskmanager_id: str
     slot_report: SlotReport
     tasks: tuple[TaskStatus, ...] = ()
+    #: The process's memory now (bytes: ``rss``, ``process_size``, ``task_heap``, ``task_heap_used_estimate``;
+    #: ``enforced``), see :mod:`.memory_watchdog`; None when not measured.
+    memory: Optional[dict] = None
     #: per slot index, its managed memory and what uses it now (:meth:`TaskExecutor.memory_metrics`)
-    memory: dict = field(default_factory=dict, hash=False)
+    slot_memory: dict = field(default_factory=dict, hash=False)
 
 
 # ------------------------------------------------------------------------------- gateways

@@ -9,8 +9,7 @@ process, a cluster starts instantly.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from streamkernel.runtime.core.clock import Clock
 from streamkernel.runtime.taskmanager.task_executor import TaskExecutor, TaskFactory
@@ -29,17 +28,18 @@ def local_taskmanager_id(index: int) -> str:
 def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_manager: ResourceManagerGateway, *,
                              shuffle: Any, clock: Clock, working_dir: str, first_index: int = 0,
                              task_factory: Optional[TaskFactory] = None,
-                             configuration: Optional[Mapping[str, Any]] = None) -> list[TaskExecutor]:
+                             configuration: Optional[Mapping[str, str]] = None) -> list[TaskExecutor]:
     """Create ``count`` TaskExecutors in this process and register each with the ResourceManager.
 
     Every TaskManager gets its own working directory under ``working_dir`` and shares
-    ``shuffle`` and ``clock`` with the others; each slot's managed memory is the share that
-    Flink's memory calculation gives ``configuration`` (the cluster's).
+    ``shuffle`` and ``clock`` with the others. Given the cluster's ``configuration``, each measures
+    the process's memory against its ``taskmanager.memory.process.size`` (never enforced: the
+    process is the kernel's) and reports it in its heartbeats; each slot's managed memory is
+    its share of that memory spec (Flink's defaults without a configuration).
     """
     from streamkernel.runtime.memory.memory_manager import managed_memory_per_slot
+    from streamkernel.runtime.taskmanager.memory_watchdog import ProcessMemoryWatchdog
     from streamkernel.runtime.tasks.task import TaskServices  # lazy: the Task pulls in the operators
-
-    managed = managed_memory_per_slot(configuration or {}, slots_per_taskmanager)
 
     started: list[TaskExecutor] = []
     for index in range(first_index, first_index + count):
@@ -47,8 +47,14 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
         directory = os.path.join(working_dir, taskmanager_id)
         os.makedirs(directory, exist_ok=True)
         services = TaskServices(shuffle=shuffle, clock=clock, taskmanager_id=taskmanager_id, working_dir=directory)
+        watchdog = None
+        if configuration is not None:
+            watchdog = ProcessMemoryWatchdog.from_configuration(taskmanager_id, configuration, enforce=False)
+        managed = (managed_memory_per_slot({}, slots_per_taskmanager) if watchdog is None
+                   else watchdog.spec.flink_memory.managed.divide(slots_per_taskmanager).get_bytes())
         taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory,
                                    managed_memory_per_slot=managed)
+        taskmanager.memory_watchdog = watchdog
         taskmanager.register_at(resource_manager)
         started.append(taskmanager)
     return started

@@ -171,16 +171,16 @@ def test_two_keyed_operators_in_one_slot_share_one_cache_reported_by_the_taskman
         [taskmanager] = cluster.taskmanager_backend.taskmanagers
 
         def slot_rocksdb() -> Any:
-            return taskmanager.heartbeat().memory[0].get("rocksdb")
+            return taskmanager.heartbeat().slot_memory[0].get("rocksdb")
 
         wait_until(lambda: gate.reached and (slot_rocksdb() or {}).get("leases") == 2,
                    message="both keyed operators of the slot to lease its RocksDB memory")
         used = slot_rocksdb()
-        assert used["capacity"] == 96 * MB and taskmanager.heartbeat().memory[0]["managed"]["size"] == 96 * MB
+        assert used["capacity"] == 96 * MB and taskmanager.heartbeat().slot_memory[0]["managed"]["size"] == 96 * MB
         assert used["used"] > 0
         gate.open()
         client.get_job_execution_result().result(timeout=120)
-        wait_until(lambda: "rocksdb" not in taskmanager.heartbeat().memory[0],
+        wait_until(lambda: "rocksdb" not in taskmanager.heartbeat().slot_memory[0],
                    message="the slot's RocksDB memory to be released with its last backend")
     finally:
         cluster.stop()
@@ -207,11 +207,11 @@ def test_a_process_taskmanager_sizes_its_slots_from_the_cluster_configuration(tm
         gateway = cluster._resource_manager.task_executor_gateway(taskmanager_id)
 
         def used_slots() -> dict:
-            return {slot: m["rocksdb"] for slot, m in gateway.heartbeat().memory.items() if "rocksdb" in m}
+            return {slot: m["rocksdb"] for slot, m in gateway.heartbeat().slot_memory.items() if "rocksdb" in m}
 
         wait_until(lambda: gate.reached and len(used_slots()) == 1, message="the keyed subtask's slot to use RocksDB")
         [(slot, rocksdb)] = used_slots().items()
-        assert gateway.heartbeat().memory[slot]["managed"]["size"] == 32 * MB  # 64m over two slots
+        assert gateway.heartbeat().slot_memory[slot]["managed"]["size"] == 32 * MB  # 64m over two slots
         assert (rocksdb["capacity"], rocksdb["write_buffer_manager_capacity"]) == (32 * MB, int(2 * 32 * MB * 0.3 / 3))
         gate.open()
         client.get_job_execution_result().result(timeout=120)
