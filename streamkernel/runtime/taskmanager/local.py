@@ -51,7 +51,7 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
         if configuration is not None:
             watchdog = ProcessMemoryWatchdog.from_configuration(taskmanager_id, configuration, enforce=False)
         managed = (managed_memory_per_slot({}, slots_per_taskmanager) if watchdog is None
-                   else watchdog.spec.flink_memory.managed.divide(slots_per_taskmanager).get_bytes())
+                   else watchdog.spec.flink_memory.managed.divide(max(1, slots_per_taskmanager)).get_bytes())
         taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory,
                                    managed_memory_per_slot=managed)
         taskmanager.memory_watchdog = watchdog
