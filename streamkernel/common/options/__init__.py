@@ -127,6 +127,9 @@ def validate_configuration(configuration: Mapping[str, Any]) -> None:
         option.parse(value)
     _check_buffer_debloat(configuration)
     rest_port_range(configuration)  # rest.bind-port: a port or a range of ports
+    from streamkernel.runtime.state.rocksdb_memory import RocksDBMemoryConfiguration  # lazy: no cycle
+
+    RocksDBMemoryConfiguration.from_configuration(configuration)  # the ratios together, as Flink checks
 
 
 def _check_buffer_debloat(configuration: Mapping[str, Any]) -> None:

@@ -75,6 +75,18 @@ class RocksDBOptions:
         .default_value(4).with_range(1).with_description("Threads that transfer files of a snapshot.")
     OPTIONS_FACTORY = _key("state.backend.rocksdb.options-factory").string_type().no_default_value() \
         .with_description("Import path of a RocksDB options factory ('module:name').")
+    USE_MANAGED_MEMORY = _key("state.backend.rocksdb.memory.managed").boolean_type().default_value(True) \
+        .with_description("Whether the RocksDB instances of a slot share one block cache and write buffer manager "
+                          "sized from the slot's managed memory.")
+    FIX_PER_SLOT_MEMORY_SIZE = _key("state.backend.rocksdb.memory.fixed-per-slot").memory_type().no_default_value() \
+        .with_range(1).with_description(
+            "Memory shared by the RocksDB instances of a slot (block cache and write buffers); overrides "
+            "state.backend.rocksdb.memory.managed.")
+    WRITE_BUFFER_RATIO = _key("state.backend.rocksdb.memory.write-buffer-ratio").double_type().default_value(0.5) \
+        .with_description("Fraction of a slot's RocksDB memory that the write buffers (memtables) may take, in (0, 1).")
+    HIGH_PRIORITY_POOL_RATIO = _key("state.backend.rocksdb.memory.high-prio-pool-ratio").double_type() \
+        .default_value(0.1).with_description(
+            "Fraction of the shared cache reserved for index and filter blocks, in (0, 1).")
 
 
 class StateRecoveryOptions:

@@ -13,6 +13,10 @@ so ``rocksdict`` is needed only by jobs that use it). The RocksDB settings of
   without it, under the subtask's working directory inside the TaskManager's.
 * ``state.backend.rocksdb.predefined-options`` and ``state.backend.rocksdb.options-factory``:
   see :mod:`~streamkernel.runtime.state.rocksdb_options`.
+* ``state.backend.rocksdb.memory.*``: the RocksDB instances of a slot share one block cache
+  and write buffer manager sized from the slot's managed memory (``memory_manager``, the
+  slot's :class:`~streamkernel.runtime.memory.memory_manager.MemoryManager`); see
+  :mod:`~streamkernel.runtime.state.rocksdb_memory`.
 * incremental checkpoints and transfer threads are accepted and have no effect: snapshots
   are full (the same format as the heap backend's) and written by the task.
 """
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from typing import Mapping
+from typing import Any, Mapping, Optional
 
 from streamkernel.datastream.state_backend import EmbeddedRocksDBStateBackend, state_backend_from_configuration
 from streamkernel.errors import IllegalConfigurationError
@@ -32,11 +36,12 @@ __all__ = ["create_keyed_backend"]
 
 
 def create_keyed_backend(configuration: Mapping[str, str], max_parallelism: int, key_group_range: range, *,
-                         working_dir: str, clock: Clock) -> KeyedStateBackend:
+                         working_dir: str, clock: Clock, memory_manager: Optional[Any] = None) -> KeyedStateBackend:
     """The keyed state backend of one operator subtask, as ``configuration`` chooses.
 
     ``working_dir`` is the subtask's own directory (an on-disk backend keeps its files
-    there); ``clock`` is the processing-time clock of state TTL. Raises
+    there); ``clock`` is the processing-time clock of state TTL; ``memory_manager`` is the
+    slot's managed memory (None: RocksDB's memory is not shared nor bounded). Raises
     :class:`~streamkernel.errors.IllegalConfigurationError` for an unknown backend name,
     naming ``hashmap`` and ``rocksdb``.
 
@@ -51,15 +56,28 @@ def create_keyed_backend(configuration: Mapping[str, str], max_parallelism: int,
         return HeapKeyedStateBackend(max_parallelism, key_group_range, ttl_clock=clock)
     try:
         from streamkernel.runtime.state.rocksdb import RocksDBKeyedStateBackend
+        from streamkernel.runtime.state.rocksdb_memory import (
+            RocksDBMemoryConfiguration,
+            allocate_rocksdb_shared_resources,
+        )
         from streamkernel.runtime.state.rocksdb_options import rocksdb_options
     except ImportError as exc:
         raise IllegalConfigurationError(
             f"configuration 'state.backend.type': 'rocksdb' needs the rocksdict package ({exc}); "
             "install it with: pip install 'streamkernel[rocksdb]' (or use 'hashmap')"
         ) from None
-    options = rocksdb_options(chosen.get_predefined_options().name, chosen.get_options())
-    return RocksDBKeyedStateBackend(max_parallelism, key_group_range, ttl_clock=clock, options=options,
-                                    working_dir=_database_parent(working_dir, chosen.get_db_storage_paths()))
+    lease = allocate_rocksdb_shared_resources(RocksDBMemoryConfiguration.from_configuration(configuration),
+                                              memory_manager)
+    try:
+        options = rocksdb_options(chosen.get_predefined_options().name, chosen.get_options(),
+                                  shared=None if lease is None else lease.resource)
+        return RocksDBKeyedStateBackend(max_parallelism, key_group_range, ttl_clock=clock, options=options,
+                                        working_dir=_database_parent(working_dir, chosen.get_db_storage_paths()),
+                                        shared_resources=lease)
+    except BaseException:
+        if lease is not None:
+            lease.close()
+        raise
 
 
 def _database_parent(working_dir: str, storage_paths: list) -> str:

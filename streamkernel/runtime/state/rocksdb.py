@@ -98,7 +98,9 @@ class RocksDBKeyedStateBackend:
     created in a new directory under ``working_dir``; :meth:`dispose` closes it and deletes
     the directory. ``ttl_clock`` is the processing-time clock of state TTL; ``options`` are
     ``rocksdict.Options`` (created in raw mode; see
-    :func:`~streamkernel.runtime.state.rocksdb_options.rocksdb_options`).
+    :func:`~streamkernel.runtime.state.rocksdb_options.rocksdb_options`); ``shared_resources``
+    is the lease on the slot's shared block cache and write buffer manager that ``options``
+    use (:mod:`~streamkernel.runtime.state.rocksdb_memory`), closed after the database.
 
     >>> import tempfile
     >>> from streamkernel.datastream.state import ValueStateDescriptor
@@ -110,7 +112,8 @@ class RocksDBKeyedStateBackend:
     """
 
     def __init__(self, max_parallelism: int, key_group_range: range, *, working_dir: str,
-                 ttl_clock: Optional[Clock] = None, options: Optional["rocksdict.Options"] = None) -> None:
+                 ttl_clock: Optional[Clock] = None, options: Optional["rocksdict.Options"] = None,
+                 shared_resources: Any = None) -> None:
         if not 0 < max_parallelism <= MAX_KEY_GROUPS:
             raise InvalidProgramError(
                 f"RocksDBKeyedStateBackend: max_parallelism must be in 1..{MAX_KEY_GROUPS}, got {max_parallelism}"
@@ -129,6 +132,8 @@ class RocksDBKeyedStateBackend:
         if options is None:
             options = rocksdict.Options(raw_mode=True)
         options.create_if_missing(True)
+        #: the lease on the slot's shared memory (None: this database's memory is its own)
+        self.shared_resources = shared_resources
         self._db: Any = rocksdict.Rdict(self.db_path, options)
         write_options = rocksdict.WriteOptions()
         # rocksdict's stub declares disable_wal a method; at run time it is a settable attribute
@@ -352,6 +357,8 @@ class RocksDBKeyedStateBackend:
             db.close()
         finally:
             del db
+            if self.shared_resources is not None:  # after the database: the cache must outlive it
+                self.shared_resources.close()
             shutil.rmtree(self.db_path, ignore_errors=True)
             if self._created_working_dir:
                 try:

@@ -11,7 +11,8 @@
 
 ``state.backend.rocksdb.options-factory`` (``EmbeddedRocksDBStateBackend.set_options``)
 names a Python callable, ``"package.module.function"`` or ``"package.module:function"``,
-called with the ``rocksdict.Options`` after the profile; it changes them in place or returns
+called with the ``rocksdict.Options`` after the profile (and the slot's shared memory,
+:mod:`~streamkernel.runtime.state.rocksdb_memory`); it changes them in place or returns
 new ones (which must be in raw mode).
 """
 
@@ -30,7 +31,7 @@ __all__ = ["OPTIONS_FACTORY_KEY", "rocksdb_options"]
 OPTIONS_FACTORY_KEY = "state.backend.rocksdb.options-factory"
 
 
-def _spinning_disk(options: Any) -> None:
+def _spinning_disk(options: Any, table: Any = None) -> None:
     options.set_compaction_style(rocksdict.DBCompactionStyle.level())
     options.set_level_compaction_dynamic_level_bytes(True)
     options.increase_parallelism(4)
@@ -39,21 +40,22 @@ def _spinning_disk(options: Any) -> None:
     options.set_use_fsync(False)
 
 
-def _spinning_disk_high_mem(options: Any) -> None:
+def _spinning_disk_high_mem(options: Any, table: Any = None) -> None:
     _spinning_disk(options)
     options.set_write_buffer_size(64 << 20)
     options.set_max_write_buffer_number(4)
     options.set_min_write_buffer_number_to_merge(3)
     options.set_target_file_size_base(256 << 20)
     options.set_max_bytes_for_level_base(1 << 30)
-    table = rocksdict.BlockBasedOptions()
-    table.set_block_cache(rocksdict.Cache(256 << 20))
+    if table is None:  # a shared cache replaces the profile's own (Flink's managed memory)
+        table = rocksdict.BlockBasedOptions()
+        table.set_block_cache(rocksdict.Cache(256 << 20))
     table.set_block_size(128 << 10)
     table.set_bloom_filter(10, False)
     options.set_block_based_table_factory(table)
 
 
-def _flash_ssd(options: Any) -> None:
+def _flash_ssd(options: Any, table: Any = None) -> None:
     options.increase_parallelism(4)
     options.set_max_background_jobs(4)
     options.set_max_open_files(-1)
@@ -61,7 +63,7 @@ def _flash_ssd(options: Any) -> None:
 
 
 _PROFILES: dict = {
-    "DEFAULT": lambda options: options.set_use_fsync(False),
+    "DEFAULT": lambda options, table=None: options.set_use_fsync(False),
     "SPINNING_DISK_OPTIMIZED": _spinning_disk,
     "SPINNING_DISK_OPTIMIZED_HIGH_MEM": _spinning_disk_high_mem,
     "FLASH_SSD_OPTIMIZED": _flash_ssd,
@@ -86,8 +88,12 @@ def _load_factory(name: str) -> Callable[[Any], Any]:
     return factory
 
 
-def rocksdb_options(predefined: str = "DEFAULT", options_factory: Optional[str] = None) -> "rocksdict.Options":
-    """``rocksdict.Options`` (raw mode) for a predefined profile, then the named options factory."""
+def rocksdb_options(predefined: str = "DEFAULT", options_factory: Optional[str] = None,
+                    shared: Any = None) -> "rocksdict.Options":
+    """``rocksdict.Options`` (raw mode) for a predefined profile, then the slot's ``shared``
+    block cache and write buffer manager (a
+    :class:`~streamkernel.runtime.state.rocksdb_memory.RocksDBSharedResources`, or None), then
+    the named options factory."""
     profile = _PROFILES.get(str(predefined).strip().upper())
     if profile is None:
         raise IllegalConfigurationError(
@@ -95,7 +101,12 @@ def rocksdb_options(predefined: str = "DEFAULT", options_factory: Optional[str] 
             f"{', '.join(_PROFILES)}, got {predefined!r}"
         )
     options = rocksdict.Options(raw_mode=True)
-    profile(options)
+    if shared is None:
+        profile(options)
+    else:
+        table = rocksdict.BlockBasedOptions()
+        profile(options, table)
+        shared.apply_to(options, table)
     if options_factory:
         returned = _load_factory(options_factory)(options)
         if returned is not None:

@@ -34,8 +34,10 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
     Every TaskManager gets its own working directory under ``working_dir`` and shares
     ``shuffle`` and ``clock`` with the others. Given the cluster's ``configuration``, each measures
     the process's memory against its ``taskmanager.memory.process.size`` (never enforced: the
-    process is the kernel's) and reports it in its heartbeats.
+    process is the kernel's) and reports it in its heartbeats; each slot's managed memory is
+    its share of that memory spec (Flink's defaults without a configuration).
     """
+    from streamkernel.runtime.memory.memory_manager import managed_memory_per_slot
     from streamkernel.runtime.taskmanager.memory_watchdog import ProcessMemoryWatchdog
     from streamkernel.runtime.tasks.task import TaskServices  # lazy: the Task pulls in the operators
 
@@ -45,10 +47,14 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
         directory = os.path.join(working_dir, taskmanager_id)
         os.makedirs(directory, exist_ok=True)
         services = TaskServices(shuffle=shuffle, clock=clock, taskmanager_id=taskmanager_id, working_dir=directory)
-        taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory)
+        watchdog = None
         if configuration is not None:
-            taskmanager.memory_watchdog = ProcessMemoryWatchdog.from_configuration(taskmanager_id, configuration,
-                                                                                   enforce=False)
+            watchdog = ProcessMemoryWatchdog.from_configuration(taskmanager_id, configuration, enforce=False)
+        managed = (managed_memory_per_slot({}, slots_per_taskmanager) if watchdog is None
+                   else watchdog.spec.flink_memory.managed.divide(max(1, slots_per_taskmanager)).get_bytes())
+        taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory,
+                                   managed_memory_per_slot=managed)
+        taskmanager.memory_watchdog = watchdog
         taskmanager.register_at(resource_manager)
         started.append(taskmanager)
     return started

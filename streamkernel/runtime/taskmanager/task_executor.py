@@ -75,14 +75,17 @@ class TaskExecutor:
     shuffle environment, clock, id, working directory); a checkpoint responder (forwarding
     to each task's JobMaster) and the checkpoint storage factory are filled in when the
     services leave them unset. ``task_factory`` builds a task from a deployment descriptor
-    (the runtime's Task unless given, e.g. by tests).
+    (the runtime's Task unless given, e.g. by tests). ``managed_memory_per_slot`` (bytes) is
+    each slot's share of the managed memory: every slot has a
+    :class:`~streamkernel.runtime.memory.memory_manager.MemoryManager` of that size, lent to
+    the tasks deployed into it; :meth:`memory_metrics` reports what they use.
 
     >>> tm = TaskExecutor("taskmanager-1", 2, services=None)     # doctest: +SKIP
     >>> tm.register_at(resource_manager)                          # doctest: +SKIP
     """
 
     def __init__(self, taskmanager_id: str, number_of_slots: int, services: Any,
-                 task_factory: Optional[TaskFactory] = None) -> None:
+                 task_factory: Optional[TaskFactory] = None, managed_memory_per_slot: int = 0) -> None:
         if isinstance(number_of_slots, bool) or not isinstance(number_of_slots, int) or number_of_slots < 1:
             raise ValueError(f"TaskManager {taskmanager_id!r}: number_of_slots must be an int >= 1, "
                              f"got {number_of_slots!r}")
@@ -90,6 +93,10 @@ class TaskExecutor:
         self.number_of_slots = number_of_slots
         self.services = _with_checkpoint_services(services, TaskCheckpointResponder(self._job_master_of))
         self._task_factory = task_factory
+        from streamkernel.runtime.memory.memory_manager import MemoryManager
+
+        #: each slot's managed memory (Flink: the MemoryManager of each TaskSlot)
+        self.memory_managers = [MemoryManager(managed_memory_per_slot, slot) for slot in range(number_of_slots)]
         self.index: Optional[int] = None
         #: The process's log file (Flink's ``log.file``), reported at registration; None: no file of its own.
         self.log_file: Optional[str] = None
@@ -152,7 +159,7 @@ class TaskExecutor:
             raise ValueError(f"TaskManager {self._taskmanager_id!r} has {self.number_of_slots} slots, "
                              f"no slot {slot_index + 1}")
         attempt_id = tdd.attempt_id
-        task = self._create_task(tdd)
+        task = self._create_task(tdd, slot_index)
         with self._lock:
             if not self._running:
                 raise TaskExecutorStoppedError(
@@ -163,13 +170,21 @@ class TaskExecutor:
             self._tasks[attempt_id] = _Deployed(task, tdd.name_with_subtask, slot_index, job_master)
         task.start()
 
-    def _create_task(self, tdd: TaskDeploymentDescriptor) -> Any:
+    def _create_task(self, tdd: TaskDeploymentDescriptor, slot_index: int = 0) -> Any:
         factory = self._task_factory
         if factory is None:
             from streamkernel.runtime.tasks.task import Task  # lazy: keeps the gateway layer light
 
             factory = Task
-        return factory(tdd, self.services, self._on_task_state)
+        services = self.services
+        if dataclasses.is_dataclass(services) and hasattr(services, "memory_manager"):
+            services = dataclasses.replace(services, memory_manager=self.memory_managers[slot_index])  # type: ignore[type-var]
+        return factory(tdd, services, self._on_task_state)
+
+    def memory_metrics(self) -> dict[int, dict[str, dict[str, int]]]:
+        """Per slot index: its managed memory ``size`` and what each shared consumer of it uses
+        now (``{"rocksdb": {"capacity", "used", "write_buffer_usage", ..., "leases"}}``, bytes)."""
+        return {m.slot_index: {"managed": {"size": m.size}, **m.metrics()} for m in self.memory_managers}
 
     def _on_task_state(self, attempt_id: ExecutionAttemptId, state: ExecutionState,
                        error: Optional[BaseException] = None) -> None:
@@ -258,7 +273,8 @@ class TaskExecutor:
         memory = usage.to_dict() if usage is not None else None
         if memory is not None and watchdog is not None:  # Flink's memoryConfiguration, for the REST API
             memory["configuration"] = watchdog.memory_configuration
-        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks, memory)
+        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks, memory,
+                                     self.memory_metrics())
 
     def inject_failure(self, attempt_id: ExecutionAttemptId, error: BaseException) -> bool:
         """Make a running subtask fail with ``error``, raised in its own thread between two

@@ -147,7 +147,9 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
         working_dir = _make_working_dir(taskmanager_id, conf)
         services = TaskServices(shuffle=shuffle, clock=SystemClock(), taskmanager_id=taskmanager_id,
                                 working_dir=working_dir)
-        task_executor = TaskExecutor(taskmanager_id, int(slots), services)
+        task_executor = TaskExecutor(  # each slot's managed memory: its share of the spec computed above
+            taskmanager_id, int(slots), services,
+            managed_memory_per_slot=watchdog.spec.flink_memory.managed.divide(max(1, int(slots))).get_bytes())
         task_executor.log_file = conf.get(LOG_FILE_KEY) or None
         task_executor.memory_watchdog = watchdog
         watchdog.start()

@@ -44,6 +44,9 @@ class TaskServices:
     checkpoint_responder: Any = None
     #: ``(job_id, configuration) -> CheckpointStorage`` (None: snapshots are handed over in memory)
     checkpoint_storage: Any = None
+    #: the managed memory of the task's slot (a :class:`~streamkernel.runtime.memory.memory_manager.MemoryManager`;
+    #: the TaskExecutor sets it per task), None: no managed memory
+    memory_manager: Any = None
 
 
 class Task:
