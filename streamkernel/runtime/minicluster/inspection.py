@@ -187,6 +187,9 @@ class ClusterInspection:
 
 
 def _memory_of(heartbeat: Optional[TaskExecutorHeartbeat]) -> Optional[dict]:
-    """The TaskManager's memory as its last heartbeat reported it (configured parts and the RSS), or None."""
+    """The TaskManager's memory as its last heartbeat reported it (configured parts, the RSS, and per slot
+    what uses its managed memory: ``slots``), or None."""
     memory = getattr(heartbeat, "memory", None) if heartbeat is not None else None
-    return dict(memory) if memory else None
+    if not memory:
+        return None
+    return {**memory, "slots": dict(getattr(heartbeat, "slot_memory", None) or {})}

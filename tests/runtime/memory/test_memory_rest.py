@@ -52,3 +52,30 @@ def test_the_cluster_view_shows_each_taskmanagers_memory_configured_and_measured
     assert "  memory: process 1024 MiB (RSS " in text and "managed 256 MiB (128 MiB per slot)" in text, text
     rss = snapshot["taskmanagers"][0]["memory"]["rss"]
     assert rss > 0 and f"RSS {rss >> 20} MiB" in text
+
+
+def test_the_cluster_view_shows_what_rocksdb_uses_of_each_slots_managed_memory() -> None:
+    from streamkernel.common import Configuration, Types, WatermarkStrategy
+    from streamkernel.datastream import StreamExecutionEnvironment
+    from streamkernel.jupyter.widgets.models import cluster_model
+    from streamkernel.jupyter.widgets.text import cluster_text
+    from streamkernel.testing import Gate, ScriptedSource
+
+    gate = Gate("hold")
+    with MiniCluster(taskmanagers=1, slots_per_taskmanager=1, backend="local",
+                     configuration={"taskmanager.memory.managed.size": "64m"}, rest=False) as cluster:
+        env = StreamExecutionEnvironment.get_execution_environment(
+            Configuration().set_string("state.backend.type", "rocksdb"))
+        env.set_parallelism(1)
+        source = ScriptedSource([*range(200), gate])
+        env.from_source(source, WatermarkStrategy.no_watermarks(), "numbers", type_info=Types.INT()) \
+            .key_by(lambda n: n % 10).reduce(lambda a, b: a + b).add_sink(lambda x: None)
+        client = cluster.submit(env.get_stream_graph("rocksdb in a slot"))
+        try:
+            text = wait_until(lambda: (lambda t: t if "RocksDB uses slot 1: " in t else None)(
+                cluster_text(cluster_model(cluster.inspection.snapshot()))),
+                message="the slot's RocksDB usage in the cluster view")
+        finally:
+            gate.open()
+            client.get_job_execution_result().result(60)
+    assert "managed 64 MiB (64 MiB per slot)" in text, text
