@@ -38,6 +38,7 @@ from streamkernel.runtime.taskmanager.gateway import (
     TaskExecutorHeartbeat,
     TaskExecutorRegistration,
     TaskExecutorStoppedError,
+    TaskManagerLostError,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,10 +56,6 @@ class SlotRequestCancelledError(StreamKernelError):
 
 class ResourceManagerStoppedError(StreamKernelError):
     """The cluster is stopping: no slots will be handed out any more."""
-
-
-class TaskManagerLostError(StreamKernelError):
-    """A TaskManager left the cluster (stopped, or missed its heartbeats) while running subtasks."""
 
 
 @dataclass(frozen=True)

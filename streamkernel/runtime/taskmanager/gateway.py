@@ -50,6 +50,7 @@ __all__ = [
     "TaskExecutorHeartbeat",
     "TaskExecutorGateway",
     "TaskExecutorStoppedError",
+    "TaskManagerLostError",
 ]
 
 
@@ -147,6 +148,11 @@ class TaskExecutorHeartbeat:
 
 
 # ------------------------------------------------------------------------------- gateways
+class TaskManagerLostError(StreamKernelError):
+    """A TaskManager left the cluster (stopped, or missed its heartbeats) while running subtasks
+    (raised by the ResourceManager; here, below it, so that a TaskManager can name its own end)."""
+
+
 class TaskExecutorStoppedError(StreamKernelError):
     """A TaskManager was asked to do something after it stopped: it is gone for good."""
 

@@ -33,7 +33,7 @@ from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.memory.breakdown import memory_configuration_info
 from streamkernel.runtime.memory import TaskExecutorProcessSpec, task_executor_process_spec_from_config, \
     with_default_process_size
-from streamkernel.runtime.resourcemanager.resource_manager import TaskManagerLostError
+from streamkernel.runtime.taskmanager.gateway import TaskManagerLostError
 
 __all__ = ["ProcessMemoryWatchdog", "TaskManagerProcessSizeExceededError", "MemoryUsage", "read_rss_bytes",
            "taskmanager_process_spec", "watchdog_interval_seconds", "OOM_EXIT_CODE"]
