@@ -139,6 +139,9 @@ class TaskExecutorHeartbeat:
     taskmanager_id: str
     slot_report: SlotReport
     tasks: tuple[TaskStatus, ...] = ()
+    #: The TaskManager's own metrics by Flink's names (``Status.Shuffle.Netty.TotalMemorySegments``, ...:
+    #: :func:`streamkernel.runtime.network.buffer_pool.network_buffer_metrics`)
+    metrics: Mapping[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------- gateways

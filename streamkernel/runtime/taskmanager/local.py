@@ -27,12 +27,15 @@ def local_taskmanager_id(index: int) -> str:
 
 def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_manager: ResourceManagerGateway, *,
                              shuffle: Any, clock: Clock, working_dir: str, first_index: int = 0,
-                             task_factory: Optional[TaskFactory] = None) -> list[TaskExecutor]:
+                             task_factory: Optional[TaskFactory] = None,
+                             network_buffers: Optional[tuple[int, int]] = None) -> list[TaskExecutor]:
     """Create ``count`` TaskExecutors in this process and register each with the ResourceManager.
 
     Every TaskManager gets its own working directory under ``working_dir`` and shares
-    ``shuffle`` and ``clock`` with the others.
+    ``shuffle`` and ``clock`` with the others. ``network_buffers``: ``(buffers, segment size)``
+    of each TaskManager's own NetworkBufferPool (None: buffers are not accounted).
     """
+    from streamkernel.runtime.network.buffer_pool import NetworkBufferPool
     from streamkernel.runtime.tasks.task import TaskServices  # lazy: the Task pulls in the operators
 
     started: list[TaskExecutor] = []
@@ -40,7 +43,9 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
         taskmanager_id = local_taskmanager_id(index)
         directory = os.path.join(working_dir, taskmanager_id)
         os.makedirs(directory, exist_ok=True)
-        services = TaskServices(shuffle=shuffle, clock=clock, taskmanager_id=taskmanager_id, working_dir=directory)
+        pool = None if network_buffers is None else NetworkBufferPool(*network_buffers)
+        services = TaskServices(shuffle=shuffle, clock=clock, taskmanager_id=taskmanager_id, working_dir=directory,
+                                network_buffer_pool=pool)
         taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory)
         taskmanager.register_at(resource_manager)
         started.append(taskmanager)

@@ -251,7 +251,18 @@ class TaskExecutor:
             deployed = list(self._tasks.items())
         tasks = tuple(TaskStatus(attempt, d.name, d.slot_index, d.state, _metrics_of(d.task))
                       for attempt, d in deployed)
-        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks)
+        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks, self.metrics())
+
+    def metrics(self) -> dict:
+        """The TaskManager's own metrics: its network buffers (total, reserved by tasks, holding data)."""
+        pool = getattr(self.services, "network_buffer_pool", None)
+        if pool is None:
+            return {}
+        from streamkernel.runtime.network.buffer_pool import network_buffer_metrics
+
+        with self._lock:
+            live = [d.task for d in self._tasks.values() if not d.state.is_terminal]
+        return network_buffer_metrics(pool, live)
 
     def inject_failure(self, attempt_id: ExecutionAttemptId, error: BaseException) -> bool:
         """Make a running subtask fail with ``error``, raised in its own thread between two
