@@ -127,7 +127,7 @@ class Task:
     def _reserve_network_buffers(self) -> None:
         """Reserve the buffers of the task's gates and partitions from its TaskManager's network
         memory (Flink's ``setupPartitionsAndGates``, while DEPLOYING): too few fails the task."""
-        pool = self.services.network_buffer_pool
+        pool = getattr(self.services, "network_buffer_pool", None)
         if pool is None:
             return
         from streamkernel.runtime.network.buffer_requirements import NetworkBufferSettings, required_buffers
@@ -136,7 +136,7 @@ class Task:
             self.tdd, NetworkBufferSettings.from_configuration(self.tdd.configuration)))
 
     def _release_network_buffers(self) -> None:
-        pool = self.services.network_buffer_pool
+        pool = getattr(self.services, "network_buffer_pool", None)
         if pool is not None:
             pool.release(self.tdd.attempt_id)
 
