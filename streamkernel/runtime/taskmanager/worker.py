@@ -122,7 +122,10 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
     from streamkernel.runtime.tasks.task import TaskServices
 
+    from streamkernel.runtime.network.buffer_pool import network_buffer_pool_from_config
+
     conf = {str(k): str(v) for k, v in configuration.items()}
+    network_buffers = network_buffer_pool_from_config(conf)  # its memory, once, before it connects: a bad key fails here
     timeout = rpc_timeout_seconds(conf)
     forwarding = WorkerForwarding()
     rpc = RpcConnection(connect((jobmanager_address[0], jobmanager_address[1]), secret, timeout), name=f"{taskmanager_id}->JobManager",
@@ -137,10 +140,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
         _adopt_driver_environment(rpc.call(DRIVER_SERVICES, "worker_environment"))
         shuffle = _shuffle_environment(taskmanager_id, secret, conf)
         working_dir = _make_working_dir(taskmanager_id, conf)
-        from streamkernel.runtime.network.buffer_pool import network_buffer_pool_from_config
-
         services = TaskServices(shuffle=shuffle, clock=SystemClock(), taskmanager_id=taskmanager_id,
-                                working_dir=working_dir, network_buffer_pool=network_buffer_pool_from_config(conf))
+                                working_dir=working_dir, network_buffer_pool=network_buffers)
         task_executor = TaskExecutor(taskmanager_id, int(slots), services)
         task_executor.log_file = conf.get(LOG_FILE_KEY) or None
         resource_manager = rpc.proxy(GatewayRef(RESOURCE_MANAGER, "ResourceManagerGateway"))

@@ -31,6 +31,7 @@ from streamkernel.runtime.network.buffer_requirements import (
     result_partition_buffers,
 )
 from streamkernel.testing import wait_until
+from rest_client import RestClient  # tests/runtime/ is on sys.path
 
 TEN_BUFFERS = {"taskmanager.memory.network.min": "320kb", "taskmanager.memory.network.max": "320kb"}
 NETTY = "Status.Shuffle.Netty."
@@ -145,11 +146,14 @@ def _keyed_job(conf: dict, parallelism: int) -> StreamExecutionEnvironment:
 def test_too_few_buffers_fail_the_job_at_deployment_with_flinks_message(backend: str) -> None:
     # one TaskManager of 4 slots and 10 buffers: the source's partition needs 4 + 1, each of the
     # 4 keyed subtasks 1 x 2 + 1 for its gate: 17 > 10
-    with MiniCluster(1, 4, backend=backend, configuration=dict(TEN_BUFFERS, **{"restart-strategy.type": "none"})):
+    conf = dict(TEN_BUFFERS, **{"restart-strategy.type": "none"})
+    with MiniCluster(1, 4, backend=backend, configuration=conf) as cluster:
         client = _keyed_job({}, 4).execute_async("too few buffers")
         with pytest.raises(JobExecutionError, match="Insufficient number of network buffers"):
             client.get_job_execution_result().result(60)
         details = client.get_job_details()
+        status, rest = RestClient(cluster.rest_url or "").get(f"/jobs/{client.get_job_id()}/exceptions")
+    assert status == 200 and "Insufficient number of network buffers: required" in rest["root-exception"]
     [entry] = details.exception_history
     assert entry.exception_name == "InsufficientNetworkBuffersError"
     match = re.fullmatch(r"Insufficient number of network buffers: required (\d+), but only (\d+) available\. .*",
@@ -205,3 +209,13 @@ def test_the_heartbeat_carries_the_buffers_reserved_and_holding_data() -> None:
         client.get_job_execution_result().result(30)
         wait_until(lambda: taskmanager.heartbeat().metrics[NETTY + "RequiredMemorySegments"] == 0, 10,
                    "the ended tasks' buffers back")
+
+
+def test_a_taskmanager_process_computes_its_buffers_and_reports_them() -> None:
+    conf = {"taskmanager.memory.network.min": "2m", "taskmanager.memory.network.max": "2m",
+            "taskmanager.memory.segment-size": "64kb"}
+    with MiniCluster(1, 1, backend="process", configuration=conf) as cluster:
+        [taskmanager_id] = cluster.resource_manager.taskmanager_ids
+        metrics = cluster.resource_manager.task_executor_gateway(taskmanager_id).heartbeat().metrics
+    assert metrics[NETTY + "TotalMemorySegments"] == 32 and metrics[NETTY + "TotalMemory"] == 2 * 1024 * 1024
+    assert metrics[NETTY + "RequiredMemorySegments"] == metrics[NETTY + "UsedMemorySegments"] == 0
