@@ -60,8 +60,8 @@ class SlotSharingGroup:
         self._name = _check_name(name)
         resources = dict(external_resources or {})
         if cpu_cores is not None and task_heap_memory is not None:
-            task_off_heap_memory = task_off_heap_memory or MemorySize.ZERO  # type: ignore[attr-defined]
-            managed_memory = managed_memory or MemorySize.ZERO  # type: ignore[attr-defined]
+            task_off_heap_memory = task_off_heap_memory or MemorySize.ZERO
+            managed_memory = managed_memory or MemorySize.ZERO
         elif (cpu_cores, task_heap_memory, task_off_heap_memory, managed_memory) != (None,) * 4 \
                 or resources:
             raise InvalidProgramError(f"SlotSharingGroup '{name}': {_RESOURCES_REQUIRED}")

@@ -6,6 +6,7 @@ as Flink does (docs/memory.md)."""
 from __future__ import annotations
 
 from streamkernel.common.config_options import ConfigOptions
+from streamkernel.common.time import Duration
 
 __all__ = ["TaskManagerMemoryOptions", "JobManagerMemoryOptions"]
 
@@ -61,6 +62,13 @@ class TaskManagerMemoryOptions:
                           "(in [0, 1)).")
     MEMORY_SEGMENT_SIZE = _key("taskmanager.memory.segment-size").memory_type().default_value(32 * 1024) \
         .with_range(1).with_description("Size of a network buffer (and of managed memory's pages).")
+    PROCESS_SIZE_WATCHDOG = _key("streamkernel.taskmanager.memory.watchdog.enabled").boolean_type() \
+        .default_value(True).with_description(
+            "Whether a process or spark TaskManager fails (and exits) when its resident set size exceeds its total "
+            "process memory, as a container's OOM kill would; local TaskManagers only measure it.")
+    PROCESS_SIZE_WATCHDOG_INTERVAL = _key("streamkernel.taskmanager.memory.watchdog.interval").duration_type() \
+        .default_value(Duration.of_millis(500)).with_description(
+            "How often a TaskManager process measures its resident set size against its total process memory.")
 
 
 class JobManagerMemoryOptions:

@@ -113,10 +113,11 @@ def cluster_html(model: ClusterModel) -> str:
                          f'<div class="sk-slot-name">{_e(slot.name)} &middot; {_e(slot.job_name)}</div>{chips}</div>')
         age = "-" if card.heartbeat_age_s is None else f"{card.heartbeat_age_s:.1f} s ago"
         pid = "" if card.pid is None else f" &middot; pid {_e(card.pid)}"
+        memory = "" if card.memory is None else f'<div class="sk-tm-meta sk-tm-memory">{_e(card.memory.describe())}</div>'
         cards.append(f'<div class="sk-taskmanager" data-taskmanager="{_e(card.id)}">'
                      f'<div class="sk-tm-title">{_e(card.name)} &middot; {_e(card.id)}</div>'
                      f'<div class="sk-tm-meta">{_e(card.backend)} &middot; {_e(card.host)}{pid} &middot; '
-                     f'heartbeat {age}</div><div class="sk-slots">{"".join(slots)}</div></div>')
+                     f'heartbeat {age}</div>{memory}<div class="sk-slots">{"".join(slots)}</div></div>')
     pending = "".join(f" &middot; job {_e(job[:8])} waits for {n} slot(s)" for job, n in model.pending_requests)
     summary = (f'<div class="sk-muted">{_e(model.backend)} backend &middot; {len(model.cards)} TaskManager(s) &middot; '
                f'{model.occupied_slots} of {model.total_slots} slots in use{pending}</div>')

@@ -88,6 +88,34 @@ class TaskManagerCard:
     pid: Optional[int]
     heartbeat_age_s: Optional[float]
     slots: tuple[SlotCell, ...]
+    memory: Optional[MemoryLine] = None
+
+
+@dataclass(frozen=True)
+class MemoryLine:
+    """A TaskManager's memory (MiB): its configured process size, managed memory (and per slot) and network
+    memory (Flink's calculation, docs/memory.md), and its resident set now."""
+
+    process_mib: int
+    rss_mib: int
+    managed_mib: int
+    managed_per_slot_mib: int
+    network_mib: int
+
+    def describe(self) -> str:
+        """``process 1728 MiB (RSS 45 MiB), managed 543 MiB (271 MiB per slot), network 135 MiB``."""
+        return (f"process {self.process_mib} MiB (RSS {self.rss_mib} MiB), managed {self.managed_mib} MiB "
+                f"({self.managed_per_slot_mib} MiB per slot), network {self.network_mib} MiB")
+
+
+def memory_line(memory: Optional[Mapping[str, Any]], slots: int) -> Optional[MemoryLine]:
+    """The :class:`MemoryLine` of a snapshot's TaskManager ``memory`` entry (None without its configuration)."""
+    configured = (memory or {}).get("configuration")
+    if not configured:
+        return None
+    managed = int(configured.get("managedMemory", 0))
+    return MemoryLine(int(configured.get("totalProcessMemory", 0)) >> 20, int((memory or {}).get("rss", 0)) >> 20,
+                      managed >> 20, (managed // max(slots, 1)) >> 20, int(configured.get("networkMemory", 0)) >> 20)
 
 
 @dataclass(frozen=True)
@@ -135,7 +163,8 @@ def cluster_model(snapshot: Mapping[str, Any]) -> ClusterModel:
         age = tm.get("heartbeat_age_ms")
         cards.append(TaskManagerCard(tm["id"], f"TM{tm['index'] + 1}", str(placement.get("backend", snapshot.get("backend", ""))),
                                      str(placement.get("host", "")), placement.get("pid"),
-                                     None if age is None else age / 1000.0, slots))
+                                     None if age is None else age / 1000.0, slots,
+                                     memory_line(tm.get("memory"), len(slots))))
     totals = snapshot.get("slots") or {}
     jobs = sorted(snapshot.get("jobs", ()), key=lambda j: j.get("start_time") or 0, reverse=True)
     return ClusterModel(bool(snapshot.get("running")), str(snapshot.get("backend", "")), tuple(cards),

@@ -26,6 +26,8 @@ def cluster_text(model: ClusterModel) -> str:
         age = "-" if card.heartbeat_age_s is None else f"{card.heartbeat_age_s:.1f} s ago"
         pid = "" if card.pid is None else f", pid {card.pid}"
         lines.append(f"{card.name} {card.id} ({card.backend}, {card.host}{pid}, heartbeat {age})")
+        if card.memory is not None:
+            lines.append(f"  memory: {card.memory.describe()}")
         for slot in card.slots:
             held = "free" if slot.free else f"{slot.job_name}: " + (", ".join(c.label for c in slot.chips) or "allocated")
             lines.append(f"  {slot.name}  {held}")

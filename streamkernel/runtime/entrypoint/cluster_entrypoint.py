@@ -67,7 +67,10 @@ class StandaloneSessionCluster(MiniCluster):
         if self.backend == "process":
             from streamkernel.runtime.resourcemanager.standalone import StandaloneTaskManagers
 
-            return StandaloneTaskManagers(self.configuration, self._secret)
+            taskmanagers = StandaloneTaskManagers(self.configuration, self._secret)
+            # with high availability a stopping JobManager leaves its TaskManagers to the next leader
+            taskmanagers.shuts_down_taskmanagers = self.ha_services is None and not self._high_availability
+            return taskmanagers
         taskmanagers = super()._create_taskmanager_backend()
         taskmanagers.secret = self._secret  # before start(): what the Spark tasks authenticate with
         return taskmanagers

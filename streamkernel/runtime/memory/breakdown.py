@@ -9,7 +9,7 @@ from streamkernel.common.memory_size import MemorySize
 from streamkernel.runtime.memory.jobmanager import JobManagerProcessSpec
 from streamkernel.runtime.memory.taskmanager import TaskExecutorProcessSpec
 
-__all__ = ["render_breakdown", "breakdown_keys"]
+__all__ = ["render_breakdown", "breakdown_keys", "memory_configuration_info"]
 
 _Spec = Union[TaskExecutorProcessSpec, JobManagerProcessSpec]
 
@@ -22,6 +22,19 @@ def breakdown_keys(spec: _Spec) -> dict[str, int]:
             f"{prefix}.memory.flink.size": spec.get_total_flink_memory_size().get_bytes()}
     keys.update(spec.to_dynamic_configs())
     return keys
+
+
+def memory_configuration_info(spec: TaskExecutorProcessSpec) -> dict[str, int]:
+    """Flink's REST ``TaskExecutorMemoryConfiguration`` of a TaskManager (``/taskmanagers/:id``
+    ``memoryConfiguration``): every component in bytes."""
+    memory = spec.flink_memory
+    return {"frameworkHeap": memory.framework_heap.get_bytes(), "taskHeap": memory.task_heap.get_bytes(),
+            "frameworkOffHeap": memory.framework_off_heap.get_bytes(), "taskOffHeap": memory.task_off_heap.get_bytes(),
+            "networkMemory": memory.network.get_bytes(), "managedMemory": memory.managed.get_bytes(),
+            "jvmMetaspace": spec.jvm_metaspace_and_overhead.metaspace.get_bytes(),
+            "jvmOverhead": spec.jvm_metaspace_and_overhead.overhead.get_bytes(),
+            "totalFlinkMemory": spec.get_total_flink_memory_size().get_bytes(),
+            "totalProcessMemory": spec.get_total_process_memory_size().get_bytes()}
 
 
 def _rows(spec: _Spec) -> list[tuple[int, str, MemorySize]]:

@@ -176,6 +176,7 @@ class ClusterInspection:
             "running": running, "backend": self.backend, "time": now,
             "taskmanagers": [{"id": i.taskmanager_id, "index": i.index, "placement": self.describe_taskmanager(i.taskmanager_id),
                               "heartbeat_age_ms": ages.get(i.taskmanager_id),
+                              "memory": _memory_of(beats.get(i.taskmanager_id)),
                               "slots": [{"slot": str(s.slot_id), "index": s.slot_id.slot_index, "job_id": s.job_id,
                                          "job_name": s.job_name, "tasks": list(s.tasks)} for s in i.slots]}
                              for i in infos],
@@ -183,3 +184,9 @@ class ClusterInspection:
             "pending_slot_requests": self._resource_manager.pending_requests() if running else {},
             "jobs": jobs,
         }
+
+
+def _memory_of(heartbeat: Optional[TaskExecutorHeartbeat]) -> Optional[dict]:
+    """The TaskManager's memory as its last heartbeat reported it (configured parts and the RSS), or None."""
+    memory = getattr(heartbeat, "memory", None) if heartbeat is not None else None
+    return dict(memory) if memory else None

@@ -89,9 +89,9 @@ class LocalTaskManagers:
 
     def __init__(self, shuffle: Any, clock: Clock, working_dir: str,
                  task_factory: Optional[Callable[..., Any]] = None,
-                 network_buffers: Optional[tuple[int, int]] = None) -> None:
+                 configuration: Optional[Mapping[str, str]] = None) -> None:
         self.shuffle = shuffle
-        self._network_buffers = network_buffers  # (buffers, segment size) of each TaskManager
+        self._configuration = configuration
         self._clock = clock
         self._working_dir = working_dir
         self._task_factory = task_factory
@@ -109,7 +109,7 @@ class LocalTaskManagers:
         [taskmanager] = start_local_taskmanagers(
             1, slots, self._resource_manager, shuffle=self.shuffle, clock=self._clock,
             working_dir=self._working_dir, first_index=self._next_index, task_factory=self._task_factory,
-            network_buffers=self._network_buffers)
+            configuration=self._configuration)
         self._next_index += 1
         self.taskmanagers.append(taskmanager)
         return taskmanager.taskmanager_id
@@ -160,13 +160,14 @@ class LocalTaskManagers:
 def create_taskmanagers(backend: str, configuration: Mapping[str, str], *, shuffle: Any, clock: Clock,
                         working_dir: str, task_factory: Optional[Callable[..., Any]] = None,
                         spark_session: Any = None, spark_master: Optional[str] = None) -> Any:
-    """The TaskManagers object of ``backend`` (not started yet). A TaskManager's memory (its network
-    buffers) is computed here, so a bad memory key fails before anything starts."""
+    """The TaskManagers object of ``backend`` (not started yet); a bad memory key fails here, naming it."""
     from streamkernel.runtime.network.buffer_pool import number_of_network_buffers
+    from streamkernel.runtime.taskmanager.memory_watchdog import taskmanager_process_spec, watchdog_interval_seconds
 
-    network_buffers = number_of_network_buffers(configuration)
+    number_of_network_buffers(configuration, taskmanager_process_spec(configuration))  # segment-size too
+    watchdog_interval_seconds(configuration)
     if backend == "local":
-        return LocalTaskManagers(shuffle, clock, working_dir, task_factory, network_buffers)
+        return LocalTaskManagers(shuffle, clock, working_dir, task_factory, configuration)
     if task_factory is not None:
         raise IllegalConfigurationError(f"MiniCluster: a task_factory only works with the local backend, not "
                                         f"{backend!r} (tasks run in other processes there)")

@@ -124,19 +124,20 @@ def _page_size(configuration: Mapping[str, Any]) -> int:
     return size
 
 
-def number_of_network_buffers(configuration: Mapping[str, Any]) -> tuple[int, int]:
+def number_of_network_buffers(configuration: Mapping[str, Any], spec: Any = None) -> tuple[int, int]:
     """``(buffers, segment size)`` of a TaskManager started with ``configuration``: its network
-    memory (Flink's calculation, with Flink's shipped process size when none is set) divided by
-    the segment size (Flink's ``calculateNumberOfNetworkBuffers``). A bad memory key raises
-    :class:`~streamkernel.errors.IllegalConfigurationError` naming it.
+    memory (``spec``'s, or Flink's calculation with Flink's shipped process size when none is set)
+    divided by the segment size (Flink's ``calculateNumberOfNetworkBuffers``). A bad memory key
+    raises :class:`~streamkernel.errors.IllegalConfigurationError` naming it.
 
         >>> number_of_network_buffers({"taskmanager.memory.process.size": "1728m"})
         (4096, 32768)
     """
-    from streamkernel.runtime.memory import task_executor_process_spec_from_config, with_default_process_size
-
     page_size = _page_size(configuration)
-    spec = task_executor_process_spec_from_config(with_default_process_size(configuration, "taskmanager"))
+    if spec is None:
+        from streamkernel.runtime.memory import task_executor_process_spec_from_config, with_default_process_size
+
+        spec = task_executor_process_spec_from_config(with_default_process_size(configuration, "taskmanager"))
     network_bytes = spec.flink_memory.network.get_bytes()
     buffers = network_bytes // page_size
     if buffers > _INT_MAX:
@@ -147,9 +148,10 @@ def number_of_network_buffers(configuration: Mapping[str, Any]) -> tuple[int, in
     return int(buffers), page_size
 
 
-def network_buffer_pool_from_config(configuration: Mapping[str, Any]) -> NetworkBufferPool:
-    """The NetworkBufferPool of a TaskManager started with ``configuration`` (computed once, at its start)."""
-    buffers, page_size = number_of_network_buffers(configuration)
+def network_buffer_pool_from_config(configuration: Mapping[str, Any], spec: Any = None) -> NetworkBufferPool:
+    """The NetworkBufferPool of a TaskManager started with ``configuration`` (and its memory ``spec``,
+    when computed already: once per TaskManager, at its start)."""
+    buffers, page_size = number_of_network_buffers(configuration, spec)
     return NetworkBufferPool(buffers, page_size)
 
 

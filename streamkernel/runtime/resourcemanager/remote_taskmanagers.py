@@ -267,8 +267,13 @@ class RemoteTaskManagers:
         """The launcher's description of a TaskManager's host."""
         return dict(self.launcher.describe(taskmanager_id) or {})
 
+    #: Whether stopping asks the TaskManagers to shut down. False for a JobManager of a highly available
+    #: cluster: its TaskManagers only lose the connection, and follow the next leader.
+    shuts_down_taskmanagers = True
+
     def shutdown(self, timeout: float) -> None:
-        """Ask every TaskManager to shut down, close the listener and connections, stop the launcher."""
+        """Ask every TaskManager to shut down (unless :attr:`shuts_down_taskmanagers` is False), close the
+        listener and connections, stop the launcher."""
         with self._cond:
             self._stopping = True
             gateways = dict(self._gateways)
@@ -279,7 +284,7 @@ class RemoteTaskManagers:
         for helper in helpers:
             helper.join(timeout)
         stoppers = []
-        for taskmanager_id, proxy in gateways.items():
+        for taskmanager_id, proxy in (gateways.items() if self.shuts_down_taskmanagers else ()):
             stopper = threading.Thread(target=_shutdown_quietly, args=(proxy, timeout),
                                        name=f"streamkernel-{taskmanager_id}-shutdown", daemon=True)
             stopper.start()

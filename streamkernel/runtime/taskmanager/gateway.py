@@ -139,6 +139,9 @@ class TaskExecutorHeartbeat:
     taskmanager_id: str
     slot_report: SlotReport
     tasks: tuple[TaskStatus, ...] = ()
+    #: The process's memory now (bytes: ``rss``, ``process_size``, ``task_heap``, ``task_heap_used_estimate``;
+    #: ``enforced``), see :mod:`.memory_watchdog`; None when not measured.
+    memory: Optional[dict] = None
     #: The TaskManager's own metrics by Flink's names (``Status.Shuffle.Netty.TotalMemorySegments``, ...:
     #: :func:`streamkernel.runtime.network.buffer_pool.network_buffer_metrics`)
     metrics: Mapping[str, Any] = field(default_factory=dict)

@@ -9,7 +9,7 @@ process, a cluster starts instantly.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from streamkernel.runtime.core.clock import Clock
 from streamkernel.runtime.taskmanager.task_executor import TaskExecutor, TaskFactory
@@ -28,14 +28,17 @@ def local_taskmanager_id(index: int) -> str:
 def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_manager: ResourceManagerGateway, *,
                              shuffle: Any, clock: Clock, working_dir: str, first_index: int = 0,
                              task_factory: Optional[TaskFactory] = None,
-                             network_buffers: Optional[tuple[int, int]] = None) -> list[TaskExecutor]:
+                             configuration: Optional[Mapping[str, str]] = None) -> list[TaskExecutor]:
     """Create ``count`` TaskExecutors in this process and register each with the ResourceManager.
 
     Every TaskManager gets its own working directory under ``working_dir`` and shares
-    ``shuffle`` and ``clock`` with the others. ``network_buffers``: ``(buffers, segment size)``
-    of each TaskManager's own NetworkBufferPool (None: buffers are not accounted).
+    ``shuffle`` and ``clock`` with the others. Given the cluster's ``configuration``, each measures
+    the process's memory against its ``taskmanager.memory.process.size`` (never enforced: the
+    process is the kernel's) and reports it in its heartbeats, and has its own network buffers
+    (its network memory / segment size) that its tasks reserve at deployment.
     """
-    from streamkernel.runtime.network.buffer_pool import NetworkBufferPool
+    from streamkernel.runtime.network.buffer_pool import network_buffer_pool_from_config
+    from streamkernel.runtime.taskmanager.memory_watchdog import ProcessMemoryWatchdog, taskmanager_process_spec
     from streamkernel.runtime.tasks.task import TaskServices  # lazy: the Task pulls in the operators
 
     started: list[TaskExecutor] = []
@@ -43,10 +46,13 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
         taskmanager_id = local_taskmanager_id(index)
         directory = os.path.join(working_dir, taskmanager_id)
         os.makedirs(directory, exist_ok=True)
-        pool = None if network_buffers is None else NetworkBufferPool(*network_buffers)
+        spec = None if configuration is None else taskmanager_process_spec(configuration)  # once per TaskManager
+        pool = None if spec is None else network_buffer_pool_from_config(configuration or {}, spec)
         services = TaskServices(shuffle=shuffle, clock=clock, taskmanager_id=taskmanager_id, working_dir=directory,
                                 network_buffer_pool=pool)
         taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory)
+        if configuration is not None and spec is not None:
+            taskmanager.memory_watchdog = ProcessMemoryWatchdog(taskmanager_id, spec, configuration, enforce=False)
         taskmanager.register_at(resource_manager)
         started.append(taskmanager)
     return started

@@ -205,9 +205,11 @@ def host_working_dir(cluster: str, launched_as: str, configuration: Mapping[str,
 
 
 def _default_entry() -> Callable[..., object]:
+    import functools
+
     from streamkernel.runtime.taskmanager.worker import run_taskmanager
 
-    return run_taskmanager
+    return functools.partial(run_taskmanager, enforce_process_size=True)  # the Python worker is the TaskManager's
 
 
 def run_host(partition: int, spec: Mapping[str, Any]) -> list[tuple[str, int, int, str]]:

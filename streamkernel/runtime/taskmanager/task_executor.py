@@ -93,6 +93,8 @@ class TaskExecutor:
         self.index: Optional[int] = None
         #: The process's log file (Flink's ``log.file``), reported at registration; None: no file of its own.
         self.log_file: Optional[str] = None
+        #: Measures (and, in a TaskManager process, enforces) the process size: a ProcessMemoryWatchdog; None: not measured.
+        self.memory_watchdog: Any = None
         # The lock guards _tasks and _running; nothing calls out (to a JobMaster, a task)
         # while holding it, so task threads reporting states never wait on a busy caller.
         self._lock = threading.Lock()
@@ -251,7 +253,12 @@ class TaskExecutor:
             deployed = list(self._tasks.items())
         tasks = tuple(TaskStatus(attempt, d.name, d.slot_index, d.state, _metrics_of(d.task))
                       for attempt, d in deployed)
-        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks, self.metrics())
+        watchdog = self.memory_watchdog
+        usage = watchdog.usage() if watchdog is not None else None
+        memory = usage.to_dict() if usage is not None else None
+        if memory is not None and watchdog is not None:  # Flink's memoryConfiguration, for the REST API
+            memory["configuration"] = watchdog.memory_configuration
+        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks, memory, self.metrics())
 
     def metrics(self) -> dict:
         """The TaskManager's own metrics: its network buffers (total, reserved by tasks, holding data)."""

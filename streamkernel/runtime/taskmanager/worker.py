@@ -104,7 +104,7 @@ def _adopt_driver_environment(environment: Mapping[str, Any]) -> None:
 
 def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmanager_id: str, slots: int,
                     configuration: Mapping[str, str], *, stop_event: Optional[threading.Event] = None,
-                    disconnect_event: Optional[threading.Event] = None) -> str:
+                    disconnect_event: Optional[threading.Event] = None, enforce_process_size: bool = False) -> str:
     """Run one TaskManager in this process until the JobManager stops it or the connection is lost.
 
     Returns why it ended: :data:`ENDED_SHUTDOWN` (the JobManager told it to),
@@ -117,16 +117,23 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     false`` keeps stdout here). Setting ``stop_event`` stops it too (as a lost connection does). Raises
     ConnectionRefusedByPeerError when the JobManager cannot be reached or refuses the secret.
     ``log.file`` (Flink's key), when set, is reported at registration (the REST API serves it).
+    ``enforce_process_size`` (the process is this TaskManager's alone: the worker command, a Spark task):
+    above ``taskmanager.memory.process.size`` the TaskManager reports why to the ResourceManager and the
+    process exits with code 137 (:mod:`.memory_watchdog`); otherwise its RSS is only measured.
     """
     from streamkernel.runtime.core.clock import SystemClock
+    from streamkernel.runtime.taskmanager.memory_watchdog import ProcessMemoryWatchdog
     from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
+    from streamkernel.runtime.network.buffer_pool import network_buffer_pool_from_config
     from streamkernel.runtime.tasks.task import TaskServices
 
-    from streamkernel.runtime.network.buffer_pool import network_buffer_pool_from_config
-
     conf = {str(k): str(v) for k, v in configuration.items()}
-    network_buffers = network_buffer_pool_from_config(conf)  # its memory, once, before it connects: a bad key fails here
     timeout = rpc_timeout_seconds(conf)
+    # the memory spec, once, before anything starts (a bad key fails here, naming it)
+    watchdog = ProcessMemoryWatchdog.from_configuration(
+        taskmanager_id, conf, enforce=enforce_process_size,
+        on_exceeded=lambda error: _exit_exceeding_process_size(error, taskmanager_id, rpc, timeout))
+    network_buffers = network_buffer_pool_from_config(conf, watchdog.spec)  # its network memory / segment size
     forwarding = WorkerForwarding()
     rpc = RpcConnection(connect((jobmanager_address[0], jobmanager_address[1]), secret, timeout), name=f"{taskmanager_id}->JobManager",
                         hooks=forwarding.hooks, default_timeout=timeout)
@@ -144,6 +151,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
                                 working_dir=working_dir, network_buffer_pool=network_buffers)
         task_executor = TaskExecutor(taskmanager_id, int(slots), services)
         task_executor.log_file = conf.get(LOG_FILE_KEY) or None
+        task_executor.memory_watchdog = watchdog
+        watchdog.start()
         resource_manager = rpc.proxy(GatewayRef(RESOURCE_MANAGER, "ResourceManagerGateway"))
         forward = TaskManagerOptions.FORWARD_OUTPUT.get(conf)
         if forward:
@@ -153,6 +162,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
             ended = _serve(task_executor, resource_manager, rpc, stop_event, disconnect_event)
         return ended
     finally:
+        watchdog.stop()
         if ended == ENDED_DISCONNECTED:  # fenced: not even the tasks' ends reach a JobManager that no longer leads
             rpc.close(timeout)
         if task_executor is not None and task_executor.is_running:
@@ -163,6 +173,24 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
             close()
         if working_dir is not None:
             shutil.rmtree(working_dir, ignore_errors=True)
+
+
+def _exit_exceeding_process_size(error: BaseException, taskmanager_id: str, rpc: RpcConnection, timeout: float) -> None:
+    """Die as a container's OOM kill would, but explained: the error goes to this process's stderr and, as
+    the cause of the TaskManager's loss, to the ResourceManager (its jobs restart); then exit 137."""
+    from streamkernel.runtime.rpc.serialization import portable_exception
+    from streamkernel.runtime.taskmanager.memory_watchdog import OOM_EXIT_CODE
+
+    try:
+        os.write(2, f"streamkernel worker {taskmanager_id}: {error}\n".encode("utf-8", errors="replace"))
+    except OSError:
+        pass
+    try:
+        rpc.call(RESOURCE_MANAGER, "unregister_task_executor", (taskmanager_id, portable_exception(error)),
+                 timeout=timeout)
+    except Exception:  # noqa: BLE001 - the JobManager still learns of the loss through the closed connection
+        _LOG.exception("TaskManager %s could not report why it exits", taskmanager_id)
+    os._exit(OOM_EXIT_CODE)
 
 
 def _make_working_dir(taskmanager_id: str, conf: Mapping[str, str]) -> str:
@@ -234,7 +262,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     threading.Thread(target=_watch_parent, args=(stop,), name="streamkernel-parent-watch", daemon=True).start()
     try:
         run_taskmanager((host, int(port)), bytes.fromhex(secret_hex), args.taskmanager_id, args.slots, configuration,
-                        stop_event=stop)
+                        stop_event=stop, enforce_process_size=True)
     except ConnectionRefusedByPeerError as error:  # the JobManager is gone (stopped while we started)
         print(f"streamkernel worker {args.taskmanager_id}: {error}", file=sys.stderr)
         return 1

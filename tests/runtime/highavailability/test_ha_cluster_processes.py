@@ -193,3 +193,26 @@ def test_jobmanager_start_refuses_a_bad_high_availability_setup_in_one_line(tmp_
         done = sk(tmp_path / "home", tmp_path, *base, *extra)
         assert done.returncode == 1 and message in done.stderr, (name, done.stderr)
         assert len(done.stderr.strip().splitlines()) == 1, (name, done.stderr)
+
+
+def test_stopping_the_leader_leaves_its_taskmanagers_to_the_standby(zookeeper: Any, tmp_path: Path,
+                                                                    processes: list[int]) -> None:
+    """`jobmanager stop` of a leader (SIGTERM): its TaskManager is not shut down with it (as
+    Flink's are not); it registers with the standby, in the same process."""
+    home = tmp_path / "home"
+    conf = ha_config(zookeeper, tmp_path / "ha")
+    start_jobmanager(home, tmp_path, "jm1", conf, processes)
+    standby = start_jobmanager(home, tmp_path, "jm2", conf, processes)
+    started = sk(home, tmp_path, "taskmanager", "start", "--dir", str(tmp_path / "tm"), *dynamic(conf))
+    assert started.returncode == 0, started.stderr
+    tm_pid = int(re.search(r"^pid (\d+)", started.stdout, re.MULTILINE).group(1))
+    processes.append(tm_pid)
+    stopped = sk(home, tmp_path, "jobmanager", "stop", "--dir", str(tmp_path / "jm1"))
+    assert stopped.returncode == 0, stopped.stderr
+    wait_until(lambda: len((get_json(f"{standby['rest']}/taskmanagers") or {}).get("taskmanagers", [])) == 1
+               and json.loads((tmp_path / "jm2" / "jobmanager.json").read_text())["high_availability"]["role"]
+               == "leader", "the standby leads and the TaskManager registered there")
+    assert alive(tm_pid)
+    for command, name in (("taskmanager", "tm"), ("jobmanager", "jm2")):
+        assert sk(home, tmp_path, command, "stop", "--dir", str(tmp_path / name)).returncode == 0
+    wait_until(lambda: not any(alive(pid) for pid in processes), "every process of the cluster is gone")

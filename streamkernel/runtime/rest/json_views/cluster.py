@@ -58,10 +58,24 @@ def cluster_overview(taskmanagers: Iterable[TaskManagerSnapshot], jobs: Iterable
             "jobs-failed": statuses.count("FAILED"), "flink-version": FLINK_VERSION, "flink-commit": _revision()}
 
 
-def _resource(cpu: float = 0.0) -> dict:
-    # streamkernel does not budget memory per slot: Flink's unknown 0
-    return {"cpuCores": cpu, "taskHeapMemory": 0, "taskOffHeapMemory": 0, "managedMemory": 0, "networkMemory": 0,
-            "extendedResources": {}}
+def _resource(cpu: float = 0.0, memory: Optional[Mapping[str, int]] = None, share: float = 1.0) -> dict:
+    """Flink's ResourceProfileInfo: memory in MiB (``share`` of the TaskManager's, e.g. its free slots');
+    0 (Flink's unknown) without the TaskManager's memory configuration."""
+    def mib(key: str) -> int:
+        return int((memory or {}).get(key, 0) * share) >> 20
+
+    return {"cpuCores": cpu, "taskHeapMemory": mib("taskHeap"), "taskOffHeapMemory": mib("taskOffHeap"),
+            "managedMemory": mib("managedMemory"), "networkMemory": mib("networkMemory"), "extendedResources": {}}
+
+
+_MEMORY_CONFIGURATION = ("frameworkHeap", "taskHeap", "frameworkOffHeap", "taskOffHeap", "networkMemory",
+                         "managedMemory", "jvmMetaspace", "jvmOverhead", "totalFlinkMemory", "totalProcessMemory")
+
+
+def _memory(tm: TaskManagerSnapshot) -> dict:
+    """What the TaskManager's last heartbeat said of its memory (``{}``: nothing)."""
+    heartbeat = tm.last_heartbeat
+    return dict(getattr(heartbeat, "memory", None) or {}) if heartbeat is not None else {}
 
 
 def _physical_memory() -> int:
@@ -75,21 +89,23 @@ def taskmanager_info(tm: TaskManagerSnapshot, now: int) -> dict:
     """Flink's TaskManagerInfo of one TaskManager (the ResourceManager's snapshot of it).
 
     ``timeSinceLastHeartbeat`` is, as in Flink, the time of the last heartbeat (ms since the
-    epoch). Ports, JMX, and memory are Flink's unknowns (-1 / 0): a streamkernel TaskManager
-    has no data port of its own to show, no JVM and no memory budget.
+    epoch). Ports and JMX are Flink's unknowns (-1): a streamkernel TaskManager has no data port
+    of its own to show and no JVM. Its memory configuration is Flink's (computed from the cluster's
+    ``taskmanager.memory.*`` keys as Flink computes it, reported by its heartbeats).
     """
+    configured = _memory(tm).get("configuration") or {}
+    free_share = tm.free_slots / tm.number_of_slots if tm.number_of_slots else 0.0
     return {
         "id": tm.taskmanager_id, "path": f"streamkernel://{tm.taskmanager_id}", "dataPort": -1, "jmxPort": -1,
         "timeSinceLastHeartbeat": now - tm.heartbeat_age_ms, "slotsNumber": tm.number_of_slots,
         "freeSlots": tm.free_slots,
         "assignedTasks": len(tm.last_heartbeat.tasks) if tm.last_heartbeat is not None else 0,
-        "totalResource": _resource(), "freeResource": _resource(),
+        "totalResource": _resource(memory=configured), "freeResource": _resource(memory=configured, share=free_share),
         # the machine's cores and memory (every backend but a remote Spark executor runs here)
         "hardware": {"cpuCores": os.cpu_count() or -1, "physicalMemory": _physical_memory(), "freeMemory": -1,
-                     "managedMemory": 0},
-        "memoryConfiguration": {k: 0 for k in (
-            "frameworkHeap", "taskHeap", "frameworkOffHeap", "taskOffHeap", "networkMemory", "managedMemory",
-            "jvmMetaspace", "jvmOverhead", "totalFlinkMemory", "totalProcessMemory")},
+                     "managedMemory": int(configured.get("managedMemory", 0))},
+        # Flink's TaskExecutorMemoryConfiguration, computed as Flink computes it (docs/memory.md)
+        "memoryConfiguration": {k: int(configured.get(k, 0)) for k in _MEMORY_CONFIGURATION},
         "blocked": False,
     }
 
@@ -110,6 +126,12 @@ def taskmanager_details(tm: TaskManagerSnapshot, now: int) -> dict:
         "nettyShuffleMemorySegmentsTotal", "nettyShuffleMemoryAvailable", "nettyShuffleMemoryUsed",
         "nettyShuffleMemoryTotal")}
     body["metrics"]["garbageCollectors"] = []
+    memory = _memory(tm)
+    if memory:  # the JVM heap is the framework and task heaps; its use here is the watchdog's estimate
+        configured = memory.get("configuration") or {}
+        body["metrics"]["heapMax"] = int(configured.get("frameworkHeap", 0)) + int(configured.get("taskHeap", 0))
+        body["metrics"]["heapUsed"] = int(memory.get("task_heap_used_estimate", 0))
+        body["metrics"]["heapCommitted"] = int(memory.get("rss", 0))
     return body
 
 

@@ -1,0 +1,54 @@
+"""A TaskManager's memory as Flink's REST API shows it (issue 19): ``/taskmanagers/:id``
+``memoryConfiguration`` is Flink's calculation for the cluster's ``taskmanager.memory.*`` keys, its
+``totalResource`` the task heap, off-heap, managed and network memory in MiB, and its metrics the
+measured process (``heapCommitted``: the resident set) and the task heap estimate."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any
+
+from streamkernel.runtime.memory import task_executor_process_spec_from_config
+from streamkernel.runtime.minicluster.minicluster import MiniCluster
+from streamkernel.testing.waiting import wait_until
+
+
+def get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+def test_the_rest_api_shows_each_taskmanagers_memory_configuration_as_flink_computes_it() -> None:
+    conf = {"taskmanager.memory.process.size": "2g", "taskmanager.memory.managed.fraction": "0.5", "rest.port": "0"}
+    spec = task_executor_process_spec_from_config({**conf, "taskmanager.numberOfTaskSlots": "2"})
+    with MiniCluster(taskmanagers=1, slots_per_taskmanager=2, backend="local", configuration=conf) as cluster:
+        url = f"{cluster.rest_url}/taskmanagers/taskmanager-1"
+        info = wait_until(lambda: (lambda body: body if body["memoryConfiguration"]["totalProcessMemory"] else None)(
+            get(url)), message="a heartbeat with the TaskManager's memory")
+    memory = info["memoryConfiguration"]
+    assert memory["totalProcessMemory"] == 2 << 30 == spec.get_total_process_memory_size().get_bytes()
+    assert memory["managedMemory"] == spec.flink_memory.managed.get_bytes()
+    assert memory["networkMemory"] == spec.flink_memory.network.get_bytes()
+    assert memory["totalFlinkMemory"] == sum(memory[k] for k in (
+        "frameworkHeap", "taskHeap", "frameworkOffHeap", "taskOffHeap", "networkMemory", "managedMemory"))
+    assert memory["totalProcessMemory"] == memory["totalFlinkMemory"] + memory["jvmMetaspace"] + memory["jvmOverhead"]
+    assert info["totalResource"]["managedMemory"] == memory["managedMemory"] >> 20
+    assert info["freeResource"]["managedMemory"] == memory["managedMemory"] >> 20  # both slots free
+    assert info["hardware"]["managedMemory"] == memory["managedMemory"]
+    assert info["metrics"]["heapMax"] == memory["frameworkHeap"] + memory["taskHeap"]
+    assert info["metrics"]["heapCommitted"] > 0  # the measured resident set of the process
+
+
+def test_the_cluster_view_shows_each_taskmanagers_memory_configured_and_measured() -> None:
+    from streamkernel.jupyter.widgets.models import cluster_model
+    from streamkernel.jupyter.widgets.text import cluster_text
+
+    conf = {"taskmanager.memory.process.size": "1g", "taskmanager.memory.managed.size": "256m"}
+    with MiniCluster(taskmanagers=1, slots_per_taskmanager=2, backend="local", configuration=conf,
+                     rest=False) as cluster:
+        snapshot = cluster.inspection.snapshot()
+    text = cluster_text(cluster_model(snapshot))
+    assert "  memory: process 1024 MiB (RSS " in text and "managed 256 MiB (128 MiB per slot)" in text, text
+    rss = snapshot["taskmanagers"][0]["memory"]["rss"]
+    assert rss > 0 and f"RSS {rss >> 20} MiB" in text
