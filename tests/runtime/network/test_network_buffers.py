@@ -211,11 +211,16 @@ def test_the_heartbeat_carries_the_buffers_reserved_and_holding_data() -> None:
                    "the ended tasks' buffers back")
 
 
-def test_a_taskmanager_process_computes_its_buffers_and_reports_them() -> None:
+def test_a_taskmanager_process_computes_its_buffers_and_reports_them_to_rest() -> None:
     conf = {"taskmanager.memory.network.min": "2m", "taskmanager.memory.network.max": "2m",
             "taskmanager.memory.segment-size": "64kb"}
     with MiniCluster(1, 1, backend="process", configuration=conf) as cluster:
         [taskmanager_id] = cluster.resource_manager.taskmanager_ids
         metrics = cluster.resource_manager.task_executor_gateway(taskmanager_id).heartbeat().metrics
+        rest = RestClient(cluster.rest_url or "")
+        shown = wait_until(lambda: (b := rest.get(f"/taskmanagers/{taskmanager_id}")[1]["metrics"])
+                           ["nettyShuffleMemorySegmentsTotal"] and b, 30, "REST showing the buffers (next heartbeat)")
     assert metrics[NETTY + "TotalMemorySegments"] == 32 and metrics[NETTY + "TotalMemory"] == 2 * 1024 * 1024
     assert metrics[NETTY + "RequiredMemorySegments"] == metrics[NETTY + "UsedMemorySegments"] == 0
+    assert (shown["nettyShuffleMemorySegmentsTotal"], shown["nettyShuffleMemorySegmentsAvailable"],
+            shown["nettyShuffleMemorySegmentsUsed"], shown["nettyShuffleMemoryTotal"]) == (32, 32, 0, 2 * 1024 * 1024)
