@@ -66,13 +66,20 @@ class TaskManagerOptions:
 
 
 class NettyShuffleEnvironmentOptions:
-    """The network stack between tasks (Flink's ``NettyShuffleEnvironmentOptions``; these two
-    keys are streamkernel's: records are batched per channel, credits count batches)."""
+    """The network stack between tasks (Flink's ``NettyShuffleEnvironmentOptions``): the buffers
+    each input gate and result partition needs from its TaskManager's network memory
+    (docs/memory.md, "Network memory"); records are batched per channel (a buffer holds a batch)."""
 
-    CREDITS_PER_CHANNEL = _key("taskmanager.network.credits-per-channel").int_type().default_value(4) \
-        .with_range(1).with_description(
-            "streamkernel: batches a receiving channel accepts ahead (credit-based flow control; Flink's "
-            "nearest key is taskmanager.network.memory.buffers-per-channel).")
+    NETWORK_BUFFERS_PER_CHANNEL = _key("taskmanager.network.memory.buffers-per-channel").int_type() \
+        .default_value(2).with_range(0).with_deprecated_keys("taskmanager.network.credits-per-channel") \
+        .with_description(
+            "Exclusive buffers of each input channel (the credits a receiver grants its sender; each holds one "
+            "batch). A gate needs channels x buffers-per-channel + 1 buffers of its TaskManager's network memory "
+            "at deployment. Replaces streamkernel's taskmanager.network.credits-per-channel (deprecated).")
+    NETWORK_EXTRA_BUFFERS_PER_GATE = _key("taskmanager.network.memory.floating-buffers-per-gate").int_type() \
+        .default_value(8).with_range(0).with_description(
+            "Floating buffers of each input gate, shared by its channels (streamkernel: split evenly among the "
+            "channels as extra credits; Flink lends them to the channels with backlog).")
     BATCH_SIZE = _key("taskmanager.network.batch-size").int_type().default_value(1024).with_range(1) \
         .with_description("streamkernel: records per network batch (a batch is sent when full or on buffer timeout).")
 

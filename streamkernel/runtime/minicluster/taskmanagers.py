@@ -161,9 +161,10 @@ def create_taskmanagers(backend: str, configuration: Mapping[str, str], *, shuff
                         working_dir: str, task_factory: Optional[Callable[..., Any]] = None,
                         spark_session: Any = None, spark_master: Optional[str] = None) -> Any:
     """The TaskManagers object of ``backend`` (not started yet); a bad memory key fails here, naming it."""
+    from streamkernel.runtime.network.buffer_pool import number_of_network_buffers
     from streamkernel.runtime.taskmanager.memory_watchdog import taskmanager_process_spec, watchdog_interval_seconds
 
-    taskmanager_process_spec(configuration)
+    number_of_network_buffers(configuration, taskmanager_process_spec(configuration))  # segment-size too
     watchdog_interval_seconds(configuration)
     if backend == "local":
         return LocalTaskManagers(shuffle, clock, working_dir, task_factory, configuration)

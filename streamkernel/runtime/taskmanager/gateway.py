@@ -145,6 +145,9 @@ class TaskExecutorHeartbeat:
     memory: Optional[dict] = None
     #: per slot index, its managed memory and what uses it now (:meth:`TaskExecutor.memory_metrics`)
     slot_memory: dict = field(default_factory=dict, hash=False)
+    #: The TaskManager's own metrics by Flink's names (``Status.Shuffle.Netty.TotalMemorySegments``, ...:
+    #: :func:`streamkernel.runtime.network.buffer_pool.network_buffer_metrics`)
+    metrics: Mapping[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------------------- gateways

@@ -34,11 +34,13 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
     Every TaskManager gets its own working directory under ``working_dir`` and shares
     ``shuffle`` and ``clock`` with the others. Given the cluster's ``configuration``, each measures
     the process's memory against its ``taskmanager.memory.process.size`` (never enforced: the
-    process is the kernel's) and reports it in its heartbeats; each slot's managed memory is
-    its share of that memory spec (Flink's defaults without a configuration).
+    process is the kernel's) and reports it in its heartbeats, has its own network buffers (its
+    network memory / segment size) that its tasks reserve at deployment, and gives each slot its
+    share of the managed memory (Flink's defaults without a configuration).
     """
     from streamkernel.runtime.memory.memory_manager import managed_memory_per_slot
-    from streamkernel.runtime.taskmanager.memory_watchdog import ProcessMemoryWatchdog
+    from streamkernel.runtime.network.buffer_pool import network_buffer_pool_from_config
+    from streamkernel.runtime.taskmanager.memory_watchdog import ProcessMemoryWatchdog, taskmanager_process_spec
     from streamkernel.runtime.tasks.task import TaskServices  # lazy: the Task pulls in the operators
 
     started: list[TaskExecutor] = []
@@ -46,15 +48,16 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
         taskmanager_id = local_taskmanager_id(index)
         directory = os.path.join(working_dir, taskmanager_id)
         os.makedirs(directory, exist_ok=True)
-        services = TaskServices(shuffle=shuffle, clock=clock, taskmanager_id=taskmanager_id, working_dir=directory)
-        watchdog = None
-        if configuration is not None:
-            watchdog = ProcessMemoryWatchdog.from_configuration(taskmanager_id, configuration, enforce=False)
-        managed = (managed_memory_per_slot({}, slots_per_taskmanager) if watchdog is None
-                   else watchdog.spec.flink_memory.managed.divide(max(1, slots_per_taskmanager)).get_bytes())
+        spec = None if configuration is None else taskmanager_process_spec(configuration)  # once per TaskManager
+        pool = None if spec is None else network_buffer_pool_from_config(configuration or {}, spec)
+        services = TaskServices(shuffle=shuffle, clock=clock, taskmanager_id=taskmanager_id, working_dir=directory,
+                                network_buffer_pool=pool)
+        managed = (managed_memory_per_slot({}, slots_per_taskmanager) if spec is None
+                   else spec.flink_memory.managed.divide(max(1, slots_per_taskmanager)).get_bytes())
         taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory,
                                    managed_memory_per_slot=managed)
-        taskmanager.memory_watchdog = watchdog
+        if configuration is not None and spec is not None:
+            taskmanager.memory_watchdog = ProcessMemoryWatchdog(taskmanager_id, spec, configuration, enforce=False)
         taskmanager.register_at(resource_manager)
         started.append(taskmanager)
     return started

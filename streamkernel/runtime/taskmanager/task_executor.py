@@ -274,7 +274,18 @@ class TaskExecutor:
         if memory is not None and watchdog is not None:  # Flink's memoryConfiguration, for the REST API
             memory["configuration"] = watchdog.memory_configuration
         return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks, memory,
-                                     self.memory_metrics())
+                                     self.memory_metrics(), self.metrics())
+
+    def metrics(self) -> dict:
+        """The TaskManager's own metrics: its network buffers (total, reserved by tasks, holding data)."""
+        pool = getattr(self.services, "network_buffer_pool", None)
+        if pool is None:
+            return {}
+        from streamkernel.runtime.network.buffer_pool import network_buffer_metrics
+
+        with self._lock:
+            live = [d.task for d in self._tasks.values() if not d.state.is_terminal]
+        return network_buffer_metrics(pool, live)
 
     def inject_failure(self, attempt_id: ExecutionAttemptId, error: BaseException) -> bool:
         """Make a running subtask fail with ``error``, raised in its own thread between two

@@ -124,6 +124,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     from streamkernel.runtime.core.clock import SystemClock
     from streamkernel.runtime.taskmanager.memory_watchdog import ProcessMemoryWatchdog
     from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
+    from streamkernel.runtime.network.buffer_pool import network_buffer_pool_from_config
     from streamkernel.runtime.tasks.task import TaskServices
 
     conf = {str(k): str(v) for k, v in configuration.items()}
@@ -132,6 +133,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     watchdog = ProcessMemoryWatchdog.from_configuration(
         taskmanager_id, conf, enforce=enforce_process_size,
         on_exceeded=lambda error: _exit_exceeding_process_size(error, taskmanager_id, rpc, timeout))
+    network_buffers = network_buffer_pool_from_config(conf, watchdog.spec)  # its network memory / segment size
     forwarding = WorkerForwarding()
     rpc = RpcConnection(connect((jobmanager_address[0], jobmanager_address[1]), secret, timeout), name=f"{taskmanager_id}->JobManager",
                         hooks=forwarding.hooks, default_timeout=timeout)
@@ -146,7 +148,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
         shuffle = _shuffle_environment(taskmanager_id, secret, conf)
         working_dir = _make_working_dir(taskmanager_id, conf)
         services = TaskServices(shuffle=shuffle, clock=SystemClock(), taskmanager_id=taskmanager_id,
-                                working_dir=working_dir)
+                                working_dir=working_dir, network_buffer_pool=network_buffers)
         task_executor = TaskExecutor(  # each slot's managed memory: its share of the spec computed above
             taskmanager_id, int(slots), services,
             managed_memory_per_slot=watchdog.spec.flink_memory.managed.divide(max(1, int(slots))).get_bytes())

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from streamkernel.common.options import NettyShuffleEnvironmentOptions, TaskManagerOptions
+from streamkernel.common.options import TaskManagerOptions
 from streamkernel.graph.keygroups import key_group_range_for_operator
 from streamkernel.graph.stream_graph import StreamEdge, StreamNode
 from streamkernel.runtime.core.deployment import TaskDeploymentDescriptor
@@ -38,9 +38,11 @@ def create_input_gate(tdd: TaskDeploymentDescriptor, shuffle: Any) -> Any:
     """The input gate over every input channel of ``tdd`` (None for a source task)."""
     if not tdd.inputs:
         return None
+    from streamkernel.runtime.network.buffer_requirements import NetworkBufferSettings, credits_per_channel
+
+    credits = credits_per_channel(tdd, NetworkBufferSettings.from_configuration(tdd.configuration))
     return shuffle.create_input_gate(
-        tdd.name_with_subtask, [(d.channel_id, d.input_index) for d in tdd.inputs],
-        NettyShuffleEnvironmentOptions.CREDITS_PER_CHANNEL.get(tdd.configuration))
+        tdd.name_with_subtask, [(d.channel_id, d.input_index) for d in tdd.inputs], credits)
 
 
 def create_operator_chain(task: "StreamTask", on_output_watermark: Callable[[int], None]) -> OperatorChain:

@@ -15,7 +15,7 @@ import time
 
 from typing import TYPE_CHECKING
 
-from streamkernel.common.options import CheckpointingOptions, NettyShuffleEnvironmentOptions, TaskManagerOptions
+from streamkernel.common.options import CheckpointingOptions, TaskManagerOptions
 from streamkernel.runtime.operators.base import StreamOperator, TwoInputStreamOperator
 from streamkernel.runtime.operators.batch_execution import batch_input
 from streamkernel.runtime.tasks.barriers import BarrierHandler
@@ -91,8 +91,11 @@ class InputStreamTask(StreamTask):
             return None
         from streamkernel.runtime.network.buffer_debloater import BufferDebloatConfiguration, TaskDebloater
 
+        from streamkernel.runtime.network.buffer_requirements import NetworkBufferSettings, credits_per_channel
+
         return TaskDebloater(BufferDebloatConfiguration.from_configuration(config), self.gate.channels,
-                             NettyShuffleEnvironmentOptions.CREDITS_PER_CHANNEL.get(config), self.metrics)
+                             credits_per_channel(self.tdd, NetworkBufferSettings.from_configuration(config)),
+                             self.metrics)
 
     def _barrier_handler(self) -> "BarrierHandler | UnalignedBarrierHandler":
         """Aligned (or counting) barrier handling, or unaligned checkpoints when they are on."""

@@ -47,6 +47,9 @@ class TaskServices:
     #: the managed memory of the task's slot (a :class:`~streamkernel.runtime.memory.memory_manager.MemoryManager`;
     #: the TaskExecutor sets it per task), None: no managed memory
     memory_manager: Any = None
+    #: The TaskManager's :class:`~streamkernel.runtime.network.buffer_pool.NetworkBufferPool`
+    #: (None: buffers are not accounted, e.g. a test's services)
+    network_buffer_pool: Any = None
 
 
 class Task:
@@ -119,12 +122,37 @@ class Task:
         return self._thread.is_alive()
 
     def _report(self, state: ExecutionState, error: Optional[BaseException] = None) -> None:
+        if state.is_terminal:
+            self._release_network_buffers()  # before the JobMaster hears of it (Flink: releaseResources first)
         self.state = state
         self._on_state_change(self.tdd.attempt_id, state, error)
 
+    def _reserve_network_buffers(self) -> None:
+        """Reserve the buffers of the task's gates and partitions from its TaskManager's network
+        memory (Flink's ``setupPartitionsAndGates``, while DEPLOYING): too few fails the task."""
+        pool = getattr(self.services, "network_buffer_pool", None)
+        if pool is None:
+            return
+        from streamkernel.runtime.network.buffer_requirements import NetworkBufferSettings, required_buffers
+
+        pool.reserve(self.tdd.attempt_id, required_buffers(
+            self.tdd, NetworkBufferSettings.from_configuration(self.tdd.configuration)))
+
+    def _release_network_buffers(self) -> None:
+        pool = getattr(self.services, "network_buffer_pool", None)
+        if pool is not None:
+            pool.release(self.tdd.attempt_id)
+
     def _run(self) -> None:
+        try:
+            self._run_attempt()
+        finally:
+            self._release_network_buffers()
+
+    def _run_attempt(self) -> None:
         invokable = self.invokable
         try:
+            self._reserve_network_buffers()
             self._report(ExecutionState.INITIALIZING)
             invokable.restore()
             if self._cancelled.is_set():

@@ -26,7 +26,7 @@ from streamkernel.testing import Gate, ScriptedSource, wait_until
 
 KEYS = ["a", "b", "c", "d", "e"]
 BATCH = 256  # taskmanager.network.batch-size: the largest buffer
-CREDITS = 4  # taskmanager.network.credits-per-channel (the default)
+CREDITS = 4  # taskmanager.network.memory.buffers-per-channel, no floating buffers: 4 credits per channel
 RECORDS = [KEYS[i % len(KEYS)] for i in range(4000)]
 BEFORE_GATE = 3500  # the source holds here until the test lets it go (after the failure)
 
@@ -49,6 +49,8 @@ class SlowCount(KeyedProcessFunction):
 def build(tmp_path: pathlib.Path, debloat: bool, source: Any, remote: bool = False) -> StreamExecutionEnvironment:
     conf = {"execution.checkpointing.dir": str(tmp_path / "checkpoints"),
             "taskmanager.network.batch-size": str(BATCH),
+            "taskmanager.network.memory.buffers-per-channel": str(CREDITS),
+            "taskmanager.network.memory.floating-buffers-per-gate": "0",
             "taskmanager.network.memory.buffer-debloat.enabled": str(debloat).lower(),
             "taskmanager.network.memory.buffer-debloat.target": "50 ms",
             "taskmanager.network.memory.buffer-debloat.period": "10 ms",

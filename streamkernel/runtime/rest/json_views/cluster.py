@@ -118,7 +118,7 @@ def taskmanager_details(tm: TaskManagerSnapshot, now: int) -> dict:
         in_slot[task.slot_index] = in_slot.get(task.slot_index, 0) + 1
     body["allocatedSlots"] = [{"jobId": job, "resource": _resource(), "assignedTasks": in_slot.get(index, 0)}
                               for index, job in enumerate(tm.allocated) if job is not None]
-    # no JVM: heap, direct and mapped memory, Flink's network segments and GC are unknown (0 / empty)
+    # no JVM: heap, direct and mapped memory and GC are unknown (0 / empty); the network buffers are the TaskManager's
     body["metrics"] = {name: 0 for name in (
         "heapUsed", "heapCommitted", "heapMax", "nonHeapUsed", "nonHeapCommitted", "nonHeapMax", "directCount",
         "directUsed", "directMax", "mappedCount", "mappedUsed", "mappedMax", "memorySegmentsAvailable",
@@ -132,7 +132,19 @@ def taskmanager_details(tm: TaskManagerSnapshot, now: int) -> dict:
         body["metrics"]["heapMax"] = int(configured.get("frameworkHeap", 0)) + int(configured.get("taskHeap", 0))
         body["metrics"]["heapUsed"] = int(memory.get("task_heap_used_estimate", 0))
         body["metrics"]["heapCommitted"] = int(memory.get("rss", 0))
+    netty = getattr(tm.last_heartbeat, "metrics", None) or {}  # the TaskManager's network buffers
+    for field, metric in _NETTY_SHUFFLE_METRICS.items():
+        if metric in netty:
+            body["metrics"][field] = int(netty[metric])
     return body
+
+
+#: REST fields of Flink's TaskManagerMetricsInfo and the TaskManager metrics they show (its network buffers)
+_NETTY_SHUFFLE_METRICS = {
+    f"nettyShuffle{field}": f"Status.Shuffle.Netty.{metric}" for field, metric in (
+        ("MemorySegmentsAvailable", "AvailableMemorySegments"), ("MemorySegmentsUsed", "UsedMemorySegments"),
+        ("MemorySegmentsTotal", "TotalMemorySegments"), ("MemoryAvailable", "AvailableMemory"),
+        ("MemoryUsed", "UsedMemory"), ("MemoryTotal", "TotalMemory"))}
 
 
 def jobmanager_config(configuration: Mapping[str, str], extra: Optional[Mapping[str, str]] = None) -> list[dict]:
