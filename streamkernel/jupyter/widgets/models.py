@@ -103,12 +103,16 @@ class MemoryLine:
     network_mib: int
     #: per slot (1-based) the MiB its RocksDB instances use of its managed share, for slots that have any
     rocksdb_used_mib: tuple[tuple[int, int], ...] = ()
+    #: its network buffers: how many, and how many hold data now (None: not reported)
+    network_buffers: Optional[tuple[int, int]] = None
 
     def describe(self) -> str:
         """``process 1728 MiB (RSS 45 MiB), managed 543 MiB (271 MiB per slot), network 135 MiB`` and, when
         RocksDB runs, ``; RocksDB uses slot 1: 12 MiB, slot 2: 3 MiB``."""
         text = (f"process {self.process_mib} MiB (RSS {self.rss_mib} MiB), managed {self.managed_mib} MiB "
                 f"({self.managed_per_slot_mib} MiB per slot), network {self.network_mib} MiB")
+        if self.network_buffers is not None:
+            text += f" ({self.network_buffers[0]} buffers, {self.network_buffers[1]} in use)"
         if self.rocksdb_used_mib:
             text += "; RocksDB uses " + ", ".join(f"slot {slot}: {used} MiB" for slot, used in self.rocksdb_used_mib)
         return text
@@ -122,9 +126,12 @@ def memory_line(memory: Optional[Mapping[str, Any]], slots: int) -> Optional[Mem
     managed = int(configured.get("managedMemory", 0))
     rocksdb = tuple(sorted((int(index) + 1, int(usage["rocksdb"].get("used", 0)) >> 20)
                            for index, usage in ((memory or {}).get("slots") or {}).items() if usage.get("rocksdb")))
+    metrics = (memory or {}).get("metrics") or {}
+    total = metrics.get("Status.Shuffle.Netty.TotalMemorySegments")
+    buffers = None if total is None else (int(total), int(metrics.get("Status.Shuffle.Netty.UsedMemorySegments", 0)))
     return MemoryLine(int(configured.get("totalProcessMemory", 0)) >> 20, int((memory or {}).get("rss", 0)) >> 20,
                       managed >> 20, (managed // max(slots, 1)) >> 20, int(configured.get("networkMemory", 0)) >> 20,
-                      rocksdb)
+                      rocksdb, buffers)
 
 
 @dataclass(frozen=True)

@@ -187,9 +187,10 @@ class ClusterInspection:
 
 
 def _memory_of(heartbeat: Optional[TaskExecutorHeartbeat]) -> Optional[dict]:
-    """The TaskManager's memory as its last heartbeat reported it (configured parts, the RSS, and per slot
-    what uses its managed memory: ``slots``), or None."""
+    """The TaskManager's memory as its last heartbeat reported it (configured parts, the RSS, per slot what
+    uses its managed memory: ``slots``, and its network buffers: ``metrics``), or None."""
     memory = getattr(heartbeat, "memory", None) if heartbeat is not None else None
     if not memory:
         return None
-    return {**memory, "slots": dict(getattr(heartbeat, "slot_memory", None) or {})}
+    return {**memory, "slots": dict(getattr(heartbeat, "slot_memory", None) or {}),
+            "metrics": dict(getattr(heartbeat, "metrics", None) or {})}

@@ -50,6 +50,8 @@ def test_the_cluster_view_shows_each_taskmanagers_memory_configured_and_measured
         snapshot = cluster.inspection.snapshot()
     text = cluster_text(cluster_model(snapshot))
     assert "  memory: process 1024 MiB (RSS " in text and "managed 256 MiB (128 MiB per slot)" in text, text
+    network = snapshot["taskmanagers"][0]["memory"]["metrics"]["Status.Shuffle.Netty.TotalMemorySegments"]
+    assert network > 0 and f"({network} buffers, 0 in use)" in text, text
     rss = snapshot["taskmanagers"][0]["memory"]["rss"]
     assert rss > 0 and f"RSS {rss >> 20} MiB" in text
 
