@@ -15,7 +15,12 @@ from streamkernel.common.memory_size import MemorySize
 from streamkernel.common.options import JobManagerMemoryOptions as J
 from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.memory.fractions import described, read_memory
-from streamkernel.runtime.memory.process import JvmMetaspaceAndOverhead, ProcessMemoryOptions, memory_process_spec_from_config
+from streamkernel.runtime.memory.process import (
+    CommonProcessMemorySpec,
+    JvmMetaspaceAndOverhead,
+    ProcessMemoryOptions,
+    memory_process_spec_from_config,
+)
 
 __all__ = ["JobManagerFlinkMemory", "JobManagerProcessSpec", "job_manager_process_spec_from_config",
            "JM_PROCESS_MEMORY_OPTIONS"]
@@ -49,28 +54,12 @@ class JobManagerFlinkMemory:
 
 
 @dataclass(frozen=True)
-class JobManagerProcessSpec:
+class JobManagerProcessSpec(CommonProcessMemorySpec):
     """Every part of the JobManager's process memory in bytes (Flink's ``JobManagerProcessSpec``)."""
 
     flink_memory: JobManagerFlinkMemory
     jvm_metaspace_and_overhead: JvmMetaspaceAndOverhead
     jvm_direct_memory_limit_enabled: bool = False
-
-    def get_total_flink_memory_size(self) -> MemorySize:
-        """The Flink memory (jobmanager.memory.flink.size)."""
-        return self.flink_memory.get_total_flink_memory_size()
-
-    def get_total_process_memory_size(self) -> MemorySize:
-        """Flink memory + JVM metaspace + JVM overhead (jobmanager.memory.process.size)."""
-        return self.get_total_flink_memory_size().add(self.jvm_metaspace_and_overhead.total())
-
-    def get_jvm_metaspace_size(self) -> MemorySize:
-        """The JVM metaspace."""
-        return self.jvm_metaspace_and_overhead.metaspace
-
-    def get_jvm_overhead_size(self) -> MemorySize:
-        """The JVM overhead."""
-        return self.jvm_metaspace_and_overhead.overhead
 
     def jvm_parameters(self) -> str:
         """The JVM options Flink starts the JobManager with (BashJavaUtils' first result line)."""

@@ -34,6 +34,30 @@ from streamkernel.runtime.memory.fractions import (
 __all__ = ["JvmMetaspaceAndOverhead", "ProcessMemoryOptions", "FlinkMemory", "memory_process_spec_from_config"]
 
 
+class CommonProcessMemorySpec:
+    """What a TaskManager's and the JobManager's process specs share (Flink's ``CommonProcessMemorySpec``):
+    the totals and the JVM's own parts, from ``flink_memory`` and ``jvm_metaspace_and_overhead``."""
+
+    flink_memory: Any
+    jvm_metaspace_and_overhead: "JvmMetaspaceAndOverhead"
+
+    def get_total_flink_memory_size(self) -> MemorySize:
+        """The Flink memory (``*.memory.flink.size``)."""
+        return self.flink_memory.get_total_flink_memory_size()
+
+    def get_total_process_memory_size(self) -> MemorySize:
+        """Flink memory + JVM metaspace + JVM overhead (``*.memory.process.size``)."""
+        return self.get_total_flink_memory_size().add(self.jvm_metaspace_and_overhead.total())
+
+    def get_jvm_metaspace_size(self) -> MemorySize:
+        """The JVM metaspace."""
+        return self.jvm_metaspace_and_overhead.metaspace
+
+    def get_jvm_overhead_size(self) -> MemorySize:
+        """The JVM overhead."""
+        return self.jvm_metaspace_and_overhead.overhead
+
+
 @dataclass(frozen=True)
 class JvmMetaspaceAndOverhead:
     """The JVM's own memory outside the Flink memory."""

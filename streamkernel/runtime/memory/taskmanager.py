@@ -22,7 +22,12 @@ from streamkernel.runtime.memory.fractions import (
     range_fraction,
     read_memory,
 )
-from streamkernel.runtime.memory.process import JvmMetaspaceAndOverhead, ProcessMemoryOptions, memory_process_spec_from_config
+from streamkernel.runtime.memory.process import (
+    CommonProcessMemorySpec,
+    JvmMetaspaceAndOverhead,
+    ProcessMemoryOptions,
+    memory_process_spec_from_config,
+)
 
 __all__ = ["TaskExecutorFlinkMemory", "TaskExecutorProcessSpec", "task_executor_process_spec_from_config",
            "TM_PROCESS_MEMORY_OPTIONS"]
@@ -60,29 +65,13 @@ class TaskExecutorFlinkMemory:
 
 
 @dataclass(frozen=True)
-class TaskExecutorProcessSpec:
+class TaskExecutorProcessSpec(CommonProcessMemorySpec):
     """Every part of a TaskManager's process memory in bytes, and its slots (Flink's
     ``TaskExecutorProcessSpec``)."""
 
     flink_memory: TaskExecutorFlinkMemory
     jvm_metaspace_and_overhead: JvmMetaspaceAndOverhead
     num_slots: int = 1
-
-    def get_total_flink_memory_size(self) -> MemorySize:
-        """The Flink memory (taskmanager.memory.flink.size)."""
-        return self.flink_memory.get_total_flink_memory_size()
-
-    def get_total_process_memory_size(self) -> MemorySize:
-        """Flink memory + JVM metaspace + JVM overhead (taskmanager.memory.process.size)."""
-        return self.get_total_flink_memory_size().add(self.jvm_metaspace_and_overhead.total())
-
-    def get_jvm_metaspace_size(self) -> MemorySize:
-        """The JVM metaspace."""
-        return self.jvm_metaspace_and_overhead.metaspace
-
-    def get_jvm_overhead_size(self) -> MemorySize:
-        """The JVM overhead."""
-        return self.jvm_metaspace_and_overhead.overhead
 
     def get_managed_memory_per_slot(self) -> MemorySize:
         """Each slot's share of the managed memory (Flink: managed / number of slots)."""
