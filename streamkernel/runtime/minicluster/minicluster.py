@@ -61,7 +61,7 @@ from streamkernel.runtime.minicluster.checkpoints import ClusterCheckpoints
 from streamkernel.runtime.minicluster.exit import cluster_started, cluster_stopped
 from streamkernel.runtime.minicluster.failures import FailureInjection
 from streamkernel.runtime.minicluster.inspection import ClusterInspection, SlotOccupancy, TaskManagerInfo
-from streamkernel.runtime.minicluster.leadership import ClusterLeadership, leader_addresses
+from streamkernel.runtime.minicluster.high_availability import ClusterHighAvailability, is_highly_available
 from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient, watch_collect_buffers
 from streamkernel.runtime.minicluster.limits import check_cluster_size, configured_count
 from streamkernel.runtime.minicluster.taskmanagers import (
@@ -136,7 +136,7 @@ class MiniCluster:
                  rest: bool = True) -> None:
         conf = {k: str(v) for k, v in dict(configuration or {}).items()}
         check_rest_options(conf)  # a bad rest.* value fails here, before anything starts
-        self._high_availability = check_high_availability(conf)  # a bad high-availability.* value too
+        self._high_availability = is_highly_available(conf)  # a bad high-availability.* value too
         explicit_local = task_factory is not None or shuffle is not None or clock is not None
         self.backend = resolve_backend(backend or ("local" if explicit_local else None), conf)
         # Sizes are checked against what the backend can host before anything starts (limits.py).
@@ -170,8 +170,7 @@ class MiniCluster:
         self._serve_rest = bool(rest)
         self._rest: Optional[RestServerEndpoint] = None
         self._secret_file: Optional[Path] = None  # the secret for clients of this user (cluster_secret.py)
-        self._ha_services: Any = None
-        self._leadership: Any = None
+        self._ha: Optional[ClusterHighAvailability] = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, make_current: bool = True) -> "MiniCluster":
@@ -191,24 +190,20 @@ class MiniCluster:
         return self
 
     def _start_locked(self) -> None:
-        ha_secret = None
         if self._high_availability:  # first: an unreachable quorum fails before anything starts
-            self._ha_services, ha_secret = start_ha_services(self.configuration)
+            self._ha = ClusterHighAvailability(self.configuration)
         resource_manager = ResourceManager({**heartbeat_defaults(self.backend), **self.configuration})
         self._working_dir = tempfile.mkdtemp(prefix="streamkernel-", dir=CoreOptions.TMP_DIRS.get(self.configuration))
         self.shuffle = None
         if self.backend == "local":
             self.shuffle = self._shuffle_given if self._shuffle_given is not None else _local_shuffle()
         self._resource_manager = resource_manager
-        self._dispatcher = Dispatcher(self._resource_manager, self.configuration, ha_services=self._ha_services)
+        self._dispatcher = Dispatcher(self._resource_manager, self.configuration, ha_services=self.ha_services)
         try:
             self._backend = self._create_taskmanager_backend()
             self._backend.start(self._resource_manager, self.number_of_taskmanagers, self.slots_per_taskmanager)
         except BaseException:
-            self._dispatcher.shutdown(1.0)
-            self._resource_manager.stop()
-            shutil.rmtree(self._working_dir, ignore_errors=True)
-            self._close_ha()
+            self._abort_start(with_taskmanagers=False)
             raise
         self._resource_manager.start_heartbeats()
         self._inspection = ClusterInspection(self.backend, self._dispatcher, self._resource_manager, self._backend,
@@ -220,62 +215,40 @@ class MiniCluster:
             try:
                 # the TaskManagers' secret (a new one on the local backend) signs REST job submissions;
                 # with high availability, the cluster's (every JobManager's) from the storage directory
-                secret = ha_secret or getattr(self._backend, "secret", None) or new_cluster_secret()
+                secret = (self._ha.secret if self._ha is not None else None) or getattr(self._backend, "secret", None) \
+                    or new_cluster_secret()
                 self._rest = RestServerEndpoint(RestContext(self._dispatcher, self._resource_manager,
                                                             self.configuration, shutdown_cluster=self._shut_down_cluster,
                                                             cluster_secret=secret)).start()
                 self._secret_file = _publish_secret(self._rest, secret)
             except BaseException:
-                self._dispatcher.shutdown(1.0)
-                self._resource_manager.stop()
-                self._backend.shutdown(1.0)
-                shutil.rmtree(self._working_dir, ignore_errors=True)
-                self._close_ha()
+                self._abort_start(with_taskmanagers=True)
                 raise
         self._running = True
         cluster_started(self)  # stopped at interpreter exit unless stopped before
-        if self._ha_services is not None:  # last: a grant finds every component running
-            self._follow_leader(False, None)  # 503 while the election runs
-            if self.rest_url and isinstance(getattr(self._ha_services, "contender_info", None), dict):
-                self._ha_services.contender_info["rest_url"] = self.rest_url  # what `%flink ha` lists
-            self._leadership = ClusterLeadership(self._ha_services, self._dispatcher, self._leader_addresses,
-                                                 self._follow_leader).start()
+        if self._ha is not None:  # last: a grant finds every component running
+            self._ha.join(self._dispatcher, self._rest, self._backend)
 
-    def _follow_leader(self, leading: bool, leader_rest_url: Optional[str]) -> None:
-        """A standby's REST API answers with the leader's (Flink's standby handlers ask the leader):
-        its front process forwards there, or answers 503 while none leads."""
-        rest = self._rest
-        front = rest.front if rest is not None else None
-        if rest is None or front is None:
-            return
-        if leading:
-            front.forward_home()
-        else:
-            front.forward_to(leader_rest_url if leader_rest_url != rest.rest_url else None)
+    def _abort_start(self, with_taskmanagers: bool) -> None:
+        """Undo a start that failed half way (the TaskManagers too, once they were started)."""
+        assert self._dispatcher is not None and self._resource_manager is not None
+        self._dispatcher.shutdown(1.0)
+        self._resource_manager.stop()
+        if with_taskmanagers:
+            self._backend.shutdown(1.0)
+        if self._working_dir is not None:
+            shutil.rmtree(self._working_dir, ignore_errors=True)
+        self._close_ha()
+
+    def _close_ha(self, cleanup_data: bool = False) -> None:
+        ha, self._ha = self._ha, None
+        if ha is not None:
+            ha.close(cleanup_data)
 
     def _shut_down_cluster(self) -> None:
         """``DELETE /cluster``: the cluster is shut down for good (with high availability its
         persisted jobs are deleted too, as Flink's cluster shutdown cleans the HA data)."""
         self.stop(cleanup_ha_data=True)
-
-    def _leader_addresses(self) -> dict[str, str]:
-        address = getattr(self._backend, "address", None)
-        rpc = (str(address[0]), int(address[1])) if isinstance(address, tuple) and len(address) == 2 else None
-        return leader_addresses(self.rest_url, rpc)
-
-    def _close_ha(self, cleanup_data: bool = False) -> None:
-        """Leave the election (this JobManager's jobs were suspended before) and close the services;
-        ``cleanup_data``: delete the cluster's persisted data too (the cluster is shut down for good)."""
-        leadership, self._leadership = self._leadership, None
-        services, self._ha_services = self._ha_services, None
-        if leadership is not None:
-            leadership.close()
-        if services is not None:
-            try:
-                if cleanup_data:
-                    services.cleanup_all_data()
-            finally:
-                services.close()
 
     def _create_taskmanager_backend(self) -> Any:
         """The TaskManagers object of this cluster's backend (not started yet); a subclass may
@@ -303,7 +276,7 @@ class MiniCluster:
                 return
             self._running = False
             assert self._dispatcher is not None and self._resource_manager is not None
-            if self._ha_services is not None:  # jobs are suspended, not cancelled: the next leader recovers them
+            if self._ha is not None:  # jobs are suspended, not cancelled: the next leader recovers them
                 self._dispatcher.revoke_leadership()
                 self._close_ha(cleanup_data=cleanup_ha_data)
             if self._rest is not None:  # first: no request sees a half-stopped cluster
@@ -332,7 +305,7 @@ class MiniCluster:
     def ha_services(self) -> Any:
         """The high-availability services while a cluster with ``high-availability.type: zookeeper``
         runs (None otherwise)."""
-        return self._ha_services
+        return self._ha.services if self._ha is not None else None
 
     @property
     def is_leading(self) -> bool:
@@ -342,7 +315,7 @@ class MiniCluster:
     @property
     def leadership(self) -> Any:
         """The JobManager's :class:`~.leadership.ClusterLeadership` (high availability only), else None."""
-        return self._leadership
+        return self._ha.leadership if self._ha is not None else None
 
     @property
     def rest_url(self) -> Optional[str]:
@@ -445,30 +418,6 @@ class MiniCluster:
         running_jobs = sum(1 for j in self.jobs() if not j.status.is_globally_terminal_state())
         return (f"MiniCluster({state}, backend={self.backend!r}, {self.number_of_taskmanagers} TaskManagers x "
                 f"{self.slots_per_taskmanager} slots, {running_jobs} running jobs)")
-
-
-def check_high_availability(configuration: Mapping[str, str]) -> bool:
-    """Whether ``configuration`` asks for ZooKeeper high availability; a bad ``high-availability.*``
-    value (a missing quorum, an unwritable storage directory) raises naming the key, at once."""
-    if not any(key.startswith("high-availability") for key in configuration):
-        return False
-    from streamkernel.common.options.high_availability import check_high_availability_options, is_zookeeper
-
-    check_high_availability_options(configuration)
-    return is_zookeeper(configuration)
-
-
-def start_ha_services(configuration: Mapping[str, str]) -> tuple[Any, bytes]:
-    """The cluster's HA services (connected to ZooKeeper) and its secret (from the storage directory)."""
-    from streamkernel.runtime.highavailability import create_ha_services
-    from streamkernel.runtime.highavailability.cluster_secret import read_or_create_ha_secret
-
-    services = create_ha_services(configuration)
-    try:
-        return services, read_or_create_ha_secret(configuration)
-    except BaseException:
-        services.close()
-        raise
 
 
 def _local_shuffle() -> Any:
