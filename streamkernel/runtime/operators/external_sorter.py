@@ -35,7 +35,7 @@ from typing import Any, Iterable, Iterator, Optional
 from streamkernel.errors import StreamKernelError
 
 __all__ = ["SortMemory", "InsufficientSortMemoryError", "SpillingRuns", "ManagedSortBuffer", "open_sort_buffers",
-           "estimate_batch_size", "sort_memory", "MIN_SORTER_PAGES"]
+           "estimate_batch_size", "sort_memory", "check_sort_memory", "MIN_SORTER_PAGES"]
 
 MIN_NUM_WRITE_BUFFERS = 2
 MAX_NUM_WRITE_BUFFERS = 4
@@ -244,8 +244,8 @@ def open_sort_buffers(memory_manager: Any, fraction: float, sorted_inputs: int, 
 
     page_size = TaskManagerMemoryOptions.MEMORY_SEGMENT_SIZE.get(configuration)
     pages = int((memory_manager.size // page_size) * (fraction / sorted_inputs))  # Flink's computeNumberOfPages
-    where = (f"Operator {operator!r} sorts {sorted_inputs} input(s) with a fraction {fraction:.4f} of slot "
-             f"{memory_manager.slot_index}'s {memory_manager.size} bytes of managed memory: {pages} pages each. "
+    where = (f"Operator {operator!r} sorts {sorted_inputs} input(s) with a fraction {fraction:.4f} of its "
+             f"slot's {memory_manager.size} bytes of managed memory: {pages} pages each. "
              f"Raise '{TaskManagerMemoryOptions.MANAGED_MEMORY_SIZE.key()}' (or "
              f"'{TaskManagerMemoryOptions.MANAGED_MEMORY_FRACTION.key()}'), or give the OPERATOR consumer more of "
              f"the slot with '{TaskManagerMemoryOptions.MANAGED_MEMORY_CONSUMER_WEIGHTS.key()}'.")
@@ -260,3 +260,22 @@ def open_sort_buffers(memory_manager: Any, fraction: float, sorted_inputs: int, 
             buffer.close()
         raise
     return buffers
+
+
+def check_sort_memory(job_graph: Any, configuration: Any, slots_per_taskmanager: int) -> None:
+    """Refuse, before the job starts, a sorting operator whose share of a slot of a cluster sized by
+    ``configuration`` (``slots_per_taskmanager`` slots per TaskManager) is under 12 pages: the
+    :class:`InsufficientSortMemoryError` every one of its subtasks would fail with."""
+    from streamkernel.graph.managed_memory import sorted_inputs
+    from streamkernel.runtime.memory.memory_manager import MemoryManager, managed_memory_per_slot
+
+    sorting = [(vertex, node) for vertex in job_graph.vertices for node in job_graph.operators(vertex.id)
+               if sorted_inputs(node, True) and any(n == node.id and u == "OPERATOR" for n, u, _ in vertex.managed_memory_fractions)]
+    if not sorting:
+        return
+    manager = MemoryManager(managed_memory_per_slot(configuration, slots_per_taskmanager))
+    for vertex, node in sorting:
+        buffers = open_sort_buffers(manager, vertex.managed_memory_fraction(node.id, "OPERATOR"),
+                                    sorted_inputs(node, True), configuration, "/nonexistent", vertex.name)
+        for buffer in buffers or ():
+            buffer.close()
