@@ -15,8 +15,9 @@ so ``rocksdict`` is needed only by jobs that use it). The RocksDB settings of
   see :mod:`~streamkernel.runtime.state.rocksdb_options`.
 * ``state.backend.rocksdb.memory.*``: the RocksDB instances of a slot share one block cache
   and write buffer manager sized from the slot's managed memory (``memory_manager``, the
-  slot's :class:`~streamkernel.runtime.memory.memory_manager.MemoryManager`); see
-  :mod:`~streamkernel.runtime.state.rocksdb_memory`.
+  slot's :class:`~streamkernel.runtime.memory.memory_manager.MemoryManager`), or, with
+  ``managed: false`` and the TaskManager's ``fixed-per-tm``, one cache for all its slots
+  (``shared_resources``); see :mod:`~streamkernel.runtime.state.rocksdb_memory`.
 * incremental checkpoints and transfer threads are accepted and have no effect: snapshots
   are full (the same format as the heap backend's) and written by the task.
 """

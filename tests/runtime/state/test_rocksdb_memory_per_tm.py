@@ -6,6 +6,7 @@ value naming the key."""
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Optional
 
 import pytest
@@ -22,7 +23,7 @@ from streamkernel.runtime.memory.shared_resources import TaskManagerSharedResour
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.runtime.state.factory import create_keyed_backend
 from streamkernel.runtime.taskmanager.task_executor import TASKMANAGER_WIDE, TaskExecutor
-from streamkernel.testing import Gate, ScriptedSource, wait_until
+from streamkernel.testing import FileGate, Gate, ScriptedSource, wait_until
 
 MB = 1 << 20
 ROCKSDB = {"state.backend.type": "rocksdb"}
@@ -136,5 +137,32 @@ def test_a_taskmanager_reports_its_shared_rocksdb_memory_once_in_the_heartbeat_a
         client.get_job_execution_result().result(timeout=120)
         wait_until(lambda: TASKMANAGER_WIDE not in taskmanager.heartbeat().slot_memory,
                    message="the TaskManager's RocksDB memory to be dropped with its last backend")
+    finally:
+        cluster.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process backend on Linux")
+def test_a_process_taskmanager_reads_fixed_per_tm_from_the_cluster_configuration(tmp_path) -> None:
+    gate = FileGate(tmp_path, "hold")
+    conf = {**UNMANAGED, PER_TM: "24m"}
+    cluster = MiniCluster(1, 2, backend="process", configuration=conf).start(make_current=False)
+    try:
+        env = StreamExecutionEnvironment.get_execution_environment(
+            Configuration.from_dict({**UNMANAGED, "restart-strategy.type": "none"}))
+        env.set_parallelism(2)
+        (env.from_source(ScriptedSource(list(range(200)) + [gate]), WatermarkStrategy.no_watermarks(), "numbers")
+            .key_by(key_of).reduce(add).print())
+        client = cluster.submit(env.get_stream_graph("keyed in a process"))
+        [taskmanager_id] = cluster.taskmanager_backend.live_ids()
+        gateway = cluster._resource_manager.task_executor_gateway(taskmanager_id)
+
+        def shared() -> Any:
+            return gateway.heartbeat().slot_memory.get(TASKMANAGER_WIDE, {}).get("rocksdb")
+
+        wait_until(lambda: gate.reached and (shared() or {}).get("leases") == 2,
+                   message="both slots' keyed subtasks to lease the process TaskManager's RocksDB memory")
+        assert shared()["capacity"] == 24 * MB
+        gate.open()
+        client.get_job_execution_result().result(timeout=120)
     finally:
         cluster.stop()
