@@ -38,13 +38,14 @@ __all__ = ["create_keyed_backend"]
 
 def create_keyed_backend(configuration: Mapping[str, str], max_parallelism: int, key_group_range: range, *,
                          working_dir: str, clock: Clock, memory_manager: Optional[Any] = None,
-                         shared_resources: Optional[Any] = None) -> KeyedStateBackend:
+                         memory_fraction: float = 1.0, shared_resources: Optional[Any] = None) -> KeyedStateBackend:
     """The keyed state backend of one operator subtask, as ``configuration`` chooses.
 
     ``working_dir`` is the subtask's own directory (an on-disk backend keeps its files
     there); ``clock`` is the processing-time clock of state TTL; ``memory_manager`` is the
-    slot's managed memory (None: RocksDB's memory is not shared nor bounded);
-    ``shared_resources`` the TaskManager's resources shared by all its slots (a
+    slot's managed memory (None: RocksDB's memory is not shared nor bounded), of which RocksDB
+    gets ``memory_fraction`` (the job graph's ``STATE_BACKEND`` fraction of the slot).
+    ``shared_resources`` is the TaskManager's resources shared by all its slots (a
     :class:`~streamkernel.runtime.memory.shared_resources.TaskManagerSharedResources`, for
     ``state.backend.rocksdb.memory.fixed-per-tm``). Raises
     :class:`~streamkernel.errors.IllegalConfigurationError` for an unknown backend name,
@@ -72,7 +73,7 @@ def create_keyed_backend(configuration: Mapping[str, str], max_parallelism: int,
             "install it with: pip install 'streamkernel[rocksdb]' (or use 'hashmap')"
         ) from None
     lease = allocate_rocksdb_shared_resources(RocksDBMemoryConfiguration.from_configuration(configuration),
-                                              memory_manager, shared_resources)
+                                              memory_manager, memory_fraction, shared_resources)
     try:
         options = rocksdb_options(chosen.get_predefined_options().name, chosen.get_options(),
                                   shared=None if lease is None else lease.resource)

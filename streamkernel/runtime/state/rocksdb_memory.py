@@ -174,10 +174,10 @@ class RocksDBSharedResources:
 
 
 def allocate_rocksdb_shared_resources(config: RocksDBMemoryConfiguration, memory_manager: Any,
-                                      taskmanager_resources: Any = None) -> Optional[Any]:
+                                      fraction: float = 1.0, taskmanager_resources: Any = None) -> Optional[Any]:
     """A lease on the slot's :class:`RocksDBSharedResources` (``lease.resource``), or None when
-    RocksDB's memory is not bounded (``managed: false`` without a fixed size) or the slot has
-    no managed memory (as Flink, which then leaves RocksDB unbounded).
+    RocksDB's memory is not bounded (``managed: false`` without a fixed size) or its ``fraction``
+    of the slot's managed memory is empty (as Flink, which then leaves RocksDB unbounded).
 
     Flink's choice (``RocksDBSharedResourcesFactory.from``): fixed-per-slot, else managed, else
     the TaskManager-wide fixed size (:func:`allocate_taskmanager_shared_resources`)."""
@@ -186,8 +186,10 @@ def allocate_rocksdb_shared_resources(config: RocksDBMemoryConfiguration, memory
     if memory_manager is None:
         return None
     fixed = config.fixed_memory_per_slot
-    if fixed is None and memory_manager.size <= 0:
-        return None
+    if fixed is None:
+        fixed = memory_manager.compute_memory_size(fraction)
+        if fixed <= 0:
+            return None
 
     def create(size: int) -> RocksDBSharedResources:
         return RocksDBSharedResources(size, config.write_buffer_ratio, config.high_priority_pool_ratio)
