@@ -105,16 +105,22 @@ class MemoryLine:
     rocksdb_used_mib: tuple[tuple[int, int], ...] = ()
     #: its network buffers: how many, and how many hold data now (None: not reported)
     network_buffers: Optional[tuple[int, int]] = None
+    #: the MiB its RocksDB instances use of the memory all its slots share (fixed-per-tm), None: none shared
+    rocksdb_taskmanager_used_mib: Optional[int] = None
 
     def describe(self) -> str:
         """``process 1728 MiB (RSS 45 MiB), managed 543 MiB (271 MiB per slot), network 135 MiB`` and, when
-        RocksDB runs, ``; RocksDB uses slot 1: 12 MiB, slot 2: 3 MiB``."""
+        RocksDB runs, ``; RocksDB uses slot 1: 12 MiB, slot 2: 3 MiB`` (``TaskManager-wide: 15 MiB`` for the
+        memory all slots share, ``state.backend.rocksdb.memory.fixed-per-tm``)."""
         text = (f"process {self.process_mib} MiB (RSS {self.rss_mib} MiB), managed {self.managed_mib} MiB "
                 f"({self.managed_per_slot_mib} MiB per slot), network {self.network_mib} MiB")
         if self.network_buffers is not None:
             text += f" ({self.network_buffers[0]} buffers, {self.network_buffers[1]} in use)"
-        if self.rocksdb_used_mib:
-            text += "; RocksDB uses " + ", ".join(f"slot {slot}: {used} MiB" for slot, used in self.rocksdb_used_mib)
+        parts = [f"slot {slot}: {used} MiB" for slot, used in self.rocksdb_used_mib]
+        if self.rocksdb_taskmanager_used_mib is not None:
+            parts.append(f"TaskManager-wide: {self.rocksdb_taskmanager_used_mib} MiB")
+        if parts:
+            text += "; RocksDB uses " + ", ".join(parts)
         return text
 
 
@@ -124,14 +130,16 @@ def memory_line(memory: Optional[Mapping[str, Any]], slots: int) -> Optional[Mem
     if not configured:
         return None
     managed = int(configured.get("managedMemory", 0))
+    slots_memory = dict((memory or {}).get("slots") or {})
+    shared = (slots_memory.pop("taskmanager", None) or {}).get("rocksdb")  # TaskExecutor's TASKMANAGER_WIDE
     rocksdb = tuple(sorted((int(index) + 1, int(usage["rocksdb"].get("used", 0)) >> 20)
-                           for index, usage in ((memory or {}).get("slots") or {}).items() if usage.get("rocksdb")))
+                           for index, usage in slots_memory.items() if usage.get("rocksdb")))
     metrics = (memory or {}).get("metrics") or {}
     total = metrics.get("Status.Shuffle.Netty.TotalMemorySegments")
     buffers = None if total is None else (int(total), int(metrics.get("Status.Shuffle.Netty.UsedMemorySegments", 0)))
     return MemoryLine(int(configured.get("totalProcessMemory", 0)) >> 20, int((memory or {}).get("rss", 0)) >> 20,
                       managed >> 20, (managed // max(slots, 1)) >> 20, int(configured.get("networkMemory", 0)) >> 20,
-                      rocksdb, buffers)
+                      rocksdb, buffers, None if not shared else int(shared.get("used", 0)) >> 20)
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,7 @@ def _operator_context(task: "StreamTask", node: StreamNode, operator: StreamOper
         keyed = create_keyed_backend(
             batch_state_configuration(tdd.configuration), node.max_parallelism, key_groups,
             clock=services.clock, memory_manager=getattr(services, "memory_manager", None),
+            shared_resources=getattr(services, "shared_resources", None),
             memory_fraction=_state_backend_fraction(tdd.job_vertex, node.id),
             working_dir=os.path.join(services.working_dir, str(tdd.job_id),
                                      f"{tdd.job_vertex.id}-{tdd.subtask_index}-{node.id}"))
