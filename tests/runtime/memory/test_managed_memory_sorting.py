@@ -298,3 +298,39 @@ def test_a_session_cluster_task_whose_sorter_gets_under_twelve_pages_fails_namin
     text = repr(failure.value) + repr(failure.value.__cause__)
     assert "Too little memory provided to sorter to perform task. Required are at least 12 pages." in text
     assert "'taskmanager.memory.managed.size'" in text
+
+
+def test_the_cluster_view_shows_what_a_running_sorter_holds_of_its_reservation() -> None:
+    from streamkernel.common import Configuration, Types, WatermarkStrategy
+    from streamkernel.datastream import RuntimeExecutionMode, StreamExecutionEnvironment
+    from streamkernel.jupyter.widgets.models import cluster_model
+    from streamkernel.jupyter.widgets.text import cluster_text
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
+    from streamkernel.testing.markers import Gate
+    from streamkernel.testing.scripted_source import ScriptedSource
+    from streamkernel.testing.waiting import wait_until
+
+    conf = {"taskmanager.memory.managed.size": "64m", "restart-strategy.type": "none"}
+    gate = Gate("the sorter holds the first part")
+    records = [(i % 10, "x" * 1000) for i in range(5000)]
+    with MiniCluster(taskmanagers=1, slots_per_taskmanager=1, backend="local", configuration=conf,
+                     rest=False) as cluster:
+        env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict(conf))
+        env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+        env.set_parallelism(1)
+        env.from_source(ScriptedSource(records + [gate] + records[:10]), WatermarkStrategy.no_watermarks(), "script",
+                        Types.PICKLED_BYTE_ARRAY()).key_by(lambda t: t[0]).reduce(lambda a, b: a).print()
+        client = env.execute_async("sorting")
+
+        def sorting_line() -> str:
+            text = cluster_text(cluster_model(cluster.inspection.snapshot()))
+            return text if "sorters hold slot 1: " in text and "sorters hold slot 1: 0 of" not in text else ""
+
+        text = wait_until(sorting_line, message="the sorter's managed memory in the cluster view")
+        gate.open()
+        client.get_job_execution_result().result(timeout=120)
+        after = wait_until(lambda: (lambda t: t if "sorters hold" not in t else "")(
+            cluster_text(cluster_model(cluster.inspection.snapshot()))), message="the reservation given back")
+    held, reserved = (int(x) for x in text.split("sorters hold slot 1: ")[1].split(" MiB")[0].split(" of "))
+    assert reserved == 64 and 4 <= held <= reserved, text  # 5000 records of ~1 KiB each, under the spill threshold
+    assert "managed 64 MiB" in after
