@@ -107,14 +107,14 @@ class MemoryLine:
     network_buffers: Optional[tuple[int, int]] = None
     #: the MiB its RocksDB instances use of the memory all its slots share (fixed-per-tm), None: none shared
     rocksdb_taskmanager_used_mib: Optional[int] = None
-    #: per slot (1-based) the MiB BATCH sorters hold now and have reserved, for slots with sorters
-    sorting_mib: tuple[tuple[int, int, int], ...] = ()
+    #: per slot (1-based) the MiB BATCH sorters hold now, have reserved, and the runs they spilled
+    sorting_mib: tuple[tuple[int, int, int, int], ...] = ()
 
     def describe(self) -> str:
         """``process 1728 MiB (RSS 45 MiB), managed 543 MiB (271 MiB per slot), network 135 MiB`` and, when
         RocksDB runs, ``; RocksDB uses slot 1: 12 MiB, slot 2: 3 MiB`` (``TaskManager-wide: 15 MiB`` for the
         memory all slots share, ``state.backend.rocksdb.memory.fixed-per-tm``); while BATCH sorters run,
-        ``; sorters hold slot 1: 3 of 13 MiB`` (what they hold of what they reserved)."""
+        ``; sorters hold slot 1: 3 of 13 MiB (4 runs spilled)`` (what they hold of what they reserved)."""
         text = (f"process {self.process_mib} MiB (RSS {self.rss_mib} MiB), managed {self.managed_mib} MiB "
                 f"({self.managed_per_slot_mib} MiB per slot), network {self.network_mib} MiB")
         if self.network_buffers is not None:
@@ -125,8 +125,9 @@ class MemoryLine:
         if parts:
             text += "; RocksDB uses " + ", ".join(parts)
         if self.sorting_mib:
-            text += "; sorters hold " + ", ".join(f"slot {slot}: {used} of {reserved} MiB"
-                                                   for slot, used, reserved in self.sorting_mib)
+            text += "; sorters hold " + ", ".join(
+                f"slot {slot}: {used} of {reserved} MiB" + (f" ({runs} runs spilled)" if runs else "")
+                for slot, used, reserved, runs in self.sorting_mib)
         return text
 
 
@@ -141,7 +142,7 @@ def memory_line(memory: Optional[Mapping[str, Any]], slots: int) -> Optional[Mem
     rocksdb = tuple(sorted((int(index) + 1, int(usage["rocksdb"].get("used", 0)) >> 20)
                            for index, usage in slots_memory.items() if usage.get("rocksdb")))
     sorting = tuple(sorted((int(index) + 1, int(usage["operator"].get("used", 0)) >> 20,
-                            int(usage["operator"].get("reserved", 0)) >> 20)
+                            int(usage["operator"].get("reserved", 0)) >> 20, int(usage["operator"].get("spilled_runs", 0)))
                            for index, usage in slots_memory.items() if usage.get("operator")))
     metrics = (memory or {}).get("metrics") or {}
     total = metrics.get("Status.Shuffle.Netty.TotalMemorySegments")

@@ -87,7 +87,7 @@ class MemoryManager:
         self.page_size = int(page_size)
         self._lock = threading.Lock()
         self._shared: Dict[str, list] = {}  # kind -> [resource, lease count]
-        self._reserved: Dict[Any, list] = {}  # owner -> [reserved bytes, bytes in use]
+        self._reserved: Dict[Any, list] = {}  # owner -> [reserved bytes, bytes in use, runs spilled]
 
     def compute_memory_size(self, fraction: float) -> int:
         """The bytes ``fraction`` of this slot is (Flink's ``computeMemorySize``: rounded down)."""
@@ -107,14 +107,17 @@ class MemoryManager:
                 raise MemoryReservationError(
                     f"Could not allocate {size} bytes, only {max(0, available)} bytes are remaining "
                     f"(slot {self.slot_index}: {self.size} bytes of managed memory)")
-            self._reserved.setdefault(owner, [0, 0])[0] += int(size)
+            self._reserved.setdefault(owner, [0, 0, 0])[0] += int(size)
 
-    def report_usage(self, owner: Any, used: int) -> None:
-        """What ``owner`` holds of its reservation now (bytes), for :meth:`metrics`."""
+    def report_usage(self, owner: Any, used: int, spilled_runs: Optional[int] = None) -> None:
+        """What ``owner`` holds of its reservation now (bytes) and, for a sorter, how many runs it
+        has spilled to disk so far; for :meth:`metrics`."""
         with self._lock:
             entry = self._reserved.get(owner)
             if entry is not None:
                 entry[1] = int(used)
+                if spilled_runs is not None:
+                    entry[2] = int(spilled_runs)
 
     def release_memory(self, owner: Any) -> None:
         """Give back everything ``owner`` reserved (idempotent)."""
@@ -146,15 +149,15 @@ class MemoryManager:
 
     def metrics(self) -> Dict[str, Dict[str, int]]:
         """Per shared resource kind: its ``metrics()`` (sizes and usage in bytes) and its ``leases``;
-        ``"operator"`` (when some consumer reserved memory): the bytes ``reserved``, ``used`` now and
-        the ``reservations``."""
+        ``"operator"`` (when some consumer reserved memory): the bytes ``reserved``, ``used`` now, the
+        ``reservations`` and the ``spilled_runs`` of the sorters among them."""
         with self._lock:
             entries = [(kind, entry[0], entry[1]) for kind, entry in self._shared.items()]
             reserved = list(self._reserved.values())
         report: Dict[str, Dict[str, int]] = {}
         if reserved:
             report["operator"] = {"reserved": sum(r[0] for r in reserved), "used": sum(r[1] for r in reserved),
-                                  "reservations": len(reserved)}
+                                  "reservations": len(reserved), "spilled_runs": sum(r[2] for r in reserved)}
         for kind, resource, leases in entries:
             measure = getattr(resource, "metrics", None)
             values = dict(measure()) if callable(measure) else (dict(resource) if isinstance(resource, dict) else {})

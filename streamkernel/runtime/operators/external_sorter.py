@@ -222,7 +222,7 @@ class ManagedSortBuffer:
         """The records held went to a run: nothing is held."""
         self.held = 0
         if self._memory_manager is not None:
-            self._memory_manager.report_usage(self, 0)
+            self._memory_manager.report_usage(self, 0, self.runs.spilled)
 
     def close(self) -> None:
         """Delete the runs and give the memory back (idempotent)."""
