@@ -105,11 +105,14 @@ class MemoryLine:
     rocksdb_used_mib: tuple[tuple[int, int], ...] = ()
     #: its network buffers: how many, and how many hold data now (None: not reported)
     network_buffers: Optional[tuple[int, int]] = None
+    #: the task heap in use, estimated (the watchdog's: RSS minus the baseline and the managed and network in use)
+    task_heap_used_mib: Optional[int] = None
 
     def describe(self) -> str:
-        """``process 1728 MiB (RSS 45 MiB), managed 543 MiB (271 MiB per slot), network 135 MiB`` and, when
-        RocksDB runs, ``; RocksDB uses slot 1: 12 MiB, slot 2: 3 MiB``."""
-        text = (f"process {self.process_mib} MiB (RSS {self.rss_mib} MiB), managed {self.managed_mib} MiB "
+        """``process 1728 MiB (RSS 45 MiB, task heap ~3 MiB), managed 543 MiB (271 MiB per slot), network
+        135 MiB`` and, when RocksDB runs, ``; RocksDB uses slot 1: 12 MiB, slot 2: 3 MiB``."""
+        heap = "" if self.task_heap_used_mib is None else f", task heap ~{self.task_heap_used_mib} MiB"
+        text = (f"process {self.process_mib} MiB (RSS {self.rss_mib} MiB{heap}), managed {self.managed_mib} MiB "
                 f"({self.managed_per_slot_mib} MiB per slot), network {self.network_mib} MiB")
         if self.network_buffers is not None:
             text += f" ({self.network_buffers[0]} buffers, {self.network_buffers[1]} in use)"
@@ -129,9 +132,10 @@ def memory_line(memory: Optional[Mapping[str, Any]], slots: int) -> Optional[Mem
     metrics = (memory or {}).get("metrics") or {}
     total = metrics.get("Status.Shuffle.Netty.TotalMemorySegments")
     buffers = None if total is None else (int(total), int(metrics.get("Status.Shuffle.Netty.UsedMemorySegments", 0)))
+    heap = (memory or {}).get("task_heap_used_estimate")
     return MemoryLine(int(configured.get("totalProcessMemory", 0)) >> 20, int((memory or {}).get("rss", 0)) >> 20,
                       managed >> 20, (managed // max(slots, 1)) >> 20, int(configured.get("networkMemory", 0)) >> 20,
-                      rocksdb, buffers)
+                      rocksdb, buffers, None if heap is None else int(heap) >> 20)
 
 
 @dataclass(frozen=True)

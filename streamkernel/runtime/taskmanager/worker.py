@@ -154,7 +154,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
             managed_memory_per_slot=watchdog.spec.flink_memory.managed.divide(max(1, int(slots))).get_bytes())
         task_executor.log_file = conf.get(LOG_FILE_KEY) or None
         task_executor.memory_watchdog = watchdog
-        watchdog.start()
+        watchdog.attach(task_executor)
+        watchdog.start()  # its baseline: this process before any task ran
         resource_manager = rpc.proxy(GatewayRef(RESOURCE_MANAGER, "ResourceManagerGateway"))
         forward = TaskManagerOptions.FORWARD_OUTPUT.get(conf)
         if forward:
