@@ -183,7 +183,7 @@ def test_a_spark_task_enforces_and_a_worker_in_a_thread_only_measures() -> None:
     from streamkernel.runtime.taskmanager import spark_host, worker
 
     entry = spark_host._default_entry()  # what a Spark task runs: its Python worker is the TaskManager's
-    assert entry.func is worker.run_taskmanager and entry.keywords == {"enforce_process_size": True}  # type: ignore[attr-defined]
+    assert entry.func is worker.run_taskmanager and entry.keywords["enforce_process_size"] is True  # type: ignore[attr-defined]
     import inspect
 
     assert inspect.signature(worker.run_taskmanager).parameters["enforce_process_size"].default is False
