@@ -5,7 +5,9 @@ SparkSession (the default master, ``local[2 + cores, 8]``), and stops it with th
 The TaskManagers run in Python workers forked by Spark; records between TaskManagers go
 over authenticated TCP. A killed TaskManager is relaunched by Spark as a new one
 (``taskmanager-1.1``) and the job recovers by its restart strategy. A file stands in for a
-Gate (the test's threading.Event would not reach another process).
+Gate (the test's threading.Event would not reach another process). A TaskManager above its
+process size (a second, small cluster on the module's SparkSession) exits 137 explained, and Spark
+relaunches it.
 """
 
 from __future__ import annotations
