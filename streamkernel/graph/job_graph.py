@@ -36,6 +36,14 @@ class JobVertex:
     slot_sharing_group: str
     #: the name PyFlink's task of this chain has (merged Python operators, its own operators)
     pyflink_name: str = ""
+    #: ``(node id, use case, fraction of the slot)`` of each managed memory use of the chain's
+    #: operators (:mod:`.managed_memory`): a BATCH sorter's ``OPERATOR`` share, RocksDB's ``STATE_BACKEND``
+    managed_memory_fractions: tuple[tuple[int, str, float], ...] = ()
+
+    def managed_memory_fraction(self, node_id: int, use_case: str) -> float:
+        """The fraction of its slot's managed memory operator ``node_id`` has for ``use_case``
+        (``"OPERATOR"``, ``"STATE_BACKEND"``); 0.0 when it declared none."""
+        return next((f for n, u, f in self.managed_memory_fractions if n == node_id and u == use_case), 0.0)
 
     @property
     def head_id(self) -> int:
@@ -93,7 +101,7 @@ class JobGraph:
         return f"JobGraph({self.job_name!r}, {len(self.vertices)} vertices, {len(self.edges)} edges)"
 
 
-def build_job_graph(stream_graph: StreamGraph) -> JobGraph:
+def build_job_graph(stream_graph: StreamGraph, configuration: Optional[Mapping[str, Any]] = None) -> JobGraph:
     """Chain the StreamGraph's operators into job vertices (see :mod:`.chaining`).
 
     A chain starts at every node without a chainable input edge (sources, and nodes
@@ -116,6 +124,8 @@ def build_job_graph(stream_graph: StreamGraph) -> JobGraph:
     from streamkernel.graph.pyflink_plan import pyflink_chain_names
 
     pyflink_names = pyflink_chain_names(stream_graph, head_of)
+    fractions = _managed_memory_fractions(stream_graph, head_of,
+                                          stream_graph.configuration if configuration is None else configuration)
     vertices = []
     for head_id in (n for n in order if head_of[n] == n):
         head = stream_graph.node(head_id)
@@ -127,11 +137,24 @@ def build_job_graph(stream_graph: StreamGraph) -> JobGraph:
             max_parallelism=head.max_parallelism,
             slot_sharing_group=head.slot_sharing_group,
             pyflink_name=pyflink_names.get(head_id, ""),
+            managed_memory_fractions=tuple((n, use_case.value, f) for n in order if head_of[n] == head_id
+                                           for use_case, f in fractions.get(n, {}).items()),
         ))
     edges = tuple(JobEdge(head_of[e.source_id], head_of[e.target_id], e)
                   for e in stream_graph.edges if not chainable[id(e)])
     return JobGraph(job_name=stream_graph.job_name, vertices=tuple(vertices), edges=edges,
                     stream_graph=stream_graph)
+
+
+def _managed_memory_fractions(stream_graph: StreamGraph, head_of: Mapping[int, int],
+                              configuration: Mapping[str, Any]) -> dict[int, dict[Any, float]]:
+    """Each operator's managed memory fractions, its slot sharing group being that of its chain's head."""
+    from streamkernel.graph.managed_memory import managed_memory_fractions
+
+    groups: dict[str, list[StreamNode]] = {}
+    for node in stream_graph.nodes:
+        groups.setdefault(stream_graph.node(head_of[node.id]).slot_sharing_group, []).append(node)
+    return managed_memory_fractions(groups, configuration)
 
 
 def _chained_name(node_id: int, stream_graph: StreamGraph, chainable: Mapping[int, bool]) -> str:

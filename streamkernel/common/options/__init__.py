@@ -39,7 +39,7 @@ from streamkernel.common.options.cluster import (
     WebOptions,
 )
 from streamkernel.common.options.high_availability import HighAvailabilityOptions
-from streamkernel.common.options.memory import JobManagerMemoryOptions, TaskManagerMemoryOptions
+from streamkernel.common.options.memory import AlgorithmOptions, JobManagerMemoryOptions, TaskManagerMemoryOptions
 from streamkernel.common.options.pipeline import CoreOptions, ExecutionOptions, MetricOptions, PipelineOptions
 from streamkernel.common.options.rest import RestOptions, rest_port_range
 from streamkernel.errors import IllegalConfigurationError
@@ -64,6 +64,7 @@ __all__ = [
     "HeartbeatManagerOptions",
     "JobManagerOptions",
     "JobManagerMemoryOptions",
+    "AlgorithmOptions",
     "RpcOptions",
     "WebOptions",
     "RestOptions",
@@ -76,8 +77,8 @@ __all__ = [
 OPTION_GROUPS: tuple[type, ...] = (
     CoreOptions, PipelineOptions, ExecutionOptions, CheckpointingOptions, StateBackendOptions, RocksDBOptions,
     StateRecoveryOptions, RestartStrategyOptions, MetricOptions, TaskManagerOptions, TaskManagerMemoryOptions,
-    NettyShuffleEnvironmentOptions, HeartbeatManagerOptions, JobManagerOptions, JobManagerMemoryOptions, RpcOptions,
-    RestOptions, WebOptions, MiniClusterOptions, BackendOptions, HighAvailabilityOptions,
+    AlgorithmOptions, NettyShuffleEnvironmentOptions, HeartbeatManagerOptions, JobManagerOptions,
+    JobManagerMemoryOptions, RpcOptions, RestOptions, WebOptions, MiniClusterOptions, BackendOptions, HighAvailabilityOptions,
 )
 
 
@@ -130,6 +131,9 @@ def validate_configuration(configuration: Mapping[str, Any]) -> None:
     from streamkernel.runtime.state.rocksdb_memory import RocksDBMemoryConfiguration  # lazy: no cycle
 
     RocksDBMemoryConfiguration.from_configuration(configuration)  # the ratios together, as Flink checks
+    from streamkernel.graph.managed_memory import consumer_weights  # lazy: no cycle
+
+    consumer_weights(configuration)  # taskmanager.memory.managed.consumer-weights is a map of weights
 
 
 def _check_buffer_debloat(configuration: Mapping[str, Any]) -> None:

@@ -82,6 +82,12 @@ class RocksDBOptions:
         .with_range(1).with_description(
             "Memory shared by the RocksDB instances of a slot (block cache and write buffers); overrides "
             "state.backend.rocksdb.memory.managed.")
+    FIX_PER_TM_MEMORY_SIZE = _key("state.backend.rocksdb.memory.fixed-per-tm").memory_type().no_default_value() \
+        .with_description(
+            "The fixed total amount of memory, shared among all RocksDB instances per Task Manager (cluster-level "
+            "option). This option only takes effect if neither 'state.backend.rocksdb.memory.managed' nor "
+            "'state.backend.rocksdb.memory.fixed-per-slot' are not configured. If none is configured then each "
+            "RocksDB column family state has its own memory caches (as controlled by the column family options).")
     WRITE_BUFFER_RATIO = _key("state.backend.rocksdb.memory.write-buffer-ratio").double_type().default_value(0.5) \
         .with_description("Fraction of a slot's RocksDB memory that the write buffers (memtables) may take, in (0, 1).")
     HIGH_PRIORITY_POOL_RATIO = _key("state.backend.rocksdb.memory.high-prio-pool-ratio").double_type() \

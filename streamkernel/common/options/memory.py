@@ -8,7 +8,7 @@ from __future__ import annotations
 from streamkernel.common.config_options import ConfigOptions
 from streamkernel.common.time import Duration
 
-__all__ = ["TaskManagerMemoryOptions", "JobManagerMemoryOptions"]
+__all__ = ["TaskManagerMemoryOptions", "JobManagerMemoryOptions", "AlgorithmOptions"]
 
 _key = ConfigOptions.key
 _MB = 1 << 20
@@ -42,6 +42,12 @@ class TaskManagerMemoryOptions:
     MANAGED_MEMORY_FRACTION = _key("taskmanager.memory.managed.fraction").float_type().default_value(0.4) \
         .with_description("Fraction of the Flink memory that is managed memory when managed.size is unset "
                           "(in [0, 1)).")
+    MANAGED_MEMORY_CONSUMER_WEIGHTS = _key("taskmanager.memory.managed.consumer-weights").string_type() \
+        .default_value("OPERATOR:70,STATE_BACKEND:70,PYTHON:30").with_description(
+            "How a slot's managed memory is split among the kinds of consumers a job has in it: 'OPERATOR' (batch "
+            "operators: sorting keyed inputs), 'STATE_BACKEND' (RocksDB), 'PYTHON' (PyFlink's Python workers: no "
+            "streamkernel operator uses it); a map of names to integer weights >= 0. A consumer present alone "
+            "gets the whole slot.")
     NETWORK_MEMORY_MIN = _key("taskmanager.memory.network.min").memory_type().default_value(64 * _MB) \
         .with_deprecated_keys("taskmanager.network.memory.min").with_description(
             "Smallest network memory (buffers between tasks).")
@@ -96,3 +102,13 @@ class JobManagerMemoryOptions:
     JVM_OVERHEAD_FRACTION = _key("jobmanager.memory.jvm-overhead.fraction").float_type().default_value(0.1) \
         .with_description("Fraction of the process memory that is JVM overhead, capped to jvm-overhead.min/max "
                           "(in [0, 1)).")
+
+
+class AlgorithmOptions:
+    """Flink's ``AlgorithmOptions``: the external sorter of BATCH mode's keyed inputs."""
+
+    SORT_SPILLING_THRESHOLD = _key("taskmanager.runtime.sort-spilling-threshold").float_type().default_value(0.8) \
+        .with_range(0.0, 1.0).with_description(
+            "A sorter spills its buffered records to disk once they take this fraction of its sort memory.")
+    SPILLING_MAX_FAN = _key("taskmanager.runtime.max-fan").int_type().default_value(128).with_range(2) \
+        .with_description("The most spill files a sorter merges at once; more are merged in rounds.")

@@ -72,6 +72,9 @@ class ExecutionOptions:
         .with_description("BATCH mode: keyed operators keep the state of the current key only, in memory, "
                           "whatever 'state.backend.type' says (Flink's BatchExecutionStateBackend); false: the "
                           "configured backend, which keeps every key's state until the end.")
+    SORTED_INPUTS_MEMORY = _key("execution.sorted-inputs.memory").memory_type().default_value(128 << 20) \
+        .with_description("BATCH mode: the managed memory weight of a keyed operator's input sorter (in MiB; a "
+                          "weight among the slot's sorters, not a size: the slot's managed memory is shared).")
     ADAPTIVE_AUTO_PARALLELISM_ENABLED = _key("execution.batch.adaptive.auto-parallelism.enabled").boolean_type() \
         .default_value(True).with_description(
             "BATCH mode: operators whose parallelism was not set run at the parallelism Flink's adaptive batch "

@@ -3,15 +3,19 @@ breakdown, computed as Flink 2.x computes it (docs/memory.md).
 
 Without any size configured, Flink's shipped config.yaml's process size is used (TaskManager
 1728m, JobManager 1600m) and the output says so. A bad configuration is one line on stderr and
-exit code 1 (2: bad arguments).
+exit code 1 (2: bad arguments). What Flink logs while it derives the sizes (a size capped to its
+min or max, a heap below the recommended minimum, ...) is printed on stderr as Flink's
+``BashJavaUtils`` prints it (``INFO  [] - The derived from fraction ...``), never in stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import sys
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from streamkernel.arguments import parse_dynamic_properties
 from streamkernel.errors import StreamKernelError
@@ -31,6 +35,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _FlinkLogFormat(logging.Formatter):
+    """Flink's console pattern as BashJavaUtils prints it: ``INFO  [] - message``, ``WARN  [] - message``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        level = "WARN" if record.levelno == logging.WARNING else record.levelname
+        return f"{level:<5} [] - {record.getMessage()}"
+
+
+@contextlib.contextmanager
+def _calculation_logs_on_stderr() -> Iterator[None]:
+    """The memory calculation's INFO and WARN lines on stderr while the block runs."""
+    logger = logging.getLogger("streamkernel.runtime.memory")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_FlinkLogFormat())
+    handler.setLevel(logging.INFO)
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 def main(argv: Sequence[str]) -> int:
     """Run ``streamkernel memory ...`` (``argv`` after ``memory``); returns the exit status."""
     from streamkernel.common.options import TaskManagerOptions, validate_configuration
@@ -41,10 +70,11 @@ def main(argv: Sequence[str]) -> int:
         configuration = parse_dynamic_properties(args.dynamic)
         validate_configuration(configuration)
         sized = memory.with_default_process_size(configuration, args.process)
-        if args.process == "taskmanager":
-            spec: object = memory.task_executor_process_spec_from_config(sized)
-        else:
-            spec = memory.job_manager_process_spec_from_config(sized)
+        with _calculation_logs_on_stderr():
+            if args.process == "taskmanager":
+                spec: object = memory.task_executor_process_spec_from_config(sized)
+            else:
+                spec = memory.job_manager_process_spec_from_config(sized)
     except (ValueError, StreamKernelError) as error:
         print(f"streamkernel memory {args.process}: {error}".splitlines()[0], file=sys.stderr)
         return 1

@@ -122,7 +122,7 @@ class JobMaster:
         self.configuration["execution.checkpointing.dir"] = resolve_checkpoint_dir(self.configuration)
         resolve_savepoint_dir(self.configuration)
         # Built once per submission: by the client when it sized a transient cluster, else here.
-        self.job_graph = build_job_graph(stream_graph) if job_graph is None else job_graph
+        self.job_graph = build_job_graph(stream_graph, self.configuration) if job_graph is None else job_graph
         # The graph is placed on one logical TaskManager with exactly the slots it needs;
         # assign_slots maps those logical slots onto the real ones the ResourceManager gives.
         self.execution_graph = build_execution_graph(self.job_graph, 1, None, slot_sharing=True)

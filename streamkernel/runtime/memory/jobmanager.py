@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,9 @@ __all__ = ["JobManagerFlinkMemory", "JobManagerProcessSpec", "job_manager_proces
            "JM_PROCESS_MEMORY_OPTIONS"]
 
 Config = Mapping[str, Any]
+_LOG = logging.getLogger(__name__)
+#: Flink's ``JobManagerOptions.MIN_JVM_HEAP_SIZE``: a smaller heap is warned about
+MIN_JVM_HEAP_SIZE = MemorySize(128 << 20)
 
 #: The JobManager's keys of the common process memory calculation.
 JM_PROCESS_MEMORY_OPTIONS = ProcessMemoryOptions(
@@ -93,7 +97,7 @@ def _from_heap(configuration: Config) -> JobManagerFlinkMemory:
     heap = read_memory(J.JVM_HEAP_MEMORY, configuration)
     off_heap = read_memory(J.OFF_HEAP_MEMORY, configuration)
     if not J.TOTAL_FLINK_MEMORY.is_set(configuration):
-        return JobManagerFlinkMemory(heap, off_heap)
+        return _flink_memory(heap, off_heap)
     total = read_memory(J.TOTAL_FLINK_MEMORY, configuration)
     either = "Please, make the configuration consistent or configure only one option: either JVM Heap or Total Flink Memory."
     if J.OFF_HEAP_MEMORY.is_set(configuration):
@@ -102,12 +106,18 @@ def _from_heap(configuration: Config) -> JobManagerFlinkMemory:
                 f"Sum of the configured JVM Heap Memory {described(J.JVM_HEAP_MEMORY, configuration, heap)} and the "
                 f"configured Off-heap Memory {described(J.OFF_HEAP_MEMORY, configuration, off_heap)} does not match "
                 f"the configured Total Flink Memory {described(J.TOTAL_FLINK_MEMORY, configuration, total)}. {either}")
-        return JobManagerFlinkMemory(heap, off_heap)
+        return _flink_memory(heap, off_heap)
     if total.get_bytes() < heap.get_bytes():
         raise IllegalConfigurationError(
             f"The configured JVM Heap Memory {described(J.JVM_HEAP_MEMORY, configuration, heap)} exceeds the "
             f"configured Total Flink Memory {described(J.TOTAL_FLINK_MEMORY, configuration, total)}. {either}")
-    return JobManagerFlinkMemory(heap, total.subtract(heap))
+    derived = total.subtract(heap)
+    if derived != off_heap:  # off_heap: the default (unset)
+        _LOG.info("The Off-Heap Memory size (%s) is derived the configured Total Flink Memory size (%s) minus the "
+                  "configured JVM Heap Memory size (%s). The default Off-Heap Memory size (%s) is ignored.",
+                  derived.to_human_readable_string(), total.to_human_readable_string(),
+                  heap.to_human_readable_string(), off_heap.to_human_readable_string())
+    return _flink_memory(heap, derived)
 
 
 def _from_total_flink(configuration: Config, total: MemorySize) -> JobManagerFlinkMemory:
@@ -119,4 +129,12 @@ def _from_total_flink(configuration: Config, total: MemorySize) -> JobManagerFli
         raise IllegalConfigurationError(
             f"The Total Flink Memory {where} is not more than the configured Off-heap Memory "
             f"{described(J.OFF_HEAP_MEMORY, configuration, off_heap)}.")
-    return JobManagerFlinkMemory(total.subtract(off_heap), off_heap)
+    return _flink_memory(total.subtract(off_heap), off_heap)
+
+
+def _flink_memory(heap: MemorySize, off_heap: MemorySize) -> JobManagerFlinkMemory:
+    """The JobManager's Flink memory; a heap below Flink's recommended minimum is warned about."""
+    if heap.get_bytes() < MIN_JVM_HEAP_SIZE.get_bytes():
+        _LOG.warning("The configured or derived JVM heap memory size (%s) is less than its recommended minimum "
+                     "value (%s)", heap.to_human_readable_string(), MIN_JVM_HEAP_SIZE.to_human_readable_string())
+    return JobManagerFlinkMemory(heap, off_heap)

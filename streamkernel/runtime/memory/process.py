@@ -16,6 +16,7 @@ configuration (Flink's start scripts ship a config.yaml setting process.size).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Protocol, TypeVar
@@ -27,11 +28,14 @@ from streamkernel.runtime.memory.fractions import (
     derive_with_fraction,
     derive_with_inverse_fraction,
     described,
+    java_double,
     range_fraction,
     read_memory,
 )
 
 __all__ = ["JvmMetaspaceAndOverhead", "ProcessMemoryOptions", "FlinkMemory", "memory_process_spec_from_config"]
+
+_LOG = logging.getLogger(__name__)
 
 
 class CommonProcessMemorySpec:
@@ -90,6 +94,8 @@ class FlinkMemory(Protocol):
 
 
 FM = TypeVar("FM", bound=FlinkMemory)
+#: how Flink names the JVM overhead in its logs of a size capped to its min or max
+JVM_OVERHEAD = "jvm overhead memory"
 Config = Mapping[str, Any]
 
 
@@ -126,7 +132,7 @@ def _overhead_range(options: ProcessMemoryOptions, configuration: Config) -> Any
 def _jvm_from_total_process(options: ProcessMemoryOptions, configuration: Config,
                             total_process: MemorySize) -> JvmMetaspaceAndOverhead:
     metaspace = read_memory(options.jvm_metaspace, configuration)
-    overhead = derive_with_fraction(total_process, _overhead_range(options, configuration))
+    overhead = derive_with_fraction(JVM_OVERHEAD, total_process, _overhead_range(options, configuration))
     jvm = JvmMetaspaceAndOverhead(metaspace, overhead)
     if jvm.total().get_bytes() > total_process.get_bytes():
         raise IllegalConfigurationError(
@@ -158,6 +164,11 @@ def _jvm_from_total_flink(options: ProcessMemoryOptions, configuration: Config,
                 f"is not in configured JVM Overhead range [{rf.min_size.to_human_readable_string()}, "
                 f"{rf.max_size.to_human_readable_string()}] ('{options.jvm_overhead_min.source_key(configuration)}', "
                 f"'{options.jvm_overhead_max.source_key(configuration)}').")
+        if options.jvm_overhead_fraction.is_set(configuration) and overhead != total_process.multiply(rf.fraction):
+            _LOG.info("The derived JVM Overhead size (%s) does not match the configured or default JVM Overhead "
+                      "fraction (%s) from the configured Total Process Memory size (%s). The derived JVM Overhead "
+                      "size will be used.", overhead.to_human_readable_string(), java_double(rf.fraction),
+                      total_process.to_human_readable_string())
         return JvmMetaspaceAndOverhead(metaspace, overhead)
-    overhead = derive_with_inverse_fraction(flink_and_metaspace, _overhead_range(options, configuration))
+    overhead = derive_with_inverse_fraction(JVM_OVERHEAD, flink_and_metaspace, _overhead_range(options, configuration))
     return JvmMetaspaceAndOverhead(metaspace, overhead)

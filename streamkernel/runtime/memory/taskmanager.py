@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from streamkernel.runtime.memory.fractions import (
     derive_with_fraction,
     derive_with_inverse_fraction,
     described,
+    java_double,
     range_fraction,
     read_memory,
 )
@@ -33,6 +35,7 @@ __all__ = ["TaskExecutorFlinkMemory", "TaskExecutorProcessSpec", "task_executor_
            "TM_PROCESS_MEMORY_OPTIONS"]
 
 Config = Mapping[str, Any]
+_LOG = logging.getLogger(__name__)
 
 #: The TaskManager's keys of the common process memory calculation.
 TM_PROCESS_MEMORY_OPTIONS = ProcessMemoryOptions(
@@ -129,7 +132,7 @@ def _managed(configuration: Config, total_flink: MemorySize) -> MemorySize:
         return read_memory(T.MANAGED_MEMORY_SIZE, configuration)
     rf = range_fraction(T.NETWORK_MEMORY_MIN, T.NETWORK_MEMORY_MAX, T.MANAGED_MEMORY_FRACTION, configuration,
                         MemorySize.ZERO, MemorySize.MAX_VALUE)
-    return derive_with_fraction(total_flink, rf)
+    return derive_with_fraction("managed memory", total_flink, rf)
 
 
 def _sum_exceeds(parts: list[tuple[str, Any, MemorySize]], configuration: Config, total: MemorySize) -> str:
@@ -158,6 +161,10 @@ def _network_rest(configuration: Config, parts: list[tuple[str, Any, MemorySize]
             f"memory, but the derived Network Memory ({network.to_human_readable_string()}) is not in configured "
             f"Network Memory range [{rf.min_size.to_human_readable_string()}, {rf.max_size.to_human_readable_string()}]"
             f" ('{T.NETWORK_MEMORY_MIN.source_key(configuration)}', '{T.NETWORK_MEMORY_MAX.source_key(configuration)}').")
+    if T.NETWORK_MEMORY_FRACTION.is_set(configuration) and network != total_flink.multiply(rf.fraction):
+        _LOG.info("The derived Network Memory size (%s) does not match the configured Network Memory fraction (%s) "
+                  "from the configured Total Flink Memory size (%s). The derived Network Memory size will be used.",
+                  network.to_human_readable_string(), java_double(rf.fraction), total_flink.to_human_readable_string())
     return network
 
 
@@ -174,7 +181,7 @@ def _from_fine_grained(configuration: Config) -> TaskExecutorFlinkMemory:
         network = _network_rest(configuration, parts, read_memory(T.TOTAL_FLINK_MEMORY, configuration))
     else:
         rest = framework_heap.add(framework_off_heap).add(task_heap).add(task_off_heap).add(managed)
-        network = derive_with_inverse_fraction(rest, _network_range(configuration))
+        network = derive_with_inverse_fraction("network memory", rest, _network_range(configuration))
     return TaskExecutorFlinkMemory(framework_heap, framework_off_heap, task_heap, task_off_heap, network, managed)
 
 
@@ -191,7 +198,7 @@ def _from_total_flink(configuration: Config, total_flink: MemorySize) -> TaskExe
                   else T.MANAGED_MEMORY_FRACTION, managed)]
         network = _network_rest(configuration, parts, total_flink)
     else:
-        network = derive_with_fraction(total_flink, _network_range(configuration))
+        network = derive_with_fraction("network memory", total_flink, _network_range(configuration))
         rest = framework_heap.add(framework_off_heap).add(task_off_heap).add(managed).add(network)
         if rest.get_bytes() > total_flink.get_bytes():
             parts = [("Framework Heap Memory", T.FRAMEWORK_HEAP_MEMORY, framework_heap),

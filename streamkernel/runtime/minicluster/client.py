@@ -70,6 +70,9 @@ def _transient_cluster(stream_graph: StreamGraph) -> tuple[MiniCluster, JobGraph
                        taskmanagers_from=f"configuration key {tm_option.key()}",
                        slots_from=f"configuration key {slots_option.key()}")
     slots_per_taskmanager = fit_slots(job_graph, taskmanagers, slots)  # raises NotEnoughSlotsError
+    from streamkernel.runtime.operators.external_sorter import check_sort_memory
+
+    check_sort_memory(job_graph, conf, slots_per_taskmanager)  # a BATCH sorter's share of its slot
     # as PyFlink's local execution, no Web UI unless the job asks for one (rest.port / rest.bind-port)
     return MiniCluster(taskmanagers, slots_per_taskmanager, configuration=conf,
                        rest=rest_explicitly_configured(conf)), job_graph

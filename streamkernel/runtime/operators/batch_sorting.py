@@ -29,10 +29,13 @@ import struct
 from typing import Any, Callable, Optional
 
 from streamkernel.common.watermark_strategy import MAX_WATERMARK, MIN_WATERMARK
+from streamkernel.runtime.operators.external_sorter import estimate_batch_size
 
 __all__ = ["BatchSortingInput", "serialized_key", "key_order", "sort_key_function", "is_batch_mode", "end_key", "state_clearer",
            "uses_batch_state_backend"]
 
+#: the most records of one key handed to the operator at once when feeding merged runs
+_FEED_CHUNK = 4096
 _NON_NULL = b"\x00"
 _NULL = b"\x20"  # RowSerializer's null bit of field 0 (after the two row-kind bits)
 #: maps each byte b to b ^ 0x80: unsigned comparison of the result = signed comparison of the input
@@ -135,20 +138,39 @@ class _NoWatermarkOutput:
 
 
 class BatchSortingInput:
-    """Sits between the task's input and a keyed head operator in BATCH mode (see the module doc)."""
+    """Sits between the task's input and a keyed head operator in BATCH mode (see the module doc).
 
-    def __init__(self, head: Any, key_selector: Any, key_type: Any = None, per_key_state: bool = True) -> None:
+    ``sort_buffer`` (a :class:`~.external_sorter.ManagedSortBuffer`) bounds what it holds by its
+    share of the slot's managed memory: beyond it, the records held are sorted and spilled to a
+    run, and the runs are merged at the end (:mod:`.external_sorter`); None: unbounded.
+    """
+
+    def __init__(self, head: Any, key_selector: Any, key_type: Any = None, per_key_state: bool = True,
+                 sort_buffer: Any = None) -> None:
         self.head = head
         self._key_of: Callable[[Any], Any] = getattr(key_selector, "get_key", key_selector)
         self._key_type = key_type
         self._values: list = []
         self._timestamps: list = []
         self._clear_state = state_clearer(head) if per_key_state else None
+        self._sort_buffer = sort_buffer
+        self._sequence = 0  # arrival index of the first record held (spilled runs came before)
+        self._has_time = False
 
     def process_batch(self, values: list, timestamps: Optional[list]) -> None:
-        """Gather the batch (the input is bounded: it is sorted when it ends)."""
+        """Gather the batch (the input is bounded: it is sorted when it ends); spill what is held
+        once it passes the sorter's spilling threshold."""
         self._values.extend(values)
         self._timestamps.extend(timestamps if timestamps is not None else [None] * len(values))
+        buffer = self._sort_buffer
+        if buffer is not None:
+            if not self._has_time and timestamps is not None:
+                self._has_time = any(t is not None for t in timestamps)
+            if buffer.add(estimate_batch_size(values)):
+                buffer.runs.write(self._sorted_entries())
+                self._sequence += len(self._values)
+                self._values, self._timestamps = [], []
+                buffer.spilled()
 
     def process_watermark(self, timestamp: int) -> None:
         """Dropped: in BATCH the operator sees no watermark but the final one."""
@@ -159,24 +181,71 @@ class BatchSortingInput:
     def end_input(self) -> None:
         """Sort what came, feed it key by key (firing each key's timers at its end), then end the input."""
         head = self.head
+        real_output = head.output
+        head.output = _NoWatermarkOutput(real_output)
+        try:
+            if self._sort_buffer is not None and len(self._sort_buffer.runs):
+                self._feed_merged(self._sort_buffer.runs.merged(self._sorted_entries()))
+            else:
+                self._feed_in_memory()
+        finally:
+            head.output = real_output
+            self.close()
+        head.process_watermark(MAX_WATERMARK)
+        head.end_input()
+
+    def close(self) -> None:
+        """Drop what is held and the spilled runs, give the managed memory back (idempotent)."""
+        self._values, self._timestamps = [], []
+        if self._sort_buffer is not None:
+            self._sort_buffer.close()
+
+    def _feed_in_memory(self) -> None:
+        """Nothing spilled: group the records by key, keys in order, each key's in timestamp order."""
+        head = self.head
         values, timestamps = self._values, self._timestamps
         self._values, self._timestamps = [], []
         has_time = any(t is not None for t in timestamps)
         groups = self._group_by_key(values)
-        real_output = head.output
-        head.output = _NoWatermarkOutput(real_output)
-        try:
-            for key in sorted(groups):
-                chunk = groups[key]  # arrival order
-                if has_time:  # stable: ties stay in arrival order; no timestamp sorts first (Long.MIN_VALUE)
-                    chunk.sort(key=lambda i: MIN_WATERMARK if timestamps[i] is None else timestamps[i])
-                head.process_batch([values[i] for i in chunk],
-                                   [timestamps[i] for i in chunk] if has_time else None)
-                self._end_key()
-        finally:
-            head.output = real_output
-        head.process_watermark(MAX_WATERMARK)
-        head.end_input()
+        for key in sorted(groups):
+            chunk = groups[key]  # arrival order
+            if has_time:  # stable: ties stay in arrival order; no timestamp sorts first (Long.MIN_VALUE)
+                chunk.sort(key=lambda i: MIN_WATERMARK if timestamps[i] is None else timestamps[i])
+            head.process_batch([values[i] for i in chunk],
+                               [timestamps[i] for i in chunk] if has_time else None)
+            self._end_key()
+
+    def _feed_merged(self, entries: Any) -> None:
+        """Feed merged ``(key order, timestamp key, sequence, timestamp, value)`` entries key by key."""
+        head, has_time = self.head, self._has_time
+        current: Optional[bytes] = None
+        values: list = []
+        stamps: list = []
+        for order, _, _, timestamp, value in entries:
+            if order != current or len(values) >= _FEED_CHUNK:
+                if values:
+                    head.process_batch(values, stamps if has_time else None)
+                    values, stamps = [], []
+                if order != current and current is not None:
+                    self._end_key()
+                current = order
+            values.append(value)
+            stamps.append(timestamp)
+        if values:
+            head.process_batch(values, stamps if has_time else None)
+        if current is not None:
+            self._end_key()
+
+    def _sorted_entries(self) -> list:
+        """What is held as sorted ``(key order, timestamp key, sequence, timestamp, value)`` entries."""
+        values, timestamps, base = self._values, self._timestamps, self._sequence
+        entries = []
+        for key, chunk in self._group_by_key(values).items():
+            for i in chunk:
+                t = timestamps[i]
+                entries.append((key, MIN_WATERMARK if t is None else t, base + i, t, values[i]))
+        entries.sort(key=lambda e: e[:3])
+        return entries
 
     def _group_by_key(self, values: list) -> dict[bytes, list[int]]:
         """The indexes of ``values`` per sort key (:func:`key_order` of the serialized key), in arrival order.

@@ -15,8 +15,9 @@ so ``rocksdict`` is needed only by jobs that use it). The RocksDB settings of
   see :mod:`~streamkernel.runtime.state.rocksdb_options`.
 * ``state.backend.rocksdb.memory.*``: the RocksDB instances of a slot share one block cache
   and write buffer manager sized from the slot's managed memory (``memory_manager``, the
-  slot's :class:`~streamkernel.runtime.memory.memory_manager.MemoryManager`); see
-  :mod:`~streamkernel.runtime.state.rocksdb_memory`.
+  slot's :class:`~streamkernel.runtime.memory.memory_manager.MemoryManager`), or, with
+  ``managed: false`` and the TaskManager's ``fixed-per-tm``, one cache for all its slots
+  (``shared_resources``); see :mod:`~streamkernel.runtime.state.rocksdb_memory`.
 * incremental checkpoints and transfer threads are accepted and have no effect: snapshots
   are full (the same format as the heap backend's) and written by the task.
 """
@@ -36,12 +37,17 @@ __all__ = ["create_keyed_backend"]
 
 
 def create_keyed_backend(configuration: Mapping[str, str], max_parallelism: int, key_group_range: range, *,
-                         working_dir: str, clock: Clock, memory_manager: Optional[Any] = None) -> KeyedStateBackend:
+                         working_dir: str, clock: Clock, memory_manager: Optional[Any] = None,
+                         memory_fraction: float = 1.0, shared_resources: Optional[Any] = None) -> KeyedStateBackend:
     """The keyed state backend of one operator subtask, as ``configuration`` chooses.
 
     ``working_dir`` is the subtask's own directory (an on-disk backend keeps its files
     there); ``clock`` is the processing-time clock of state TTL; ``memory_manager`` is the
-    slot's managed memory (None: RocksDB's memory is not shared nor bounded). Raises
+    slot's managed memory (None: RocksDB's memory is not shared nor bounded), of which RocksDB
+    gets ``memory_fraction`` (the job graph's ``STATE_BACKEND`` fraction of the slot).
+    ``shared_resources`` is the TaskManager's resources shared by all its slots (a
+    :class:`~streamkernel.runtime.memory.shared_resources.TaskManagerSharedResources`, for
+    ``state.backend.rocksdb.memory.fixed-per-tm``). Raises
     :class:`~streamkernel.errors.IllegalConfigurationError` for an unknown backend name,
     naming ``hashmap`` and ``rocksdb``.
 
@@ -67,7 +73,7 @@ def create_keyed_backend(configuration: Mapping[str, str], max_parallelism: int,
             "install it with: pip install 'streamkernel[rocksdb]' (or use 'hashmap')"
         ) from None
     lease = allocate_rocksdb_shared_resources(RocksDBMemoryConfiguration.from_configuration(configuration),
-                                              memory_manager)
+                                              memory_manager, memory_fraction, shared_resources)
     try:
         options = rocksdb_options(chosen.get_predefined_options().name, chosen.get_options(),
                                   shared=None if lease is None else lease.resource)

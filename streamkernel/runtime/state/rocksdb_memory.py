@@ -17,8 +17,11 @@ to the cache, so the cache's usage is the slot's RocksDB memory. Index and filte
 into the cache too (``cache_index_and_filter_blocks``, top-level index pinned), as Flink sets.
 ``state.backend.rocksdb.memory.high-prio-pool-ratio`` is validated as Flink validates it, but
 rocksdict's ``Cache`` does not expose the LRU cache's high-priority pool: RocksDB's default
-pool applies. With ``managed: false`` and no fixed size, each instance keeps RocksDB's own
-defaults (its own block cache, unbounded write buffers).
+pool applies. With ``managed: false`` and no fixed size per slot, the TaskManager's
+``state.backend.rocksdb.memory.fixed-per-tm`` (a cluster-level option) gives ONE cache and write
+buffer manager, with the same formulas, to every RocksDB instance of every slot of the
+TaskManager (:func:`allocate_taskmanager_shared_resources`); without it each instance keeps
+RocksDB's own defaults (its own block cache, unbounded write buffers).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from streamkernel.errors import IllegalConfigurationError
 
 __all__ = ["RocksDBMemoryConfiguration", "RocksDBSharedResources", "calculate_actual_cache_capacity",
            "calculate_write_buffer_manager_capacity", "allocate_rocksdb_shared_resources",
-           "sanity_check_arena_block_size", "ROCKSDB_RESOURCE_KIND"]
+           "sanity_check_arena_block_size", "ROCKSDB_RESOURCE_KIND",
+           "allocate_taskmanager_shared_resources", "taskmanager_shared_memory_size"]
 
 #: the kind of the slot's shared resource (``MemoryManager`` lease) that RocksDB instances share
 ROCKSDB_RESOURCE_KIND = "rocksdb"
@@ -169,17 +173,62 @@ class RocksDBSharedResources:
                 f"write_buffers={self.write_buffer_manager_capacity})")
 
 
-def allocate_rocksdb_shared_resources(config: RocksDBMemoryConfiguration, memory_manager: Any) -> Optional[Any]:
+def allocate_rocksdb_shared_resources(config: RocksDBMemoryConfiguration, memory_manager: Any,
+                                      fraction: float = 1.0, taskmanager_resources: Any = None) -> Optional[Any]:
     """A lease on the slot's :class:`RocksDBSharedResources` (``lease.resource``), or None when
-    RocksDB's memory is not bounded (``managed: false`` without a fixed size) or the slot has
-    no managed memory (as Flink, which then leaves RocksDB unbounded)."""
-    if not config.is_bounded or memory_manager is None:
+    RocksDB's memory is not bounded (``managed: false`` without a fixed size) or its ``fraction``
+    of the slot's managed memory is empty (as Flink, which then leaves RocksDB unbounded).
+
+    Flink's choice (``RocksDBSharedResourcesFactory.from``): fixed-per-slot, else managed, else
+    the TaskManager-wide fixed size (:func:`allocate_taskmanager_shared_resources`)."""
+    if not config.is_bounded:
+        return allocate_taskmanager_shared_resources(taskmanager_resources)
+    if memory_manager is None:
         return None
     fixed = config.fixed_memory_per_slot
-    if fixed is None and memory_manager.size <= 0:
-        return None
+    if fixed is None:
+        fixed = memory_manager.compute_memory_size(fraction)
+        if fixed <= 0:
+            return None
 
     def create(size: int) -> RocksDBSharedResources:
         return RocksDBSharedResources(size, config.write_buffer_ratio, config.high_priority_pool_ratio)
 
     return memory_manager.get_shared_memory_resource_for_managed_memory(ROCKSDB_RESOURCE_KIND, create, size=fixed)
+
+
+# ---------------------------------------------------------------- TaskManager-wide (fixed-per-tm)
+
+def taskmanager_shared_memory_size(taskmanager_configuration: Mapping[str, Any]) -> int:
+    """``state.backend.rocksdb.memory.fixed-per-tm`` of the TaskManager's configuration in bytes,
+    0 when unset (Flink's ``getTmSharedMemorySize``); a wrong value raises
+    :class:`IllegalConfigurationError` naming the key.
+
+    >>> taskmanager_shared_memory_size({"state.backend.rocksdb.memory.fixed-per-tm": "64m"})
+    67108864
+    """
+    option = RocksDBOptions.FIX_PER_TM_MEMORY_SIZE
+    return int(option.get(taskmanager_configuration)) if option.is_set(taskmanager_configuration) else 0
+
+
+def allocate_taskmanager_shared_resources(taskmanager_resources: Any) -> Optional[Any]:
+    """A lease on the :class:`RocksDBSharedResources` shared by every RocksDB instance of every
+    slot of the TaskManager (Flink's ``TM_SHARED_UNMANAGED``), or None when the TaskManager sets
+    no ``fixed-per-tm`` size (each instance then keeps RocksDB's own caches).
+
+    ``taskmanager_resources`` is the TaskManager's
+    :class:`~streamkernel.runtime.memory.shared_resources.TaskManagerSharedResources`; the size
+    and the ratios come from ITS configuration (a cluster-level option, as Flink reads it from
+    the TaskManager's), never from the job's."""
+    if taskmanager_resources is None:
+        return None
+    configuration = taskmanager_resources.configuration
+    size = taskmanager_shared_memory_size(configuration)
+    if size <= 0:
+        return None
+    tm_config = RocksDBMemoryConfiguration.from_configuration(configuration)
+
+    def create(total: int) -> RocksDBSharedResources:
+        return RocksDBSharedResources(total, tm_config.write_buffer_ratio, tm_config.high_priority_pool_ratio)
+
+    return taskmanager_resources.get_or_allocate_shared_resource(ROCKSDB_RESOURCE_KIND, create, size)

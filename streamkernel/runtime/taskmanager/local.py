@@ -55,7 +55,7 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
         managed = (managed_memory_per_slot({}, slots_per_taskmanager) if spec is None
                    else spec.flink_memory.managed.divide(max(1, slots_per_taskmanager)).get_bytes())
         taskmanager = TaskExecutor(taskmanager_id, slots_per_taskmanager, services, task_factory,
-                                   managed_memory_per_slot=managed)
+                                   managed_memory_per_slot=managed, configuration=configuration)
         if configuration is not None and spec is not None:
             taskmanager.memory_watchdog = ProcessMemoryWatchdog(taskmanager_id, spec, configuration, enforce=False)
             taskmanager.memory_watchdog.attach(taskmanager)  # its baseline: the kernel's process now

@@ -15,8 +15,9 @@ kernel's process) only measure.
 The same measurement estimates the task heap in use (what user functions and heap state hold
 now): the RSS minus the process's own baseline (its RSS when the TaskManager started, before any
 task ran: the interpreter, streamkernel and its libraries), minus the managed memory in use now
-(what the RocksDB shared resources of its slots use, :meth:`MemoryManager.metrics`), minus the
-network buffers holding data now times the segment size; at least 0. It is an *estimate*: Python
+(what its slots' RocksDB shared resources and BATCH sorters use, :meth:`MemoryManager.metrics`, and
+the TaskManager-wide RocksDB memory), minus the network buffers holding data now times the
+segment size; at least 0. It is an *estimate*: Python
 has no separate heap to measure, the allocator keeps freed memory for a while (the estimate falls
 back only as memory is given back to the system), RocksDB's memory outside its block cache and
 write buffers counts as task heap, and ``local`` TaskManagers share the kernel's process, so each
@@ -98,9 +99,10 @@ def read_rss_bytes() -> Optional[int]:
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def managed_memory_in_use(memory_metrics: Mapping[int, Mapping[str, Mapping[str, int]]]) -> int:
-    """Bytes of managed memory in use now: the ``used`` of every shared resource of every slot, from
-    ``TaskExecutor.memory_metrics()`` (``{slot: {"managed": {"size"}, "rocksdb": {"used", ...}}}``)."""
+def managed_memory_in_use(memory_metrics: Mapping[Any, Mapping[str, Mapping[str, int]]]) -> int:
+    """Bytes of managed memory in use now: the ``used`` of every consumer of every slot (its RocksDB
+    shared resources, its BATCH sorters' ``operator`` memory) and of the TaskManager-wide RocksDB memory,
+    from ``TaskExecutor.memory_metrics()`` (``{slot: {"managed": {"size"}, "rocksdb": {"used", ...}}}``)."""
     return sum(int(values.get("used", 0)) for slot in memory_metrics.values()
                for kind, values in slot.items() if kind != "managed")
 

@@ -25,6 +25,7 @@ import dataclasses
 import logging
 import threading
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from streamkernel.errors import StreamKernelError
@@ -44,7 +45,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.jobmaster.gateway import JobMasterGateway
     from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway
 
-__all__ = ["TaskExecutor", "TaskFactory", "TaskExecutorUnreachableError"]
+__all__ = ["TaskExecutor", "TaskFactory", "TaskExecutorUnreachableError", "TASKMANAGER_WIDE"]
+
+#: the key of :meth:`TaskExecutor.memory_metrics` under which the resources all slots share are reported
+TASKMANAGER_WIDE = "taskmanager"
 
 _LOG = logging.getLogger(__name__)
 
@@ -85,7 +89,8 @@ class TaskExecutor:
     """
 
     def __init__(self, taskmanager_id: str, number_of_slots: int, services: Any,
-                 task_factory: Optional[TaskFactory] = None, managed_memory_per_slot: int = 0) -> None:
+                 task_factory: Optional[TaskFactory] = None, managed_memory_per_slot: int = 0,
+                 configuration: Optional[Mapping[str, Any]] = None) -> None:
         if isinstance(number_of_slots, bool) or not isinstance(number_of_slots, int) or number_of_slots < 1:
             raise ValueError(f"TaskManager {taskmanager_id!r}: number_of_slots must be an int >= 1, "
                              f"got {number_of_slots!r}")
@@ -97,6 +102,12 @@ class TaskExecutor:
 
         #: each slot's managed memory (Flink: the MemoryManager of each TaskSlot)
         self.memory_managers = [MemoryManager(managed_memory_per_slot, slot) for slot in range(number_of_slots)]
+        from streamkernel.runtime.memory.shared_resources import TaskManagerSharedResources
+        from streamkernel.runtime.state.rocksdb_memory import taskmanager_shared_memory_size
+
+        taskmanager_shared_memory_size(configuration or {})  # a wrong fixed-per-tm fails here, naming the key
+        #: what every slot's tasks share (Flink's SharedResources; RocksDB's fixed-per-tm memory)
+        self.shared_resources = TaskManagerSharedResources(configuration)
         self.index: Optional[int] = None
         #: The process's log file (Flink's ``log.file``), reported at registration; None: no file of its own.
         self.log_file: Optional[str] = None
@@ -179,12 +190,21 @@ class TaskExecutor:
         services = self.services
         if dataclasses.is_dataclass(services) and hasattr(services, "memory_manager"):
             services = dataclasses.replace(services, memory_manager=self.memory_managers[slot_index])  # type: ignore[type-var]
+        if dataclasses.is_dataclass(services) and hasattr(services, "shared_resources"):
+            services = dataclasses.replace(services, shared_resources=self.shared_resources)  # type: ignore[type-var]
         return factory(tdd, services, self._on_task_state)
 
-    def memory_metrics(self) -> dict[int, dict[str, dict[str, int]]]:
+    def memory_metrics(self) -> dict[Any, dict[str, dict[str, int]]]:
         """Per slot index: its managed memory ``size`` and what each shared consumer of it uses
-        now (``{"rocksdb": {"capacity", "used", "write_buffer_usage", ..., "leases"}}``, bytes)."""
-        return {m.slot_index: {"managed": {"size": m.size}, **m.metrics()} for m in self.memory_managers}
+        now (``{"rocksdb": {"capacity", "used", "write_buffer_usage", ..., "leases"}}``, bytes);
+        under ``"taskmanager"`` (when any is used) what the slots share TaskManager-wide (RocksDB's
+        fixed-per-tm memory), counted once."""
+        report: dict[Any, dict[str, dict[str, int]]] = {
+            m.slot_index: {"managed": {"size": m.size}, **m.metrics()} for m in self.memory_managers}
+        shared = self.shared_resources.metrics()
+        if shared:
+            report[TASKMANAGER_WIDE] = shared
+        return report
 
     def _on_task_state(self, attempt_id: ExecutionAttemptId, state: ExecutionState,
                        error: Optional[BaseException] = None) -> None:

@@ -154,7 +154,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
                                 working_dir=working_dir, network_buffer_pool=network_buffers)
         task_executor = TaskExecutor(  # each slot's managed memory: its share of the spec computed above
             taskmanager_id, int(slots), services,
-            managed_memory_per_slot=watchdog.spec.flink_memory.managed.divide(max(1, int(slots))).get_bytes())
+            managed_memory_per_slot=watchdog.spec.flink_memory.managed.divide(max(1, int(slots))).get_bytes(),
+            configuration=conf)
         task_executor.log_file = conf.get(LOG_FILE_KEY) or None
         task_executor.memory_watchdog = watchdog
         watchdog.attach(task_executor)

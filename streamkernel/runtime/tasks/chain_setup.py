@@ -106,6 +106,8 @@ def _operator_context(task: "StreamTask", node: StreamNode, operator: StreamOper
         keyed = create_keyed_backend(
             batch_state_configuration(tdd.configuration), node.max_parallelism, key_groups,
             clock=services.clock, memory_manager=getattr(services, "memory_manager", None),
+            shared_resources=getattr(services, "shared_resources", None),
+            memory_fraction=_state_backend_fraction(tdd.job_vertex, node.id),
             working_dir=os.path.join(services.working_dir, str(tdd.job_id),
                                      f"{tdd.job_vertex.id}-{tdd.subtask_index}-{node.id}"))
         keyed.key_type = node.state_key_type  # keys hash to key groups as key_by's partitioner hashes them
@@ -125,6 +127,14 @@ def _operator_context(task: "StreamTask", node: StreamNode, operator: StreamOper
         operator_state=DefaultOperatorStateBackend(), metrics=task.metrics.operator(node.name),
         keyed_backend=keyed, configuration=tdd.configuration, job_parameters=tdd.job_parameters,
         restored_state=raw)
+
+
+def _state_backend_fraction(vertex: Any, node_id: int) -> float:
+    """The fraction of the slot's managed memory ``node_id``'s keyed backend has (1.0 when the job
+    graph gave its operators none)."""
+    if not any(n == node_id and u == "STATE_BACKEND" for n, u, _ in vertex.managed_memory_fractions):
+        return 1.0
+    return vertex.managed_memory_fraction(node_id, "STATE_BACKEND")
 
 
 def close_operators(chain: Optional[OperatorChain], contexts: dict[int, OperatorContext], quietly: bool) -> None:

@@ -11,9 +11,9 @@ Flink's sorting batch input in front of the head instead of the head itself.
 
 from __future__ import annotations
 
+import os
 import time
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from streamkernel.common.options import CheckpointingOptions, TaskManagerOptions
 from streamkernel.runtime.operators.base import StreamOperator, TwoInputStreamOperator
@@ -42,7 +42,34 @@ class InputStreamTask(StreamTask):
         barriers = self._barrier_handler()
         timeout_checks = isinstance(barriers, UnalignedBarrierHandler) and barriers.timeout_ms > 0
         two_input = isinstance(head, TwoInputStreamOperator)
-        fed = batch_input(head, self.tdd.nodes[0], self.tdd.configuration, two_input)  # the head itself when streaming
+        fed = batch_input(head, self.tdd.nodes[0], self.tdd.configuration, two_input,
+                          self._sort_buffers)  # the head itself when streaming
+        try:
+            self._process_inputs(head, fed, barriers, two_input, timeout_checks)
+        finally:
+            close = getattr(fed, "close", None) if fed is not head else None
+            if close is not None:
+                close()  # a sorter's spill files and managed memory, also after a failure
+
+    def _sort_buffers(self, sorted_inputs: int) -> "list | None":
+        """The managed memory of the head's ``sorted_inputs`` sorted inputs (BATCH mode), from its
+        slot's memory manager by the fraction the job graph gave it; None without either."""
+        from streamkernel.runtime.operators.external_sorter import open_sort_buffers
+
+        tdd = self.tdd
+        vertex, head_id = tdd.job_vertex, tdd.nodes[0].id
+        if not any(n == head_id and u == "OPERATOR" for n, u, _ in vertex.managed_memory_fractions):
+            return None  # a job graph without managed memory fractions: unbounded, as before
+        return open_sort_buffers(
+            getattr(self.services, "memory_manager", None), vertex.managed_memory_fraction(head_id, "OPERATOR"),
+            sorted_inputs, tdd.configuration,
+            os.path.join(self.services.working_dir, str(tdd.job_id), f"{vertex.id}-{tdd.subtask_index}-sort"),
+            tdd.name_with_subtask)
+
+    def _process_inputs(self, head: StreamOperator, fed: Any, barriers: "BarrierHandler | UnalignedBarrierHandler",
+                        two_input: bool,
+                        timeout_checks: bool) -> None:
+        """The loop proper: poll the gate, feed the processor, until every input ended."""
         processor = self._processor = InputProcessor(self.gate, fed, two_input, self.metrics,
                                                      self._on_latency_marker, barriers,
                                                      stopping=lambda: self.stopping is not None)

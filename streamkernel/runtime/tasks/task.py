@@ -47,6 +47,9 @@ class TaskServices:
     #: the managed memory of the task's slot (a :class:`~streamkernel.runtime.memory.memory_manager.MemoryManager`;
     #: the TaskExecutor sets it per task), None: no managed memory
     memory_manager: Any = None
+    #: the resources every slot of the TaskManager shares (a
+    #: :class:`~streamkernel.runtime.memory.shared_resources.TaskManagerSharedResources`), None: none
+    shared_resources: Any = None
     #: The TaskManager's :class:`~streamkernel.runtime.network.buffer_pool.NetworkBufferPool`
     #: (None: buffers are not accounted, e.g. a test's services)
     network_buffer_pool: Any = None

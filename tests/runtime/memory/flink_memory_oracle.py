@@ -27,6 +27,9 @@ _spec.loader.exec_module(flink_tools)
 
 RESULT_PREFIX = "BASH_JAVA_UTILS_EXEC_RESULT:"
 _DYNAMIC = re.compile(r"-D ([^=\s]+)=(\S+)")
+#: every log line of the JVM tagged with its level and logger (flink_memory_oracle_log4j2.properties)
+_LOG_LINE = re.compile(r"^###LOG (\w+)\s+(\S+) - (.*)$", re.MULTILINE)
+_LOG4J = f"-Dlog4j.configurationFile={HERE / 'flink_memory_oracle_log4j2.properties'}"
 
 
 @dataclass
@@ -37,6 +40,8 @@ class OracleResult:
     jvm_parameters: Optional[str] = None
     dynamic: dict[str, str] = field(default_factory=dict)
     error: Optional[str] = None
+    #: what Flink logged while computing, in order: (level, logger, message)
+    logs: list[tuple[str, str, str]] = field(default_factory=list)
 
     def memory_bytes(self) -> dict[str, int]:
         """The ``-D`` memory entries as bytes (Flink writes them ``123b``)."""
@@ -46,11 +51,12 @@ class OracleResult:
 def _parse(output: str) -> OracleResult:
     error = re.search(r"^###ERROR (.*)$", output, re.MULTILINE)
     results = [line[len(RESULT_PREFIX):] for line in output.splitlines() if line.startswith(RESULT_PREFIX)]
+    logs = [(level, logger, message) for level, logger, message in _LOG_LINE.findall(output)]
     if error or len(results) < 2:
         message = error.group(1) if error else next(
             (line for line in output.splitlines() if "Exception" in line), output.strip()[-500:] or "no output")
-        return OracleResult(error=message)
-    return OracleResult(jvm_parameters=results[0].strip(), dynamic=dict(_DYNAMIC.findall(results[1])))
+        return OracleResult(error=message, logs=logs)
+    return OracleResult(jvm_parameters=results[0].strip(), dynamic=dict(_DYNAMIC.findall(results[1])), logs=logs)
 
 
 def _arguments(command: str, conf_dir: str, configuration: dict[str, str]) -> list[str]:
@@ -70,7 +76,7 @@ def run_oracle(cases: list[tuple[str, dict[str, str]]], timeout: float = 240.0) 
     with tempfile.TemporaryDirectory(prefix="flink-memory-oracle-") as conf_dir:
         (Path(conf_dir) / "config.yaml").write_text("", encoding="utf-8")
         lines = ["\t".join(_arguments(command, conf_dir, configuration)) for command, configuration in cases]
-        done = subprocess.run([java, "-cp", classpath, str(HERE / "FlinkMemoryOracle.java")], input="\n".join(lines) + "\n",
+        done = subprocess.run([java, _LOG4J, "-cp", classpath, str(HERE / "FlinkMemoryOracle.java")], input="\n".join(lines) + "\n",
                               capture_output=True, text=True, timeout=timeout, check=False)
         chunks = re.split(r"^###CASE \d+$", done.stdout, flags=re.MULTILINE)[1:]
         if len(chunks) == len(cases):
@@ -79,7 +85,7 @@ def run_oracle(cases: list[tuple[str, dict[str, str]]], timeout: float = 240.0) 
         main = "org.apache.flink.runtime.util.bash.BashJavaUtils"
 
         def one(case: tuple[str, dict[str, str]]) -> OracleResult:
-            run = subprocess.run([java, "-cp", classpath, main, *_arguments(case[0], conf_dir, case[1])],
+            run = subprocess.run([java, _LOG4J, "-cp", classpath, main, *_arguments(case[0], conf_dir, case[1])],
                                  capture_output=True, text=True, timeout=timeout, check=False)
             output = run.stdout + run.stderr
             return _parse(output if run.returncode == 0 else f"###ERROR {_exception(output)}\n")

@@ -1,11 +1,14 @@
 """The memory model against Flink's own calculator: every component of the TaskManager's and the
 JobManager's process memory, byte for byte, over a table of configurations (Flink 2.3's
 ``BashJavaUtils`` is the oracle: tests/runtime/memory/flink_memory_oracle.py), and, where Flink
-fails, that streamkernel fails too, naming the keys."""
+fails, that streamkernel fails too, naming the keys. For every configuration, the INFO and WARN
+lines the calculation logs are Flink's, in Flink's order (the oracle tags each line of its JVM
+with its logger; the memory utilities' lines are compared)."""
 
 from __future__ import annotations
 
 import importlib.util
+import logging
 import sys
 from pathlib import Path
 
@@ -71,6 +74,13 @@ TM_CASES = [
     ("deprecated-keys", {TM + "process.size": "2g", "taskmanager.memory.size": "100m",
                          "taskmanager.network.memory.fraction": "0.2", "taskmanager.network.memory.min": "32m"}, OK),
     ("slots-4", {TM + "process.size": "4g", "taskmanager.numberOfTaskSlots": "4"}, OK),
+    # Flink logs that the derived size differs from the configured fraction's
+    ("overhead-fraction-not-matching", {TM + "process.size": "4g", TM + "flink.size": "3g",
+                                        TM + "jvm-overhead.fraction": "0.2"}, OK),
+    ("network-fraction-not-matching-fine-grained", {TM + "flink.size": "2g", TM + "task.heap.size": "512m",
+                                                    TM + "managed.size": "512m", TM + "network.fraction": "0.2"}, OK),
+    ("network-fraction-not-matching-heap", {TM + "flink.size": "2g", TM + "task.heap.size": "512m",
+                                            TM + "network.fraction": "0.3"}, OK),
     ("empty", {}, FAILS),
     ("bad-size", {TM + "process.size": "lots"}, FAILS),
 ]
@@ -99,6 +109,13 @@ JM_CASES = [
     ("process-too-small-for-off-heap", {JM + "process.size": "500m"}, FAILS),
     ("no-off-heap", {JM + "heap.size": "512m", JM + "off-heap.size": "0"}, OK),
     ("direct-memory-limit", {JM + "process.size": "2g", JM + "enable-jvm-direct-memory-limit": "true"}, OK),
+    # the heap below Flink's recommended 128m is warned about, however it comes
+    ("heap-below-minimum", {JM + "heap.size": "100m"}, OK),
+    ("heap-at-minimum", {JM + "heap.size": "128m"}, OK),
+    ("flink-heap-below-minimum", {JM + "flink.size": "200m"}, OK),
+    ("heap-and-flink-heap-below-minimum", {JM + "heap.size": "100m", JM + "flink.size": "300m"}, OK),
+    ("overhead-fraction-not-matching", {JM + "process.size": "2g", JM + "flink.size": "1g",
+                                        JM + "jvm-overhead.fraction": "0.2"}, OK),
     ("overhead-fraction-0.2", {JM + "process.size": "4g", JM + "jvm-overhead.fraction": "0.2"}, OK),
     ("process-and-flink", {JM + "process.size": "2g", JM + "flink.size": "1g"}, OK),
     ("heap-and-process", {JM + "heap.size": "1g", JM + "process.size": "1600m"}, OK),
@@ -121,29 +138,51 @@ def flink_results() -> dict[tuple[str, str], object]:
     return dict(zip(names, results))
 
 
+#: where Flink's memory calculation logs (ProcessMemoryUtils, Task/JobManager FlinkMemoryUtils and ProcessUtils);
+#: not compared: Flink's Configuration (its deprecated-key warnings), GlobalConfiguration (loading the file) and
+#: BashJavaUtils' "Final ... Memory configuration" box (streamkernel memory prints its own)
+_FLINK_MEMORY_LOGGERS = ("org.apache.flink.runtime.util.config.memory.", "org.apache.flink.runtime.clusterframework."
+                         "TaskExecutorProcessUtils", "org.apache.flink.runtime.jobmanager.JobManagerProcessUtils")
+
+
+def _flink_logs(flink) -> list[tuple[str, str]]:
+    return [(level, message) for level, logger, message in flink.logs if logger.startswith(_FLINK_MEMORY_LOGGERS)]
+
+
+def _our_logs(caplog) -> list[tuple[str, str]]:
+    return [("WARN" if record.levelno == logging.WARNING else record.levelname, record.getMessage())
+            for record in caplog.records if record.name.startswith("streamkernel.runtime.memory")]
+
+
 @pytest.mark.parametrize("name, configuration, fails", TM_CASES, ids=[case[0] for case in TM_CASES])
-def test_taskmanager_memory_equals_flinks(flink_results, name, configuration, fails):
+def test_taskmanager_memory_equals_flinks(flink_results, caplog, name, configuration, fails):
     flink = flink_results[("tm", name)]
     assert (flink.error is not None) == fails, f"the table expects Flink to {'fail' if fails else 'pass'}: {flink}"
+    caplog.set_level(logging.INFO, logger="streamkernel.runtime.memory")
     if fails:
         with pytest.raises(IllegalConfigurationError, match="^TaskManager memory configuration failed: "):
             task_executor_process_spec_from_config(configuration)
+        assert _our_logs(caplog) == _flink_logs(flink)
         return
     spec = task_executor_process_spec_from_config(configuration)
+    assert _our_logs(caplog) == _flink_logs(flink)
     assert spec.jvm_parameters() == flink.jvm_parameters
     assert spec.to_dynamic_configs() == flink.memory_bytes()
     assert spec.num_slots == int(flink.dynamic["taskmanager.numberOfTaskSlots"])
 
 
 @pytest.mark.parametrize("name, configuration, fails", JM_CASES, ids=[case[0] for case in JM_CASES])
-def test_jobmanager_memory_equals_flinks(flink_results, name, configuration, fails):
+def test_jobmanager_memory_equals_flinks(flink_results, caplog, name, configuration, fails):
     flink = flink_results[("jm", name)]
     assert (flink.error is not None) == fails, f"the table expects Flink to {'fail' if fails else 'pass'}: {flink}"
+    caplog.set_level(logging.INFO, logger="streamkernel.runtime.memory")
     if fails:
         with pytest.raises(IllegalConfigurationError):
             job_manager_process_spec_from_config(configuration)
+        assert _our_logs(caplog) == _flink_logs(flink)
         return
     spec = job_manager_process_spec_from_config(configuration)
+    assert _our_logs(caplog) == _flink_logs(flink)
     assert spec.jvm_parameters() == flink.jvm_parameters
     assert spec.to_dynamic_configs() == flink.memory_bytes()
 

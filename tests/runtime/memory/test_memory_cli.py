@@ -63,3 +63,21 @@ def test_bad_input_is_one_line_and_exit_1():
 
 def test_usage_errors_exit_2():
     assert _run("nodemanager").returncode == 2
+
+
+def test_flinks_calculation_logs_go_to_stderr_never_into_the_json():
+    # the lines and figures Flink's BashJavaUtils prints for this configuration (test_memory_calculation.py
+    # compares every table configuration's lines with Flink's own)
+    done = _run("jobmanager", "-D", "jobmanager.memory.heap.size=100m", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["jobmanager.memory.heap.size"] == 100 << 20
+    assert done.stderr.splitlines() == [
+        "WARN  [] - The configured or derived JVM heap memory size (100.000mb (104857600 bytes)) is less than its "
+        "recommended minimum value (128.000mb (134217728 bytes))",
+        "INFO  [] - The derived from fraction jvm overhead memory (53.778mb (56390088 bytes)) is less than its min "
+        "value 192.000mb (201326592 bytes), min value will be used instead"]
+    box = _run("taskmanager", "-D", "taskmanager.memory.process.size=32g")
+    assert box.returncode == 0 and "INFO" not in box.stdout
+    assert box.stderr.splitlines() == [
+        "INFO  [] - The derived from fraction jvm overhead memory (3.200gb (3435973888 bytes)) is greater than its "
+        "max value 1024.000mb (1073741824 bytes), max value will be used instead"]

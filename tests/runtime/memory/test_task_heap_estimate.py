@@ -76,6 +76,10 @@ def test_the_estimate_is_rss_minus_baseline_managed_and_network_in_use() -> None
 def test_the_in_use_figures_come_from_the_slots_and_the_buffer_metrics() -> None:
     executor = _Executor(rocksdb_used=7, buffers_used=3)
     assert managed_memory_in_use(executor.memory_metrics()) == 7  # the slot's size is not use
+    # BATCH sorters' memory in a slot and the RocksDB memory all slots share (fixed-per-tm) count too
+    report = {0: {"managed": {"size": 64 * MB}, "operator": {"reserved": 8 * MB, "used": 3, "spilled_runs": 1}},
+              "taskmanager": {"rocksdb": {"capacity": 32 * MB, "used": 5, "leases": 2}}}
+    assert managed_memory_in_use(report) == 8
     assert network_memory_in_use(executor.metrics()) == 3 and network_memory_in_use({}) == 0
 
 
