@@ -5,7 +5,9 @@ SparkSession (the default master, ``local[2 + cores, 8]``), and stops it with th
 The TaskManagers run in Python workers forked by Spark; records between TaskManagers go
 over authenticated TCP. A killed TaskManager is relaunched by Spark as a new one
 (``taskmanager-1.1``) and the job recovers by its restart strategy. A file stands in for a
-Gate (the test's threading.Event would not reach another process).
+Gate (the test's threading.Event would not reach another process). A TaskManager above its
+process size (a second, small cluster on the module's SparkSession) exits 137 explained, and Spark
+relaunches it.
 """
 
 from __future__ import annotations
@@ -144,3 +146,61 @@ def test_a_killed_taskmanager_is_relaunched_by_spark_and_the_job_ends_with_failu
     assert latest == dict(EXPECTED)
     [job] = [j for j in cluster.jobs() if j.job_id == jobs[0].job_id]
     assert job.status is JobStatus.FINISHED
+
+
+#: A small TaskManager the memory calculation accepts: the fixed parts shrunk to fit 300m.
+SMALL_PROCESS = {"taskmanager.memory.process.size": "300m", "taskmanager.memory.framework.heap.size": "16m",
+                 "taskmanager.memory.framework.off-heap.size": "16m", "taskmanager.memory.jvm-metaspace.size": "16m",
+                 "taskmanager.memory.jvm-overhead.min": "16m", "taskmanager.memory.network.min": "8m"}
+
+
+def _hog_on_first_attempt(marker: str):
+    """A map that, in the job's first attempt only, grows its TaskManager's memory until the watchdog stops it."""
+    def run(value: int) -> int:
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            hog = [bytearray(b"\x01") * (8 << 20) for _ in range(64)]  # 512 MB, written: far above the 300m
+            threading.Event().wait(120)  # the watchdog's process exit ends this wait
+            raise AssertionError(f"the memory watchdog did not stop this TaskManager ({len(hog)} chunks held)")
+        return value * 10
+    return run
+
+
+def test_a_spark_taskmanager_above_its_process_size_fails_explained_and_the_job_recovers(cluster, tmp_path):
+    """The RSS watchdog in a Spark task: exit 137 with TaskManagerProcessSizeExceededError as the cause, Spark
+    relaunches the task as a new TaskManager, the job restarts there and finishes. A second, small cluster on
+    the module's SparkSession (no second Spark start)."""
+    from streamkernel.common import Configuration
+    from streamkernel.datastream.connectors.collect import CollectSink
+
+    marker = str(tmp_path / "first-attempt")
+    sink = CollectSink()
+    conf = {**SMALL_PROCESS, "streamkernel.taskmanager.memory.watchdog.interval": "100 ms",
+            "heartbeat.interval": "500 ms", "heartbeat.timeout": "5 s"}
+    session = cluster._backend.launcher.spark_session
+    with MiniCluster(1, 1, backend="spark", spark_session=session, configuration=conf) as small:
+        env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict({
+            "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "3",
+            "restart-strategy.fixed-delay.delay": "50 ms"}))
+        env.set_parallelism(1)
+        env.from_collection(list(range(20))).map(_hog_on_first_attempt(marker)).sink_to(sink)
+        client = env.execute_async("grows beyond its process size on spark")
+        result = client.get_job_execution_result().result(120)
+        history = client.get_job_details().exception_history
+        status = client.get_job_status().result()
+        live = sorted(small._backend.live_ids())
+        relaunched = small.inspection.describe_taskmanager("taskmanager-1.1")
+        failure = small._backend.launcher.failure("taskmanager-1")
+    assert status is JobStatus.FINISHED
+    assert sorted(sink.buffer) == [v * 10 for v in range(20)]
+    assert result.get_num_restarts() == 1
+    assert live == ["taskmanager-1.1"] and relaunched["spark_attempt"] == 1  # Spark relaunched the task
+    [entry] = history
+    assert entry.exception_name == "TaskManagerProcessSizeExceededError" and entry.restarted, entry
+    assert "'taskmanager-1' exceeded its total process memory: resident set size" in entry.message
+    assert "300.000mb (314572800 bytes) ('taskmanager.memory.process.size')" in entry.message
+    assert "raise 'taskmanager.memory.process.size'" in entry.message
+    # the launcher knows why its Spark task ended (not "its Python worker died")
+    assert failure is not None and "failed: TaskManagerProcessSizeExceededError: " in failure, failure
+    assert "exceeded its total process memory" in failure and "exits with code 137" in failure, failure
+    assert session.sparkContext._jsc is not None  # the module's session runs on (the small cluster did not own it)

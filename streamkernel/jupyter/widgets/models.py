@@ -109,13 +109,17 @@ class MemoryLine:
     rocksdb_taskmanager_used_mib: Optional[int] = None
     #: per slot (1-based) the MiB BATCH sorters hold now, have reserved, and the runs they spilled
     sorting_mib: tuple[tuple[int, int, int, int], ...] = ()
+    #: the task heap in use, estimated (the watchdog's: RSS minus the baseline and the managed and network in use)
+    task_heap_used_mib: Optional[int] = None
 
     def describe(self) -> str:
-        """``process 1728 MiB (RSS 45 MiB), managed 543 MiB (271 MiB per slot), network 135 MiB`` and, when
-        RocksDB runs, ``; RocksDB uses slot 1: 12 MiB, slot 2: 3 MiB`` (``TaskManager-wide: 15 MiB`` for the
-        memory all slots share, ``state.backend.rocksdb.memory.fixed-per-tm``); while BATCH sorters run,
-        ``; sorters hold slot 1: 3 of 13 MiB (4 runs spilled)`` (what they hold of what they reserved)."""
-        text = (f"process {self.process_mib} MiB (RSS {self.rss_mib} MiB), managed {self.managed_mib} MiB "
+        """``process 1728 MiB (RSS 45 MiB, task heap ~3 MiB), managed 543 MiB (271 MiB per slot), network
+        135 MiB`` and, when RocksDB runs, ``; RocksDB uses slot 1: 12 MiB, slot 2: 3 MiB`` (``TaskManager-wide:
+        15 MiB`` for the memory all slots share, ``state.backend.rocksdb.memory.fixed-per-tm``); while BATCH
+        sorters run, ``; sorters hold slot 1: 3 of 13 MiB (4 runs spilled)`` (what they hold of what they
+        reserved)."""
+        heap = "" if self.task_heap_used_mib is None else f", task heap ~{self.task_heap_used_mib} MiB"
+        text = (f"process {self.process_mib} MiB (RSS {self.rss_mib} MiB{heap}), managed {self.managed_mib} MiB "
                 f"({self.managed_per_slot_mib} MiB per slot), network {self.network_mib} MiB")
         if self.network_buffers is not None:
             text += f" ({self.network_buffers[0]} buffers, {self.network_buffers[1]} in use)"
@@ -147,9 +151,11 @@ def memory_line(memory: Optional[Mapping[str, Any]], slots: int) -> Optional[Mem
     metrics = (memory or {}).get("metrics") or {}
     total = metrics.get("Status.Shuffle.Netty.TotalMemorySegments")
     buffers = None if total is None else (int(total), int(metrics.get("Status.Shuffle.Netty.UsedMemorySegments", 0)))
+    heap = (memory or {}).get("task_heap_used_estimate")
     return MemoryLine(int(configured.get("totalProcessMemory", 0)) >> 20, int((memory or {}).get("rss", 0)) >> 20,
                       managed >> 20, (managed // max(slots, 1)) >> 20, int(configured.get("networkMemory", 0)) >> 20,
-                      rocksdb, buffers, None if not shared else int(shared.get("used", 0)) >> 20, sorting)
+                      rocksdb, buffers, None if not shared else int(shared.get("used", 0)) >> 20, sorting,
+                      None if heap is None else int(heap) >> 20)
 
 
 @dataclass(frozen=True)

@@ -140,8 +140,9 @@ class TaskExecutorHeartbeat:
     taskmanager_id: str
     slot_report: SlotReport
     tasks: tuple[TaskStatus, ...] = ()
-    #: The process's memory now (bytes: ``rss``, ``process_size``, ``task_heap``, ``task_heap_used_estimate``;
-    #: ``enforced``), see :mod:`.memory_watchdog`; None when not measured.
+    #: The process's memory now (bytes: ``rss``, ``process_size``, ``task_heap``, ``task_heap_used_estimate``,
+    #: ``baseline_rss``, ``managed_used``, ``network_used``; ``enforced``), see :mod:`.memory_watchdog`; None
+    #: when not measured.
     memory: Optional[dict] = None
     #: per slot index, its managed memory and what uses it now (:meth:`TaskExecutor.memory_metrics`)
     slot_memory: dict = field(default_factory=dict, hash=False)

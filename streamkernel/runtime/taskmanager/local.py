@@ -58,6 +58,7 @@ def start_local_taskmanagers(count: int, slots_per_taskmanager: int, resource_ma
                                    managed_memory_per_slot=managed, configuration=configuration)
         if configuration is not None and spec is not None:
             taskmanager.memory_watchdog = ProcessMemoryWatchdog(taskmanager_id, spec, configuration, enforce=False)
+            taskmanager.memory_watchdog.attach(taskmanager)  # its baseline: the kernel's process now
         taskmanager.register_at(resource_manager)
         started.append(taskmanager)
     return started

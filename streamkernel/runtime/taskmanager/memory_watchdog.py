@@ -12,11 +12,20 @@ SIGKILL): the JobManager restarts the job by its restart strategy, on a replacem
 TaskManager where the backend replaces lost ones. ``local`` TaskManagers (threads of the
 kernel's process) only measure.
 
-The same measurement estimates the task heap in use: RSS minus the configured parts that are not
-task heap (framework heap, managed, off-heap, network, metaspace, overhead), at least 0. It is an
-estimate: it reads 0 while the process is well below its size, and says how much of the task heap
-a process near its limit takes. :meth:`ProcessMemoryWatchdog.usage` is what the TaskManager's
-heartbeat carries (``TaskExecutorHeartbeat.memory``).
+The same measurement estimates the task heap in use (what user functions and heap state hold
+now): the RSS minus the process's own baseline (its RSS when the TaskManager started, before any
+task ran: the interpreter, streamkernel and its libraries), minus the managed memory in use now
+(what its slots' RocksDB shared resources and BATCH sorters use, :meth:`MemoryManager.metrics`, and
+the TaskManager-wide RocksDB memory), minus the network buffers holding data now times the
+segment size; at least 0. It is an *estimate*: Python
+has no separate heap to measure, the allocator keeps freed memory for a while (the estimate falls
+back only as memory is given back to the system), RocksDB's memory outside its block cache and
+write buffers counts as task heap, and ``local`` TaskManagers share the kernel's process, so each
+one's estimate includes what the kernel and the other TaskManagers allocated since it started.
+Its figures are cheap (one ``/proc`` read, a sum over the slots and channels): the enforcing
+thread computes them only when the RSS is above the size, for its advice.
+:meth:`ProcessMemoryWatchdog.usage` is what the TaskManager's heartbeat carries
+(``TaskExecutorHeartbeat.memory``); REST shows the estimate as ``heapUsed``.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import logging
 import os
 import threading
 from dataclasses import dataclass
-from typing import Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional
 
 from streamkernel.common.memory_size import MemorySize
 from streamkernel.common.options import TaskManagerMemoryOptions
@@ -36,7 +45,8 @@ from streamkernel.runtime.memory import TaskExecutorProcessSpec, task_executor_p
 from streamkernel.runtime.taskmanager.gateway import TaskManagerLostError
 
 __all__ = ["ProcessMemoryWatchdog", "TaskManagerProcessSizeExceededError", "MemoryUsage", "read_rss_bytes",
-           "taskmanager_process_spec", "watchdog_interval_seconds", "OOM_EXIT_CODE"]
+           "taskmanager_process_spec", "watchdog_interval_seconds", "OOM_EXIT_CODE", "managed_memory_in_use",
+           "network_memory_in_use"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -58,6 +68,12 @@ class MemoryUsage:
     task_heap: int
     task_heap_used_estimate: int
     enforced: bool
+    #: the RSS when the TaskManager started, before any task ran
+    baseline_rss: int = 0
+    #: managed memory in use now (its slots' RocksDB shared resources)
+    managed_used: int = 0
+    #: network buffers holding data now x segment size
+    network_used: int = 0
 
     @property
     def exceeded(self) -> bool:
@@ -65,10 +81,12 @@ class MemoryUsage:
         return self.rss > self.process_size
 
     def to_dict(self) -> dict[str, object]:
-        """The heartbeat's form: ``rss``, ``process_size``, ``task_heap``, ``task_heap_used_estimate`` (bytes),
-        ``enforced``."""
+        """The heartbeat's form: ``rss``, ``process_size``, ``task_heap``, ``task_heap_used_estimate``,
+        ``baseline_rss``, ``managed_used``, ``network_used`` (bytes), ``enforced``."""
         return {"rss": self.rss, "process_size": self.process_size, "task_heap": self.task_heap,
-                "task_heap_used_estimate": self.task_heap_used_estimate, "enforced": self.enforced}
+                "task_heap_used_estimate": self.task_heap_used_estimate, "enforced": self.enforced,
+                "baseline_rss": self.baseline_rss, "managed_used": self.managed_used,
+                "network_used": self.network_used}
 
 
 def read_rss_bytes() -> Optional[int]:
@@ -79,6 +97,20 @@ def read_rss_bytes() -> Optional[int]:
     except (OSError, IndexError, ValueError):
         return None
     return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def managed_memory_in_use(memory_metrics: Mapping[Any, Mapping[str, Mapping[str, int]]]) -> int:
+    """Bytes of managed memory in use now: the ``used`` of every consumer of every slot (its RocksDB
+    shared resources, its BATCH sorters' ``operator`` memory) and of the TaskManager-wide RocksDB memory,
+    from ``TaskExecutor.memory_metrics()`` (``{slot: {"managed": {"size"}, "rocksdb": {"used", ...}}}``)."""
+    return sum(int(values.get("used", 0)) for slot in memory_metrics.values()
+               for kind, values in slot.items() if kind != "managed")
+
+
+def network_memory_in_use(metrics: Mapping[str, int]) -> int:
+    """Bytes of network buffers holding data now (``Status.Shuffle.Netty.UsedMemory`` of
+    ``TaskExecutor.metrics()``: buffers in use x segment size; 0 without network buffers)."""
+    return int(metrics.get("Status.Shuffle.Netty.UsedMemory", 0))
 
 
 def taskmanager_process_spec(configuration: Mapping[str, str]) -> TaskExecutorProcessSpec:
@@ -112,12 +144,16 @@ class ProcessMemoryWatchdog:
 
     ``enforce``: a daemon thread started by :meth:`start` calls ``on_exceeded`` once with the
     explaining error when the RSS exceeds the process size (then stops); without it the watchdog
-    only measures (:meth:`usage`). ``read_rss`` is the measurement (tests replace it).
+    only measures (:meth:`usage`). ``read_rss`` is the measurement (tests replace it); ``baseline_rss``
+    the process's own RSS before any task ran (default: measured now, and again by :meth:`start`);
+    :meth:`attach` names the TaskExecutor whose managed memory and network buffers in use the task
+    heap estimate subtracts.
     """
 
     def __init__(self, taskmanager_id: str, spec: TaskExecutorProcessSpec, configuration: Mapping[str, str], *,
                  enforce: bool, on_exceeded: Optional[Callable[[TaskManagerProcessSizeExceededError], None]] = None,
-                 read_rss: Callable[[], Optional[int]] = read_rss_bytes) -> None:
+                 read_rss: Callable[[], Optional[int]] = read_rss_bytes,
+                 baseline_rss: Optional[int] = None) -> None:
         self.taskmanager_id = taskmanager_id
         self.spec = spec
         #: Flink's REST ``memoryConfiguration`` of this TaskManager (bytes), computed once
@@ -127,6 +163,9 @@ class ProcessMemoryWatchdog:
         self._size_keys = _size_keys(configuration)
         self._on_exceeded = on_exceeded
         self._read_rss = read_rss
+        self._fixed_baseline = baseline_rss is not None
+        self.baseline_rss: int = baseline_rss if baseline_rss is not None else (read_rss() or 0)
+        self._in_use: Callable[[], tuple[int, int]] = lambda: (0, 0)
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
@@ -138,15 +177,23 @@ class ProcessMemoryWatchdog:
         return cls(taskmanager_id, taskmanager_process_spec(configuration), configuration, enforce=enforce,
                    on_exceeded=on_exceeded)
 
-    def usage(self) -> Optional[MemoryUsage]:
-        """Measure now (None where the RSS cannot be read)."""
-        rss = self._read_rss()
+    def attach(self, task_executor: Any) -> None:
+        """Subtract what ``task_executor``'s slots (managed memory) and channels (network buffers) use
+        now from the task heap estimate (its ``memory_metrics()`` and ``metrics()``)."""
+        self._in_use = lambda: (managed_memory_in_use(task_executor.memory_metrics()),
+                                network_memory_in_use(task_executor.metrics()))
+
+    def usage(self, in_use: Optional[tuple[int, int]] = None, rss: Optional[int] = None) -> Optional[MemoryUsage]:
+        """Measure now (None where the RSS cannot be read). ``in_use``: the managed and network bytes in
+        use when the caller has them already (else asked of the attached TaskExecutor); ``rss``: likewise."""
+        rss = self._read_rss() if rss is None else rss
         if rss is None:
             return None
         total = self.spec.get_total_process_memory_size().get_bytes()
         task_heap = self.spec.flink_memory.task_heap.get_bytes()
-        estimate = max(0, rss - (total - task_heap))
-        return MemoryUsage(rss, total, task_heap, estimate, self.enforce)
+        managed, network = self._in_use() if in_use is None else in_use
+        estimate = max(0, rss - self.baseline_rss - managed - network)
+        return MemoryUsage(rss, total, task_heap, estimate, self.enforce, self.baseline_rss, managed, network)
 
     def exceeded_error(self, usage: MemoryUsage) -> TaskManagerProcessSizeExceededError:
         """The error explaining ``usage`` above the process size: the size, the RSS, the keys to raise."""
@@ -155,7 +202,8 @@ class ProcessMemoryWatchdog:
 
         advice = f"raise {self._size_keys}"
         if usage.task_heap_used_estimate > usage.task_heap:
-            advice += (f"; the task heap in use (estimated RSS minus the other parts: "
+            advice += (f"; the task heap in use (estimated: RSS minus the process's baseline, managed memory "
+                       f"and network buffers in use: "
                        f"{size(usage.task_heap_used_estimate)}) exceeds the task heap "
                        f"'{_O.TASK_HEAP_MEMORY.key()}' ({size(usage.task_heap)})")
         return TaskManagerProcessSizeExceededError(
@@ -164,13 +212,22 @@ class ProcessMemoryWatchdog:
             f"container would be OOM-killed. To give it more memory, {advice}.")
 
     def check(self) -> Optional[TaskManagerProcessSizeExceededError]:
-        """Measure; the explaining error when the RSS is above the process size, else None."""
-        usage = self.usage()
-        return self.exceeded_error(usage) if usage is not None and usage.exceeded else None
+        """Measure; the explaining error when the RSS is above the process size, else None (the task heap
+        estimate is computed only then: this runs every interval)."""
+        rss = self._read_rss()
+        if rss is None or rss <= self.spec.get_total_process_memory_size().get_bytes():
+            return None
+        usage = self.usage(rss=rss)
+        return self.exceeded_error(usage) if usage is not None else None
 
     def start(self) -> None:
-        """Start the watching thread (enforcing watchdogs only; idempotent)."""
-        if not self.enforce or self._thread is not None:
+        """Measure the baseline (the TaskManager started, no task ran yet) and start the watching thread
+        (enforcing watchdogs only; idempotent)."""
+        if self._thread is not None:
+            return
+        if not self._fixed_baseline:
+            self.baseline_rss = self._read_rss() or 0
+        if not self.enforce:
             return
         if self._read_rss() is None:
             _LOG.warning("TaskManager %s: no /proc/self/statm, its process size is not enforced", self.taskmanager_id)

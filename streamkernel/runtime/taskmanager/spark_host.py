@@ -204,12 +204,13 @@ def host_working_dir(cluster: str, launched_as: str, configuration: Mapping[str,
     return base
 
 
-def _default_entry() -> Callable[..., object]:
+def _default_entry(before_oom_exit: Optional[Callable[[BaseException], None]] = None) -> Callable[..., object]:
     import functools
 
     from streamkernel.runtime.taskmanager.worker import run_taskmanager
 
-    return functools.partial(run_taskmanager, enforce_process_size=True)  # the Python worker is the TaskManager's
+    # the Python worker is the TaskManager's: it enforces the process size
+    return functools.partial(run_taskmanager, enforce_process_size=True, before_oom_exit=before_oom_exit)
 
 
 def run_host(partition: int, spec: Mapping[str, Any]) -> list[tuple[str, int, int, str]]:
@@ -232,11 +233,19 @@ def run_host(partition: int, spec: Mapping[str, Any]) -> list[tuple[str, int, in
                          os.getpid(), machine_identity(), time.time())
     secret: bytes = spec["secret"]
     control = _ControlChannel.open(spec.get("launcher_address"), secret, info)
-    entry = spec.get("worker_entry") or _default_entry()
+    own_dir: Optional[str] = None
+
+    def before_oom_exit(error: BaseException) -> None:
+        """The watchdog's exit 137 skips the ``finally`` below: say why and clean up first."""
+        if own_dir is not None:
+            shutil.rmtree(own_dir, ignore_errors=True)
+        if control is not None:
+            control.ended(f"failed: {type(error).__name__}: {error} (the Python worker exits with code 137)")
+
+    entry = spec.get("worker_entry") or _default_entry(before_oom_exit)
     configuration = dict(spec["configuration"])
     if not (TaskManagerOptions.BIND_HOST.get(configuration) or "").strip():
         configuration[TaskManagerOptions.BIND_HOST.key()] = reachable_address(tuple(spec["jobmanager_address"]))
-    own_dir = None
     if not (TaskManagerOptions.WORKING_DIR.get(configuration) or "").strip():  # not on the driver's machine
         own_dir = configuration[TaskManagerOptions.WORKING_DIR.key()] = host_working_dir(str(spec.get("cluster", "spark")), launched_as,
                                                                     configuration)

@@ -288,13 +288,17 @@ class TaskExecutor:
             deployed = list(self._tasks.items())
         tasks = tuple(TaskStatus(attempt, d.name, d.slot_index, d.state, _metrics_of(d.task))
                       for attempt, d in deployed)
+        memory_metrics, metrics = self.memory_metrics(), self.metrics()
         watchdog = self.memory_watchdog
-        usage = watchdog.usage() if watchdog is not None else None
+        usage = None
+        if watchdog is not None:  # the task heap estimate subtracts the managed memory and buffers in use now
+            from streamkernel.runtime.taskmanager.memory_watchdog import managed_memory_in_use, network_memory_in_use
+
+            usage = watchdog.usage((managed_memory_in_use(memory_metrics), network_memory_in_use(metrics)))
         memory = usage.to_dict() if usage is not None else None
         if memory is not None and watchdog is not None:  # Flink's memoryConfiguration, for the REST API
             memory["configuration"] = watchdog.memory_configuration
-        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks, memory,
-                                     self.memory_metrics(), self.metrics())
+        return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks, memory, memory_metrics, metrics)
 
     def metrics(self) -> dict:
         """The TaskManager's own metrics: its network buffers (total, reserved by tasks, holding data)."""

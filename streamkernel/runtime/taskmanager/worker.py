@@ -25,7 +25,7 @@ import signal
 import sys
 import tempfile
 import threading
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from streamkernel.common.options import CoreOptions, RpcOptions, TaskManagerOptions
 from streamkernel.runtime.rpc.connection import GatewayRef, RpcConnection
@@ -104,7 +104,8 @@ def _adopt_driver_environment(environment: Mapping[str, Any]) -> None:
 
 def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmanager_id: str, slots: int,
                     configuration: Mapping[str, str], *, stop_event: Optional[threading.Event] = None,
-                    disconnect_event: Optional[threading.Event] = None, enforce_process_size: bool = False) -> str:
+                    disconnect_event: Optional[threading.Event] = None, enforce_process_size: bool = False,
+                    before_oom_exit: Optional[Callable[[BaseException], None]] = None) -> str:
     """Run one TaskManager in this process until the JobManager stops it or the connection is lost.
 
     Returns why it ended: :data:`ENDED_SHUTDOWN` (the JobManager told it to),
@@ -120,6 +121,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     ``enforce_process_size`` (the process is this TaskManager's alone: the worker command, a Spark task):
     above ``taskmanager.memory.process.size`` the TaskManager reports why to the ResourceManager and the
     process exits with code 137 (:mod:`.memory_watchdog`); otherwise its RSS is only measured.
+    ``before_oom_exit(error)`` runs just before that exit, which skips every ``finally`` (the Spark host
+    reports the error to its launcher and removes its working directory).
     """
     from streamkernel.runtime.core.clock import SystemClock
     from streamkernel.runtime.taskmanager.memory_watchdog import ProcessMemoryWatchdog
@@ -132,7 +135,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     # the memory spec, once, before anything starts (a bad key fails here, naming it)
     watchdog = ProcessMemoryWatchdog.from_configuration(
         taskmanager_id, conf, enforce=enforce_process_size,
-        on_exceeded=lambda error: _exit_exceeding_process_size(error, taskmanager_id, rpc, timeout))
+        on_exceeded=lambda error: _exit_exceeding_process_size(error, taskmanager_id, rpc, timeout, before_oom_exit))
     network_buffers = network_buffer_pool_from_config(conf, watchdog.spec)  # its network memory / segment size
     forwarding = WorkerForwarding()
     rpc = RpcConnection(connect((jobmanager_address[0], jobmanager_address[1]), secret, timeout), name=f"{taskmanager_id}->JobManager",
@@ -155,7 +158,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
             configuration=conf)
         task_executor.log_file = conf.get(LOG_FILE_KEY) or None
         task_executor.memory_watchdog = watchdog
-        watchdog.start()
+        watchdog.attach(task_executor)
+        watchdog.start()  # its baseline: this process before any task ran
         resource_manager = rpc.proxy(GatewayRef(RESOURCE_MANAGER, "ResourceManagerGateway"))
         forward = TaskManagerOptions.FORWARD_OUTPUT.get(conf)
         if forward:
@@ -178,7 +182,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
             shutil.rmtree(working_dir, ignore_errors=True)
 
 
-def _exit_exceeding_process_size(error: BaseException, taskmanager_id: str, rpc: RpcConnection, timeout: float) -> None:
+def _exit_exceeding_process_size(error: BaseException, taskmanager_id: str, rpc: RpcConnection, timeout: float,
+                                 before_exit: Optional[Callable[[BaseException], None]] = None) -> None:
     """Die as a container's OOM kill would, but explained: the error goes to this process's stderr and, as
     the cause of the TaskManager's loss, to the ResourceManager (its jobs restart); then exit 137."""
     from streamkernel.runtime.rpc.serialization import portable_exception
@@ -193,6 +198,11 @@ def _exit_exceeding_process_size(error: BaseException, taskmanager_id: str, rpc:
                  timeout=timeout)
     except Exception:  # noqa: BLE001 - the JobManager still learns of the loss through the closed connection
         _LOG.exception("TaskManager %s could not report why it exits", taskmanager_id)
+    if before_exit is not None:
+        try:
+            before_exit(error)
+        except Exception:  # noqa: BLE001 - exit all the same
+            _LOG.exception("TaskManager %s: its exit hook failed", taskmanager_id)
     os._exit(OOM_EXIT_CODE)
 
 

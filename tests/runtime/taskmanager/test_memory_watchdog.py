@@ -36,9 +36,13 @@ SMALL = {"taskmanager.memory.process.size": "300m", "taskmanager.memory.framewor
          "taskmanager.memory.jvm-overhead.min": "16m", "taskmanager.memory.network.min": "8m"}
 
 
+#: The RSS of the process before any task ran (its baseline, in the tests with a given RSS).
+BASELINE = 40 * MB
+
+
 def _watchdog(conf: dict, rss: int, **kwargs: Any) -> ProcessMemoryWatchdog:
     return ProcessMemoryWatchdog("taskmanager-7", taskmanager_process_spec(conf), conf,
-                                 read_rss=lambda: rss, **kwargs)
+                                 read_rss=lambda: rss, baseline_rss=BASELINE, **kwargs)
 
 
 # ------------------------------------------------------------------------------ the measure
@@ -57,7 +61,7 @@ def test_below_the_process_size_nothing_happens_and_the_usage_is_reported() -> N
     assert usage is not None and not usage.exceeded
     assert usage.process_size == 300 * MB and usage.rss == 100 * MB and usage.enforced
     assert usage.task_heap == taskmanager_process_spec(SMALL).flink_memory.task_heap.get_bytes()
-    assert usage.task_heap_used_estimate == 0  # RSS below the non-task-heap parts
+    assert usage.task_heap_used_estimate == 100 * MB - BASELINE  # what grew since the TaskManager started
     assert _watchdog(SMALL, 100 * MB, enforce=True).check() is None
 
 
@@ -65,8 +69,8 @@ def test_above_the_process_size_the_error_names_size_rss_and_keys() -> None:
     watchdog = _watchdog(SMALL, 310 * MB, enforce=True)
     usage = watchdog.usage()
     assert usage is not None and usage.exceeded
-    # the task heap in use: RSS minus everything but the task heap, hence above the task heap
-    assert usage.task_heap_used_estimate == 310 * MB - (300 * MB - usage.task_heap)
+    # the task heap in use: what grew since the TaskManager started, here above the task heap
+    assert usage.task_heap_used_estimate == 310 * MB - BASELINE > usage.task_heap
     error = watchdog.check()
     assert isinstance(error, TaskManagerProcessSizeExceededError)
     text = str(error)
@@ -179,7 +183,7 @@ def test_a_spark_task_enforces_and_a_worker_in_a_thread_only_measures() -> None:
     from streamkernel.runtime.taskmanager import spark_host, worker
 
     entry = spark_host._default_entry()  # what a Spark task runs: its Python worker is the TaskManager's
-    assert entry.func is worker.run_taskmanager and entry.keywords == {"enforce_process_size": True}  # type: ignore[attr-defined]
+    assert entry.func is worker.run_taskmanager and entry.keywords["enforce_process_size"] is True  # type: ignore[attr-defined]
     import inspect
 
     assert inspect.signature(worker.run_taskmanager).parameters["enforce_process_size"].default is False
