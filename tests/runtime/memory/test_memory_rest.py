@@ -81,3 +81,42 @@ def test_the_cluster_view_shows_what_rocksdb_uses_of_each_slots_managed_memory()
             gate.open()
             client.get_job_execution_result().result(60)
     assert "managed 64 MiB (64 MiB per slot)" in text, text
+
+
+def test_the_web_uis_taskmanager_metrics_are_served_by_flinks_names() -> None:
+    """The Web UI's TaskManager page asks /taskmanagers/:id/metrics for these eight; a running
+    RocksDB job's slot shows its shared resource as managed memory in use."""
+    from streamkernel.common import Configuration, Types, WatermarkStrategy
+    from streamkernel.datastream import StreamExecutionEnvironment
+    from streamkernel.testing import Gate, ScriptedSource
+
+    asked = ("Status.JVM.Memory.Heap.Used,Status.JVM.Memory.Heap.Max,Status.Shuffle.Netty.UsedMemory,"
+             "Status.Shuffle.Netty.TotalMemory,Status.Flink.Memory.Managed.Used,Status.Flink.Memory.Managed.Total,"
+             "Status.JVM.Memory.Metaspace.Used,Status.JVM.Memory.Metaspace.Max")
+    conf = {"taskmanager.memory.managed.size": "64m", "taskmanager.memory.process.size": "1g", "rest.port": "0"}
+    spec = task_executor_process_spec_from_config({**conf, "taskmanager.numberOfTaskSlots": "1"})
+    gate = Gate("hold")
+    with MiniCluster(taskmanagers=1, slots_per_taskmanager=1, backend="local", configuration=conf) as cluster:
+        env = StreamExecutionEnvironment.get_execution_environment(
+            Configuration().set_string("state.backend.type", "rocksdb"))
+        env.set_parallelism(1)
+        env.from_source(ScriptedSource([*range(100), gate]), WatermarkStrategy.no_watermarks(), "numbers",
+                        type_info=Types.INT()).key_by(lambda n: n % 10).reduce(lambda a, b: a + b) \
+            .add_sink(lambda x: None)
+        client = cluster.submit(env.get_stream_graph("rocksdb in a slot"))
+        url = f"{cluster.rest_url}/taskmanagers/taskmanager-1/metrics?get={asked}"
+        try:
+            metrics = wait_until(lambda: (lambda m: m if m.get("Status.Flink.Memory.Managed.Used") else None)(
+                {entry["id"]: int(entry["value"]) for entry in get(url)}), message="managed memory in use")
+        finally:
+            gate.open()
+            client.get_job_execution_result().result(60)
+        # given back with the job's last RocksDB instance (seen at the next heartbeat)
+        wait_until(lambda: {e["id"]: int(e["value"]) for e in get(url)}["Status.Flink.Memory.Managed.Used"] == 0,
+                   message="the slot's managed memory released")
+    assert metrics["Status.Flink.Memory.Managed.Total"] == spec.flink_memory.managed.get_bytes() == 64 << 20
+    assert metrics["Status.Flink.Memory.Managed.Used"] == 64 << 20  # the slot's RocksDB cache + write buffers
+    assert metrics["Status.JVM.Memory.Heap.Max"] == spec.flink_memory.get_jvm_heap_memory_size().get_bytes()
+    assert metrics["Status.JVM.Memory.Metaspace.Max"] == spec.jvm_metaspace_and_overhead.metaspace.get_bytes()
+    assert metrics["Status.Shuffle.Netty.TotalMemory"] == spec.flink_memory.network.get_bytes()
+    assert "Status.JVM.Memory.Heap.Used" in metrics and "Status.JVM.Memory.Metaspace.Used" not in metrics

@@ -6,7 +6,7 @@ from __future__ import annotations
 from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
 from streamkernel.runtime.rest.context import now_ms
 from streamkernel.runtime.rest.handlers.base import RestError, RestHandler
-from streamkernel.runtime.rest.json_views.cluster import taskmanager_details, taskmanager_info
+from streamkernel.runtime.rest.json_views.cluster import taskmanager_details, taskmanager_info, taskmanager_metric_values
 from streamkernel.runtime.rest.json_views.vertices import metric_list
 
 __all__ = ["ROUTES"]
@@ -37,15 +37,12 @@ class TaskManagerDetailsHandler(RestHandler):
 
 
 class TaskManagerMetricsHandler(RestHandler):
-    """``GET /taskmanagers/:taskmanagerid/metrics[?get=a,b]``: its slot figures (no JVM metrics here)."""
+    """``GET /taskmanagers/:taskmanagerid/metrics[?get=a,b]``: its slots, memory and network buffers
+    by Flink's metric names (:func:`~..json_views.cluster.taskmanager_metric_values`)."""
 
     def get(self, taskmanagerid: str) -> None:
         """Flink's metric collection."""
-        tm = _taskmanager(self, taskmanagerid)
-        running = len(tm.last_heartbeat.tasks) if tm.last_heartbeat is not None else 0
-        values = {"Status.TaskSlots.Total": tm.number_of_slots, "Status.TaskSlots.Free": tm.free_slots,
-                  "Status.Tasks.Running": running}
-        self.write_json(metric_list(values, self.query_list("get")))
+        self.write_json(metric_list(taskmanager_metric_values(_taskmanager(self, taskmanagerid)), self.query_list("get")))
 
 
 ROUTES = [

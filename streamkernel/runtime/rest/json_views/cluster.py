@@ -18,7 +18,7 @@ from streamkernel.runtime.jobmaster.job_status import JobDetails
 from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
 
 __all__ = ["FLINK_VERSION", "dashboard_config", "cluster_overview", "taskmanager_info", "taskmanager_details",
-           "jobmanager_config", "jobmanager_metric_values", "jobmanager_environment", "thread_dump"]
+           "taskmanager_metric_values", "jobmanager_config", "jobmanager_metric_values", "jobmanager_environment", "thread_dump"]
 
 #: The Flink version the API is compatible with (the dashboard compares it with its own).
 FLINK_VERSION = "2.3.0"
@@ -137,6 +137,33 @@ def taskmanager_details(tm: TaskManagerSnapshot, now: int) -> dict:
         if metric in netty:
             body["metrics"][field] = int(netty[metric])
     return body
+
+
+def taskmanager_metric_values(tm: TaskManagerSnapshot) -> dict[str, int]:
+    """A TaskManager's metrics by Flink's names (``/taskmanagers/:id/metrics``; the Web UI's TaskManager
+    metrics page asks for the memory ones): its slots and running tasks; ``Status.JVM.Memory.Heap.*``
+    (max: the framework and task heaps; used: the task heap estimate; committed: the resident set);
+    ``Status.Flink.Memory.Managed.Total`` and ``.Used`` (what the slots' consumers reserved: RocksDB's
+    shared resources, BATCH sorters); ``Status.JVM.Memory.Metaspace.Max`` (configured; no Python
+    counterpart is used, so no ``.Used``); ``Status.Shuffle.Netty.*`` (its network buffers)."""
+    heartbeat = tm.last_heartbeat
+    values: dict[str, int] = {"Status.TaskSlots.Total": tm.number_of_slots, "Status.TaskSlots.Free": tm.free_slots,
+                              "Status.Tasks.Running": len(heartbeat.tasks) if heartbeat is not None else 0}
+    memory = _memory(tm)
+    configured = memory.get("configuration") or {}
+    if configured:
+        values["Status.JVM.Memory.Heap.Max"] = int(configured.get("frameworkHeap", 0)) + int(configured.get("taskHeap", 0))
+        values["Status.JVM.Memory.Heap.Used"] = int(memory.get("task_heap_used_estimate", 0))
+        values["Status.JVM.Memory.Heap.Committed"] = int(memory.get("rss", 0))
+        values["Status.JVM.Memory.Metaspace.Max"] = int(configured.get("jvmMetaspace", 0))
+        values["Status.Flink.Memory.Managed.Total"] = int(configured.get("managedMemory", 0))
+        slots = {k: v for k, v in (getattr(heartbeat, "slot_memory", None) or {}).items() if k != "taskmanager"}
+        values["Status.Flink.Memory.Managed.Used"] = sum(
+            int((usage.get("rocksdb") or {}).get("capacity", 0)) + int((usage.get("operator") or {}).get("reserved", 0))
+            for usage in slots.values())
+    netty = getattr(heartbeat, "metrics", None) or {}
+    values.update({name: int(value) for name, value in netty.items() if name.startswith("Status.Shuffle.Netty.")})
+    return values
 
 
 #: REST fields of Flink's TaskManagerMetricsInfo and the TaskManager metrics they show (its network buffers)
