@@ -24,6 +24,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, Optional
 
+from streamkernel.runtime.memory.shared_resources import SharedResourceLease, SharedResources
+
 __all__ = ["MemoryManager", "SharedResourceLease", "MemoryReservationError", "managed_memory_per_slot",
            "DEFAULT_PAGE_SIZE"]
 
@@ -51,23 +53,6 @@ def managed_memory_per_slot(configuration: Mapping[str, Any], slots: int) -> int
     return spec.flink_memory.managed.divide(max(1, int(slots))).get_bytes()
 
 
-class SharedResourceLease:
-    """One consumer's hold on a slot's shared resource; :meth:`close` gives it back (idempotent)."""
-
-    def __init__(self, manager: "MemoryManager", kind: str, resource: Any) -> None:
-        self._manager = manager
-        self.kind = kind
-        #: the shared resource (for RocksDB: a ``RocksDBSharedResources``)
-        self.resource = resource
-        self._closed = False
-
-    def close(self) -> None:
-        """Release this lease; the resource is dropped with its last lease."""
-        if not self._closed:
-            self._closed = True
-            self._manager._release(self.kind)
-
-
 class MemoryManager:
     """The managed memory of one slot: ``size`` bytes, handed out as shared resources.
 
@@ -86,7 +71,7 @@ class MemoryManager:
         self.slot_index = slot_index
         self.page_size = int(page_size)
         self._lock = threading.Lock()
-        self._shared: Dict[str, list] = {}  # kind -> [resource, lease count]
+        self._shared = SharedResources()
         self._reserved: Dict[Any, list] = {}  # owner -> [reserved bytes, bytes in use, runs spilled]
 
     def compute_memory_size(self, fraction: float) -> int:
@@ -128,42 +113,20 @@ class MemoryManager:
             self, kind: str, initializer: Callable[[int], Any], size: Optional[int] = None) -> SharedResourceLease:
         """A lease on the slot's shared resource ``kind``; the first lease creates it with
         ``initializer(size)`` (``size`` defaults to the slot's whole managed memory)."""
-        with self._lock:
-            entry = self._shared.get(kind)
-            if entry is None:
-                entry = self._shared[kind] = [initializer(self.size if size is None else int(size)), 0]
-            entry[1] += 1
-            return SharedResourceLease(self, kind, entry[0])
-
-    def _release(self, kind: str) -> None:
-        with self._lock:
-            entry = self._shared.get(kind)
-            if entry is None:
-                return
-            entry[1] -= 1
-            if entry[1] <= 0:
-                del self._shared[kind]
-                close = getattr(entry[0], "close", None)
-                if close is not None:
-                    close()
+        return self._shared.lease(kind, initializer, self.size if size is None else int(size))
 
     def metrics(self) -> Dict[str, Dict[str, int]]:
         """Per shared resource kind: its ``metrics()`` (sizes and usage in bytes) and its ``leases``;
         ``"operator"`` (when some consumer reserved memory): the bytes ``reserved``, ``used`` now, the
         ``reservations`` and the ``spilled_runs`` of the sorters among them."""
         with self._lock:
-            entries = [(kind, entry[0], entry[1]) for kind, entry in self._shared.items()]
             reserved = list(self._reserved.values())
         report: Dict[str, Dict[str, int]] = {}
         if reserved:
             report["operator"] = {"reserved": sum(r[0] for r in reserved), "used": sum(r[1] for r in reserved),
                                   "reservations": len(reserved), "spilled_runs": sum(r[2] for r in reserved)}
-        for kind, resource, leases in entries:
-            measure = getattr(resource, "metrics", None)
-            values = dict(measure()) if callable(measure) else (dict(resource) if isinstance(resource, dict) else {})
-            values["leases"] = leases
-            report[kind] = values
+        report.update(self._shared.metrics())
         return report
 
     def __repr__(self) -> str:
-        return f"MemoryManager(slot={self.slot_index}, size={self.size}, shared={sorted(self._shared)})"
+        return f"MemoryManager(slot={self.slot_index}, size={self.size}, shared={self._shared.kinds()})"

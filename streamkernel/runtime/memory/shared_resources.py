@@ -16,12 +16,77 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, Optional
 
-from streamkernel.runtime.memory.memory_manager import SharedResourceLease
-
-__all__ = ["TaskManagerSharedResources"]
+__all__ = ["SharedResources", "SharedResourceLease", "TaskManagerSharedResources"]
 
 
-class TaskManagerSharedResources:
+class SharedResourceLease:
+    """One consumer's hold on a shared resource; :meth:`close` gives it back (idempotent)."""
+
+    def __init__(self, owner: "SharedResources", kind: str, resource: Any) -> None:
+        self._owner = owner
+        self.kind = kind
+        #: the shared resource (for RocksDB: a ``RocksDBSharedResources``)
+        self.resource = resource
+        self._closed = False
+
+    def close(self) -> None:
+        """Release this lease; the resource is dropped (closed) with its last lease."""
+        if not self._closed:
+            self._closed = True
+            self._owner._release(self.kind)
+
+
+class SharedResources:
+    """Resources shared by kind, each with its count of leases: the first lease creates one, the
+    last one's close drops (and closes) it. A slot's ``MemoryManager`` and a TaskManager's
+    :class:`TaskManagerSharedResources` each hold one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shared: Dict[str, list] = {}  # kind -> [resource, lease count]
+
+    def lease(self, kind: str, initializer: Callable[[int], Any], size: int) -> SharedResourceLease:
+        """A lease on resource ``kind``; the first lease creates it with ``initializer(size)``,
+        the others get the same object."""
+        with self._lock:
+            entry = self._shared.get(kind)
+            if entry is None:
+                entry = self._shared[kind] = [initializer(int(size)), 0]
+            entry[1] += 1
+            return SharedResourceLease(self, kind, entry[0])
+
+    def _release(self, kind: str) -> None:
+        with self._lock:
+            entry = self._shared.get(kind)
+            if entry is None:
+                return
+            entry[1] -= 1
+            if entry[1] > 0:
+                return
+            del self._shared[kind]
+        close = getattr(entry[0], "close", None)
+        if close is not None:
+            close()
+
+    def kinds(self) -> list[str]:
+        """The kinds of resource held now, sorted."""
+        with self._lock:
+            return sorted(self._shared)
+
+    def metrics(self) -> Dict[str, Dict[str, int]]:
+        """Per shared resource kind: its ``metrics()`` (sizes and usage in bytes) and its ``leases``."""
+        with self._lock:
+            entries = [(kind, entry[0], entry[1]) for kind, entry in self._shared.items()]
+        report: Dict[str, Dict[str, int]] = {}
+        for kind, resource, leases in entries:
+            measure = getattr(resource, "metrics", None)
+            values = dict(measure()) if callable(measure) else (dict(resource) if isinstance(resource, dict) else {})
+            values["leases"] = leases
+            report[kind] = values
+        return report
+
+
+class TaskManagerSharedResources(SharedResources):
     """The resources the tasks of one TaskManager share, by kind, each with its count of leases.
 
     ``configuration`` is the TaskManager's configuration (cluster-level options such as
@@ -37,46 +102,14 @@ class TaskManagerSharedResources:
     """
 
     def __init__(self, configuration: Optional[Mapping[str, Any]] = None) -> None:
+        super().__init__()
         #: the TaskManager's configuration (its cluster-level options)
         self.configuration: Mapping[str, Any] = dict(configuration or {})
-        self._lock = threading.Lock()
-        self._shared: Dict[str, list] = {}  # kind -> [resource, lease count]
 
     def get_or_allocate_shared_resource(self, kind: str, initializer: Callable[[int], Any],
                                         size: int) -> SharedResourceLease:
-        """A lease on the TaskManager's resource ``kind``; the first lease creates it with
-        ``initializer(size)``, the others get the same object."""
-        with self._lock:
-            entry = self._shared.get(kind)
-            if entry is None:
-                entry = self._shared[kind] = [initializer(int(size)), 0]
-            entry[1] += 1
-            return SharedResourceLease(self, kind, entry[0])  # type: ignore[arg-type]
-
-    def _release(self, kind: str) -> None:
-        with self._lock:
-            entry = self._shared.get(kind)
-            if entry is None:
-                return
-            entry[1] -= 1
-            if entry[1] > 0:
-                return
-            del self._shared[kind]
-        close = getattr(entry[0], "close", None)
-        if close is not None:
-            close()
-
-    def metrics(self) -> Dict[str, Dict[str, int]]:
-        """Per shared resource kind: its ``metrics()`` (sizes and usage in bytes) and its ``leases``."""
-        with self._lock:
-            entries = [(kind, entry[0], entry[1]) for kind, entry in self._shared.items()]
-        report: Dict[str, Dict[str, int]] = {}
-        for kind, resource, leases in entries:
-            measure = getattr(resource, "metrics", None)
-            values = dict(measure()) if callable(measure) else (dict(resource) if isinstance(resource, dict) else {})
-            values["leases"] = leases
-            report[kind] = values
-        return report
+        """A lease on the TaskManager's resource ``kind`` (Flink's ``getOrAllocateSharedResource``)."""
+        return self.lease(kind, initializer, size)
 
     def __repr__(self) -> str:
-        return f"TaskManagerSharedResources(shared={sorted(self._shared)})"
+        return f"TaskManagerSharedResources(shared={self.kinds()})"
