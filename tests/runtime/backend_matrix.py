@@ -26,9 +26,9 @@ prints how many were selected), and the plugin must report that the clusters sta
 the run were on the backend asked for (and none on another).
 
 Each pair is a test file of its own (``test_backend_matrix_{process,spark}_{end_to_end,programs}.py``):
-under ``--dist loadfile`` a file is one unit of work, and the four took over three minutes
-together, so as one file they were the suite's tail; apart, the two workers share them
-(the root conftest.py hands them out first).
+under ``--dist loadfile`` a file is one unit of work, and as one file the four were a unit of
+over three minutes (seven on a loaded machine) that only one worker could run; apart, the two
+workers share them (the root conftest.py hands them out first, longest first).
 
 One item per file (per program on spark) keeps each item's time a fraction of the whole:
 on an idle 2-core machine the longest (the programs on ``process``) takes about a minute,
