@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from pathlib import Path
 from typing import Any
 
 _HOME = tempfile.mkdtemp(prefix="streamkernel-test-home-")
@@ -22,15 +23,61 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
     shutil.rmtree(_HOME, ignore_errors=True)
 
 
+ROOT = Path(__file__).resolve().parent
+
+#: The longest files of the suite, longest first (seconds in a ``make test`` run on a 2-core machine
+#: loaded by other test runs, load average 8, 2026-11-26; about 2.3 times an idle run): handed out
+#: before every other file, so that no worker starts one of them late while the other runs out of
+#: files. A long file that is not here still goes early if it starts a JVM or is a notebook.
+LONGEST_FIRST = (
+    "tests/runtime/test_backend_matrix_spark_end_to_end.py",  # 175 s (load average 8), 63 s idle
+    "notebooks/08_deployment_modes.ipynb",  # 111
+    "tests/runtime/test_backend_matrix_process_programs.py",  # 106 (51 s idle)
+    "tests/runtime/test_backend_matrix_spark_programs.py",  # 102 (44 s idle)
+    "tests/spark/test_spark_standalone.py",  # 101
+    "tests/runtime/highavailability/test_spark_takeover.py",  # 97
+    "tests/spark/test_spark_application_standalone.py",  # 87
+    "tests/spark/test_spark_connectors.py",  # 83, a SparkSession but no test marked spark
+    "notebooks/05_taskmanagers_on_spark.ipynb",  # 81
+    "tests/spark/test_spark_launcher.py",  # 64
+    "notebooks/06_debugging_a_stream.ipynb",  # 59
+    "tests/spark/test_spark_application.py",  # 58
+    "tests/runtime/jobmaster/test_unaligned_checkpoints.py",  # 58
+    "tests/runtime/rest/test_flink_cli.py",  # 57, Flink's CLI (a JVM per command)
+    "tests/runtime/test_backend_matrix_process_end_to_end.py",  # 50
+    "tests/jupyter/test_backend_magics.py",  # 49
+    "notebooks/07_the_rest_api_and_web_ui.ipynb",  # 47
+    "tests/compat/test_pyflink_programs.py",  # 45
+    "tests/browser/test_jupyterlab_cockpit.py",  # 44
+)
+
+
+def _relative(path: Path) -> str:
+    """``path`` as LONGEST_FIRST names it (relative to the repository, with slashes)."""
+    try:
+        return path.relative_to(ROOT).as_posix() if path.is_absolute() else path.as_posix()
+    except ValueError:  # not under the repository
+        return path.as_posix()
+
+
 def pytest_collection_modifyitems(session: Any, config: Any, items: list) -> None:
-    """Under pytest-xdist (``make test``: ``-n 2 --dist loadfile --no-loadscope-reorder``), the files
-    that start a JVM (a test marked ``spark``) and the notebooks (a kernel each) are handed out
-    first: they are the longest units of work, and a worker still running one after the other
-    worker ran out of files is the suite's tail. The order inside a file is kept (a notebook's
-    cells run in order); a run without xdist keeps the collection order.
+    """Under pytest-xdist (``make test``: ``-n 2 --dist loadfile --no-loadscope-reorder``), the longest
+    units of work are handed out first: the files of :data:`LONGEST_FIRST` in its order, then the
+    other files that start a JVM (a test marked ``spark``) and the notebooks (a kernel each); a
+    worker still running a long file after the other worker ran out of files is the suite's tail.
+    The order inside a file is kept (a notebook's cells run in order); a run without xdist keeps
+    the collection order.
     """
     if not hasattr(config, "workerinput"):  # the xdist controller or a plain run
         return
+    rank = {name: position for position, name in enumerate(LONGEST_FIRST)}
     long_files = {item.path for item in items
                   if item.get_closest_marker("spark") is not None or item.path.suffix == ".ipynb"}
-    items.sort(key=lambda item: item.path not in long_files)  # stable: files and cells keep their order
+
+    def key(item: Any) -> tuple[int, int]:
+        listed = rank.get(_relative(item.path))
+        if listed is not None:
+            return 0, listed
+        return (1 if item.path in long_files else 2), 0
+
+    items.sort(key=key)  # stable: files and cells keep their order

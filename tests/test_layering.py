@@ -4,6 +4,7 @@ cycle between packages, and ``import streamkernel`` stays light."""
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import subprocess
 import sys
@@ -71,10 +72,16 @@ def _module_of(path: pathlib.Path) -> str:
     return ".".join(rel.parts)
 
 
+@functools.lru_cache(maxsize=None)
+def _parsed(filename: str, text: str) -> ast.Module:
+    """``text`` parsed once (three checks walk every module of the package)."""
+    return ast.parse(text, filename=filename)
+
+
 def _imports(path: pathlib.Path, *, lazy: bool) -> list[str]:
     """The modules ``path`` imports at module level (not under TYPE_CHECKING); with ``lazy`` also
     inside functions."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _parsed(str(path), path.read_text())
     found: list[str] = []
     nodes = ast.walk(tree) if lazy else (
         sub for node in tree.body

@@ -1,4 +1,4 @@
-"""A pytest plugin for test_backend_matrix.py's runs on the ``process`` and ``spark`` backends.
+"""A pytest plugin for the backend matrix's runs (backend_matrix.py) on ``process`` and ``spark``.
 
 Loaded with ``-p backend_matrix_plugin`` (this directory on PYTHONPATH) in a pytest run
 whose ``STREAMKERNEL_BACKEND`` names the backend. It counts the clusters the tests start,

@@ -5,25 +5,23 @@ driver that runs the JobManager and the script, the TaskManagers run as Spark ta
 script (application_job.py) is unchanged PyFlink-style code writing to a FileSink; the
 expected lines are computed here from its data. Nothing may be left afterwards: the driver's
 pid, spark-submit's, the cluster's secret file ($STREAMKERNEL_HOME), its working directory
-(io.tmp.dirs), Spark's scratch directories (spark.local.dir), and on the standalone cluster the
-Spark application itself. Two tests use a stand-in for spark-submit (a Python script) to check
-the client's side alone in about a second: SIGTERM forwarding and a spark-submit that fails early.
+(io.tmp.dirs), Spark's scratch directories (spark.local.dir), and on a standalone cluster the
+Spark application itself (test_spark_application_standalone.py: a file of its own, so that its
+Master and Worker start on one pytest-xdist worker while this file runs on the other). Two tests
+use a stand-in for spark-submit (a Python script) to check the client's side alone in about a
+second: SIGTERM forwarding and a spark-submit that fails early.
 """
 
 from __future__ import annotations
 
-import collections
 import importlib.util
-import json
 import os
 import pathlib
-import re
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
-import urllib.request
 
 import pytest
 
@@ -35,8 +33,6 @@ from streamkernel.runtime.taskmanager.spark_stop import pid_alive  # noqa: E402
 from streamkernel.testing import wait_until  # noqa: E402
 
 HERE = pathlib.Path(__file__).resolve().parent
-JOB = HERE / "application_job.py"
-ROOT = HERE.parents[1]
 
 
 def _load(name):
@@ -46,55 +42,8 @@ def _load(name):
     return module
 
 
-standalone_cluster = _load("standalone_cluster")
-kit = _load("spark_test_kit")
-EXPECTED = sorted(f"{word} {count}" for word, count in collections.Counter(_load("application_job").WORDS).items())
-DRIVER = re.compile(r"streamkernel application driver: pid (\d+), JobManager REST API at (http://[^\s,]+)")
-LAUNCHED = re.compile(r"driver pid (\d+) \(spark-submit pid (\d+)\), JobManager REST API at (http://[^\s,]+)")
-
-
-class Run:
-    """Where one application's output, secrets and temporary files go (all under tmp_path)."""
-
-    def __init__(self, tmp_path: pathlib.Path) -> None:
-        self.out = tmp_path / "out"
-        self.home = tmp_path / "home"
-        self.tmp = tmp_path / "tmp"
-        self.tmp.mkdir()
-        self.spark_local = tmp_path / "spark-local"  # Spark's scratch space (spark.local.dir)
-        self.spark_local.mkdir()
-        self.env = dict(os.environ, STREAMKERNEL_HOME=str(self.home), SPARK_LOCAL_IP="127.0.0.1",
-                        PYSPARK_PYTHON=sys.executable,
-                        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
-
-    def command(self, *options: str, mode: str = "count") -> list[str]:
-        return [sys.executable, "-m", "streamkernel", "run", "--target", "spark-application", *options,
-                "-D", "spark.ui.enabled=false", "-D", "rest.port=0", "-D", f"io.tmp.dirs={self.tmp}",
-                "-D", f"spark.local.dir={self.spark_local}",
-                str(JOB), str(self.out), mode]
-
-    def run(self, *options: str, mode: str = "count", timeout: float = 240) -> subprocess.CompletedProcess:
-        return subprocess.run(self.command(*options, mode=mode), env=self.env, capture_output=True, text=True,
-                              timeout=timeout, cwd=self.tmp.parent)
-
-    def lines(self) -> list[str]:
-        """Every line of every finished part file under the sink's directory (bucket sub-directories too)."""
-        parts = [p for p in self.out.rglob("part-*") if p.is_file()]
-        return sorted(line for p in parts for line in p.read_text().splitlines())
-
-    def assert_nothing_left(self, *pids: int) -> None:
-        wait_until(lambda: not any(pid_alive(pid) for pid in pids), timeout=60,
-                   message=f"processes {list(pids)} (driver, spark-submit) to end")
-        clusters = self.home / "clusters"
-        assert not clusters.exists() or list(clusters.iterdir()) == [], "the cluster's secret file was left behind"
-        assert list(self.tmp.iterdir()) == [], "the cluster's working directory was left behind"
-        assert list(self.spark_local.iterdir()) == [], "Spark's scratch directories were left behind"
-
-
-def _driver(output: str) -> tuple[int, str]:
-    found = DRIVER.search(output)
-    assert found, f"the driver did not announce its cluster; output:\n{output[-3000:]}"
-    return int(found.group(1)), found.group(2)
+app = _load("application_kit")  # the job, its expected output, Run: shared with test_spark_application_standalone.py
+JOB, ROOT, EXPECTED, DRIVER, Run, _driver = app.JOB, app.ROOT, app.EXPECTED, app.DRIVER, app.Run, app.driver
 
 
 def test_bad_input_is_one_line_before_spark_submit_starts(tmp_path, monkeypatch, capsys):
@@ -227,69 +176,3 @@ def test_local_master_runs_the_script_in_the_driver_and_a_failing_job_exits_non_
     pid, rest_url = _driver(result.stderr)
     assert rest_url.startswith("http://127.0.0.1:")
     run.assert_nothing_left(pid)
-
-
-@pytest.fixture(scope="module")
-def standalone():
-    cluster = standalone_cluster.StandaloneCluster(cores=2).start()
-    yield cluster
-    jvms = cluster.pids()
-    cluster.stop()
-    assert not any(pid_alive(pid) for pid in jvms)
-
-
-def _descendants(pid: int) -> list[int]:
-    tree = kit._children()
-    found, todo = [], list(tree.get(pid, []))
-    while todo:
-        child = todo.pop()
-        found.append(child)
-        todo.extend(tree.get(child, []))
-    return found
-
-
-def _job_states(rest_url: str) -> list[str]:
-    with urllib.request.urlopen(f"{rest_url}/jobs/overview", timeout=10) as response:
-        return [job["state"] for job in json.load(response)["jobs"]]
-
-
-def _applications_removed(cluster) -> list[str]:
-    return re.findall(r"Removing app (app-\S+)", cluster.log("master"))
-
-
-STANDALONE_OPTIONS = ("-D", "spark.driver.host=127.0.0.1", "-D", "spark.driver.bindAddress=127.0.0.1",
-                      "-D", "spark.executor.memory=1g")
-
-
-def _launched(result: subprocess.CompletedProcess, log: pathlib.Path) -> tuple[int, int, str, str]:
-    """The driver's and spark-submit's pids and the REST URL a --detached run printed, and the Spark application."""
-    assert result.returncode == 0, result.stdout + result.stderr
-    launched = LAUNCHED.search(result.stdout)
-    assert launched, result.stdout
-    driver = int(launched.group(1))
-    assert f"output in {log}" in result.stdout and f"stop it with: kill {driver}" in result.stdout
-    application = re.search(r"Spark application (app-\S+) on spark://", log.read_text())
-    assert application, log.read_text()[-3000:]
-    return driver, int(launched.group(2)), launched.group(3), application.group(1)
-
-
-@pytest.mark.spark
-@pytest.mark.spark_standalone
-def test_detached_on_a_standalone_master_runs_and_sigterm_stops_the_cluster_then_the_application(
-        standalone, tmp_path):
-    run = Run(tmp_path)
-    log = tmp_path / "application.log"
-    result = run.run("--master", standalone.master_url, "-p", "2", "--detached", "--log", str(log),
-                     *STANDALONE_OPTIONS, mode="forever", timeout=180)  # the word count, then an unbounded job
-    driver, submit, rest_url, application = _launched(result, log)
-    wait_until(lambda: sorted(_job_states(rest_url)) == ["FINISHED", "RUNNING"], timeout=90,
-               message="the word count to finish and the unbounded job to run (the driver's REST API)")
-    assert run.lines() == EXPECTED
-    assert "word count done, parallelism 2" in log.read_text()
-    workers = kit.python_workers(standalone._processes[1].pid)  # the TaskManager's, in the Worker's executor
-    assert workers and pid_alive(submit)
-    helpers = _descendants(driver)  # whatever the driver started (e.g. the REST front process)
-    os.kill(driver, signal.SIGTERM)
-    run.assert_nothing_left(driver, submit, *workers, *helpers)
-    wait_until(lambda: application in _applications_removed(standalone), timeout=30,
-               message=f"the standalone master to remove application {application}")

@@ -1,4 +1,5 @@
-"""The runtime's end-to-end keyed-state, timer and window tests, unchanged, on ``process`` and ``spark``.
+"""The backend matrix: the runtime's end-to-end keyed-state, timer and window tests, unchanged, on
+``process`` and ``spark`` (the helpers of ``test_backend_matrix_*.py``; not a test module).
 
 Each (backend, test file) pair is one pytest item that runs that file in its own pytest
 subprocess with ``STREAMKERNEL_BACKEND`` set, so every cluster those tests start (their
@@ -23,6 +24,11 @@ child processes or in Spark tasks, and records between TaskManagers go over TCP:
 Every selected test of a run must pass, with nothing skipped (``backend_matrix_plugin``
 prints how many were selected), and the plugin must report that the clusters started in
 the run were on the backend asked for (and none on another).
+
+Each pair is a test file of its own (``test_backend_matrix_{process,spark}_{end_to_end,programs}.py``):
+under ``--dist loadfile`` a file is one unit of work, and as one file the four were a unit of
+over three minutes (seven on a loaded machine) that only one worker could run; apart, the two
+workers share them (the root conftest.py hands them out first, longest first).
 
 One item per file (per program on spark) keeps each item's time a fraction of the whole:
 on an idle 2-core machine the longest (the programs on ``process``) takes about a minute,
@@ -58,12 +64,13 @@ ITEM_TIMEOUT_S = 600
 RUN_TIMEOUT_S = ITEM_TIMEOUT_S - 60
 
 
-def _run_on(backend: str, *args: str) -> tuple[int, int, dict[str, int]]:
+def run_on(backend: str, *args: str) -> tuple[int, int, dict[str, int]]:
     """Run pytest on ``args`` with ``backend``: (tests selected, tests passed, clusters started per backend)."""
     env = dict(os.environ, STREAMKERNEL_BACKEND=backend,
                PYTHONPATH=os.pathsep.join([str(REPO / "tests" / "runtime"), str(REPO), os.environ.get("PYTHONPATH", "")]))
+    # no nbval: importing it (nbformat, jsonschema's IRI grammar) costs seconds of CPU and no notebook runs here
     command = [sys.executable, "-m", "pytest", *args, "-p", "backend_matrix_plugin", "-p", "no:cacheprovider",
-               "-q", "-rs"]
+               "-p", "no:nbval", "-q", "-rs"]
     try:
         done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
     except subprocess.TimeoutExpired as slow:
@@ -78,36 +85,3 @@ def _run_on(backend: str, *args: str) -> tuple[int, int, dict[str, int]]:
     assert selected and passed and started, out[-3000:]
     assert not re.search(r"\d+ (skipped|xfailed|xpassed)", out), out[-3000:]
     return int(selected.group(1)), int(passed.group(1)), ast.literal_eval(started.group(1))
-
-
-@pytest.mark.timeout(ITEM_TIMEOUT_S)
-def test_end_to_end_tests_pass_unchanged_on_process_taskmanagers() -> None:
-    selected, passed, started = _run_on("process", END_TO_END)
-    assert passed == selected >= 14  # every test of the file, none left out
-    assert set(started) == {"process"} and started["process"] >= selected  # each test starts a cluster
-
-
-@pytest.mark.timeout(ITEM_TIMEOUT_S)
-def test_pyflink_programs_pass_unchanged_on_process_taskmanagers() -> None:
-    selected, passed, started = _run_on("process", PROGRAMS, "-k", " or ".join(PROCESS_PROGRAMS))
-    assert passed == selected >= len(PROCESS_PROGRAMS)
-    assert set(started) <= {"process"}  # the programs' clusters start in their own scripts' processes
-
-
-@pytest.mark.spark
-@pytest.mark.timeout(ITEM_TIMEOUT_S)
-def test_end_to_end_tests_pass_unchanged_on_spark_taskmanagers() -> None:
-    pytest.importorskip("pyspark")
-    selected, passed, started = _run_on("spark", END_TO_END)
-    assert passed == selected >= 14
-    assert set(started) == {"spark"} and started["spark"] >= selected
-
-
-@pytest.mark.spark
-@pytest.mark.timeout(ITEM_TIMEOUT_S)
-@pytest.mark.parametrize("program", sorted(SPARK_PROGRAMS))
-def test_pyflink_programs_pass_unchanged_on_spark_taskmanagers(program: str) -> None:
-    pytest.importorskip("pyspark")
-    selected, passed, started = _run_on("spark", PROGRAMS, "-k", SPARK_PROGRAMS[program])
-    assert passed == selected == 1
-    assert set(started) <= {"spark"}
