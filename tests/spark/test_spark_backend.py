@@ -56,7 +56,7 @@ def cluster():
     context = launcher.spark_session.sparkContext
     cluster.stop(timeout=20)
     assert context._jsc is None  # the SparkSession the launcher created is stopped with the cluster
-    kit.wait_until(lambda: kit.python_workers() == [])
+    assert kit.python_workers() == []  # and stop() returned only once Spark's Python workers were gone
     print("\nspark backend timings (s):", {k: round(v, 2) for k, v in TIMINGS.items() if v is not None})
 
 

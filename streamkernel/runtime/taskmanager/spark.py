@@ -74,7 +74,12 @@ from streamkernel.runtime.taskmanager.spark_resources import (SparkTaskSlotsErro
 from streamkernel.runtime.taskmanager.spark_session import (OwnedSession, SparkHostJobError, explain_job_failure,
                                                             obtain_session, python_exec_for, task_tries,
                                                             taskmanager_python)
-from streamkernel.runtime.taskmanager.spark_stop import active_jobs_of_group, cancel_and_wait, wait_until_gone
+from streamkernel.runtime.taskmanager.spark_stop import (
+    active_jobs_of_group,
+    cancel_and_wait,
+    wait_for_python_workers,
+    wait_until_gone,
+)
 from streamkernel.runtime.taskmanager.worker import WORKING_DIR_KEY, switch_interval_seconds
 
 __all__ = ["SparkTaskManagerLauncher", "SparkTaskSlotsError", "SparkHostJobError"]
@@ -398,7 +403,9 @@ class SparkTaskManagerLauncher:
             self._remove_local_host_dirs()
             self._hosts.close()
             if session.owned:
+                proc = getattr(getattr(session.spark_context, "_gateway", None), "proc", None)
                 session.session.stop()
+                wait_for_python_workers(getattr(proc, "pid", None), 10.0)  # Spark signals them, we wait
             with self._lock:
                 self._session, self._launches = None, []
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from streamkernel.runtime.taskmanager.spark_host import machine_identity
 
-__all__ = ["active_jobs_of_group", "cancel_and_wait", "wait_until_gone", "pid_alive"]
+__all__ = ["active_jobs_of_group", "cancel_and_wait", "wait_until_gone", "pid_alive", "wait_for_python_workers"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -94,4 +94,45 @@ def wait_until_gone(hosts: Iterable[Any], timeout: float) -> list[Any]:
     for host in left:
         _LOG.error("spark backend: the Python worker of TaskManager %s (pid %d on %s) is still running",
                    host.info.taskmanager_id, host.info.pid, host.info.host)
+    return left
+
+
+def _python_workers_under(pid: int) -> list[int]:
+    """The pids of PySpark's Python daemon and workers among the descendants of process ``pid``."""
+    children: dict[int, list[int]] = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, todo = [], list(children.get(pid, ()))
+    while todo:
+        child = todo.pop()
+        todo.extend(children.get(child, ()))
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as cmdline:
+                command = cmdline.read().decode(errors="replace")
+        except OSError:
+            continue
+        if "pyspark" in command and pid_alive(child):
+            found.append(child)
+    return found
+
+
+def wait_for_python_workers(jvm_pid: int | None, timeout: float) -> list[int]:
+    """After a SparkContext stopped: wait up to ``timeout`` s until the Python daemon and workers its
+    JVM (``jvm_pid``, on this machine) started are gone (Spark signals them and does not wait);
+    returns the pids still there. None (the JVM is not a child of this process): nothing to wait for."""
+    if jvm_pid is None or not os.path.isdir("/proc"):
+        return []
+    deadline = time.monotonic() + timeout
+    left = _python_workers_under(jvm_pid)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.02)
+        left = _python_workers_under(jvm_pid)
+    if left:
+        _LOG.error("spark backend: Spark's Python workers %s were still running %.0f s after the SparkSession "
+                   "stopped", left, timeout)
     return left
