@@ -323,9 +323,10 @@ def test_the_cluster_view_shows_what_a_running_sorter_holds_of_its_reservation()
                         Types.PICKLED_BYTE_ARRAY()).key_by(lambda t: t[0]).reduce(lambda a, b: a).print()
         client = env.execute_async("sorting")
 
-        def sorting_line() -> str:
+        def sorting_line() -> str:  # once the sorter has spilled twice (~6 MiB of records through 2 MiB)
             text = cluster_text(cluster_model(cluster.inspection.snapshot()))
-            return text if "runs spilled)" in text else ""
+            runs = text.split(" runs spilled)")[0].rsplit("(", 1)[-1] if " runs spilled)" in text else "0"
+            return text if int(runs) >= 2 else ""
 
         text = wait_until(sorting_line, message="the sorter's managed memory in the cluster view")
         gate.open()
