@@ -53,13 +53,13 @@ lint: install-test
 	$(VENV)/bin/ruff check streamkernel tests bench scripts
 	$(VENV)/bin/mypy
 
-# Two pytest-xdist workers (-n 2): much of the suite waits on JVM starts, subprocesses and clusters,
-# which the other worker uses. --dist loadfile keeps each file in one worker: a notebook's cells run in
+# Three pytest-xdist workers on two cores (-n 3): much of the suite waits on JVM starts, subprocesses
+# and clusters (a whole run keeps the two cores about 60% busy), which the other workers use. --dist loadfile keeps each file in one worker: a notebook's cells run in
 # order in one kernel, and module-scoped fixtures (a SparkSession, a ZooKeeper, a running job) start once.
 # --no-loadscope-reorder keeps the order conftest.py gives: the files that start a JVM and the
 # notebooks first (xdist's default hands out files with many tests first, the long ones last).
 test: lint install-test graphviz browser zookeeper flink-tools
-	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder
+	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider -n 3 --dist loadfile --no-loadscope-reorder
 	bash scripts/test_other_pythons.sh $(PY)
 
 clean:

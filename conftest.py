@@ -25,30 +25,32 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
 
 ROOT = Path(__file__).resolve().parent
 
-#: The longest files of the suite, longest first (seconds in a ``make test`` run on a 2-core machine
-#: loaded by other test runs, load average 8, 2026-11-26; about 2.3 times an idle run): handed out
+#: The longest files of the suite, longest first (seconds of a quiet ``make test`` run on a 2-core machine,
+#: measured with --durations on 2026-11-26; a machine loaded by other runs takes about twice as long): handed out
 #: before every other file, so that no worker starts one of them late while the other runs out of
 #: files. A long file that is not here still goes early if it starts a JVM or is a notebook.
 LONGEST_FIRST = (
-    "tests/runtime/test_backend_matrix_spark_end_to_end.py",  # 175 s (load average 8), 63 s idle
-    "notebooks/08_deployment_modes.ipynb",  # 111
-    "tests/runtime/test_backend_matrix_process_programs.py",  # 106 (51 s idle)
-    "tests/runtime/test_backend_matrix_spark_programs.py",  # 102 (44 s idle)
-    "tests/spark/test_spark_standalone.py",  # 101
-    "tests/runtime/highavailability/test_spark_takeover.py",  # 97
-    "tests/spark/test_spark_application_standalone.py",  # 87
-    "tests/spark/test_spark_connectors.py",  # 83, a SparkSession but no test marked spark
-    "notebooks/05_taskmanagers_on_spark.ipynb",  # 81
-    "tests/spark/test_spark_launcher.py",  # 64
-    "notebooks/06_debugging_a_stream.ipynb",  # 59
-    "tests/spark/test_spark_application.py",  # 58
-    "tests/runtime/jobmaster/test_unaligned_checkpoints.py",  # 58
-    "tests/runtime/rest/test_flink_cli.py",  # 57, Flink's CLI (a JVM per command)
-    "tests/runtime/test_backend_matrix_process_end_to_end.py",  # 50
-    "tests/jupyter/test_backend_magics.py",  # 49
-    "notebooks/07_the_rest_api_and_web_ui.ipynb",  # 47
-    "tests/compat/test_pyflink_programs.py",  # 45
-    "tests/browser/test_jupyterlab_cockpit.py",  # 44
+    "tests/spark/test_spark_connectors.py",  # 135 s, a SparkSession but no test marked spark
+    "tests/spark/test_spark_standalone.py",  # 105
+    "tests/runtime/test_backend_matrix_spark_end_to_end.py",  # 85 (half of test_end_to_end.py on spark)
+    "tests/runtime/test_backend_matrix_spark_end_to_end_odd.py",  # 85 (the other half)
+    "tests/runtime/highavailability/test_spark_takeover.py",  # 85
+    "tests/runtime/jobmaster/test_unaligned_checkpoints.py",  # 85
+    "notebooks/08_deployment_modes.ipynb",  # 80
+    "tests/runtime/test_backend_matrix_process_programs.py",  # 74
+    "tests/runtime/test_backend_matrix_spark_programs.py",  # 72
+    "tests/runtime/rest/test_flink_cli.py",  # 70, Flink's CLI (a JVM per command)
+    "notebooks/05_taskmanagers_on_spark.ipynb",  # 65
+    "tests/spark/test_spark_application_standalone.py",  # 64
+    "tests/deployment/test_standalone_spark.py",  # 60
+    "notebooks/06_debugging_a_stream.ipynb",  # 60
+    "tests/spark/test_spark_application.py",  # 55
+    "tests/spark/test_spark_launcher.py",  # 45
+    "tests/runtime/test_backend_matrix_process_end_to_end.py",  # 40
+    "tests/jupyter/test_backend_magics.py",  # 35
+    "notebooks/07_the_rest_api_and_web_ui.ipynb",  # 30
+    "tests/compat/test_pyflink_programs.py",  # 30
+    "tests/browser/test_jupyterlab_cockpit.py",  # 30
 )
 
 
@@ -61,7 +63,7 @@ def _relative(path: Path) -> str:
 
 
 def pytest_collection_modifyitems(session: Any, config: Any, items: list) -> None:
-    """Under pytest-xdist (``make test``: ``-n 2 --dist loadfile --no-loadscope-reorder``), the longest
+    """Under pytest-xdist (``make test``: ``-n 3 --dist loadfile --no-loadscope-reorder``), the longest
     units of work are handed out first: the files of :data:`LONGEST_FIRST` in its order, then the
     other files that start a JVM (a test marked ``spark``) and the notebooks (a kernel each); a
     worker still running a long file after the other worker ran out of files is the suite's tail.

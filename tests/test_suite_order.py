@@ -1,4 +1,4 @@
-"""The order the root conftest.py gives the suite under pytest-xdist (``make test``: ``-n 2 --dist
+"""The order the root conftest.py gives the suite under pytest-xdist (``make test``: ``-n 3 --dist
 loadfile --no-loadscope-reorder``): the longest files (its ``LONGEST_FIRST``) first in that order,
 then the other files that start a JVM (a test marked ``spark``) and the notebooks, each file's tests
 and each notebook's cells still in their order; a plain run keeps the collection order."""

@@ -64,9 +64,10 @@ ITEM_TIMEOUT_S = 600
 RUN_TIMEOUT_S = ITEM_TIMEOUT_S - 60
 
 
-def run_on(backend: str, *args: str) -> tuple[int, int, dict[str, int]]:
-    """Run pytest on ``args`` with ``backend``: (tests selected, tests passed, clusters started per backend)."""
-    env = dict(os.environ, STREAMKERNEL_BACKEND=backend,
+def run_on(backend: str, *args: str, shard: str = "") -> tuple[int, int, dict[str, int]]:
+    """Run pytest on ``args`` with ``backend``: (tests selected, tests passed, clusters started per backend).
+    ``shard`` (``"i/n"``): only every n-th collected test from the i-th (backend_matrix_plugin.py)."""
+    env = dict(os.environ, STREAMKERNEL_BACKEND=backend, STREAMKERNEL_MATRIX_SHARD=shard,
                PYTHONPATH=os.pathsep.join([str(REPO / "tests" / "runtime"), str(REPO), os.environ.get("PYTHONPATH", "")]))
     # no nbval: importing it (nbformat, jsonschema's IRI grammar) costs seconds of CPU and no notebook runs here
     command = [sys.executable, "-m", "pytest", *args, "-p", "backend_matrix_plugin", "-p", "no:cacheprovider",

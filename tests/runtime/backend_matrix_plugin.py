@@ -4,7 +4,9 @@ Loaded with ``-p backend_matrix_plugin`` (this directory on PYTHONPATH) in a pyt
 whose ``STREAMKERNEL_BACKEND`` names the backend. It counts the clusters the tests start,
 per backend, and prints the count last (``clusters started per backend: {...}``), so the
 matrix test can check that the tests really ran on the backend it asked for, and how many
-tests the run selected (``tests selected: N``), so it can check that every one passed. With
+tests the run selected (``tests selected: N``), so it can check that every one passed.
+``STREAMKERNEL_MATRIX_SHARD=i/n`` keeps every n-th collected test from the i-th (0-based), so
+a long file can run as n matrix items that xdist spreads over its workers. With
 ``spark`` it also starts one local SparkSession when the first cluster starts and stops it
 after the last test: every cluster the tests start (their own MiniClusters and the
 transient ones of ``env.execute()``) launches its TaskManagers on that running session, as
@@ -16,6 +18,7 @@ JVM here). Not a test module.
 from __future__ import annotations
 
 import collections
+import os
 from typing import Any
 
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
@@ -36,6 +39,17 @@ def _counting_start(self: MiniCluster) -> None:
 def pytest_sessionstart(session: Any) -> None:
     """Count cluster starts."""
     MiniCluster._start_locked = _counting_start  # type: ignore[method-assign]
+
+
+def pytest_collection_modifyitems(session: Any, config: Any, items: list) -> None:
+    """Keep this run's shard (``STREAMKERNEL_MATRIX_SHARD=i/n``) of the collected tests."""
+    shard = os.environ.get("STREAMKERNEL_MATRIX_SHARD")
+    if not shard:
+        return
+    index, count = (int(part) for part in shard.split("/"))
+    kept = [item for position, item in enumerate(items) if position % count == index]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
 
 
 def pytest_collection_finish(session: Any) -> None:
