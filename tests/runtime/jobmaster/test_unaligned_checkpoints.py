@@ -221,7 +221,12 @@ def test_a_killed_taskmanager_process_recovers_from_an_unaligned_checkpoint_exac
 
 def source_backpressured_ns(cluster: MiniCluster) -> int:
     """The source subtasks' backpressured time, from the cluster's metrics snapshot."""
-    return sum((s.get("metrics") or {}).get("backpressured_ns") or 0
+    return source_metric(cluster, "backpressured_ns")
+
+
+def source_metric(cluster: MiniCluster, name: str) -> int:
+    """The sum of the source subtasks' metric ``name``, from the cluster's metrics snapshot."""
+    return sum((s.get("metrics") or {}).get(name) or 0
                for job in cluster.inspection.snapshot()["jobs"] for vertex in job["vertices"]
                for s in vertex["subtasks"] if s["name"].startswith("Source"))
 
@@ -242,7 +247,10 @@ def test_a_source_held_by_an_operator_in_another_taskmanager_acknowledges_a_chec
     with cluster_for("process") as cluster:
         client = env.execute_async("held by a remote operator")
         job_id = client.get_job_id()
-        wait_until(lambda: running(client) and source_backpressured_ns(cluster) > 0,
+        # backpressured once the held operator's channel is full: buffers (of 4 records) queue behind
+        # the one it holds (a wait for the consumer's very first credit counts as backpressure too)
+        wait_until(lambda: running(client) and source_backpressured_ns(cluster) > 0
+                   and source_metric(cluster, "records_out") >= 12,
                    message="the source waiting for credit from the held operator")
         with concurrent.futures.ThreadPoolExecutor(1) as pool:
             pending = pool.submit(cluster.checkpoints.trigger_checkpoint, job_id)
