@@ -129,8 +129,13 @@ class CollectBuffer:
     def recent(self, n: int = 20) -> list:
         """The last ``n`` records received (at most RECENT_RECORDS), whether the reader took them or not:
         what a live results view shows without taking records from the reader."""
+        return self.recent_and_total(n)[0]
+
+    def recent_and_total(self, n: int = 20) -> tuple[list, int]:
+        """:meth:`recent` and ``total_received`` read together (a view showing both never shows a
+        total whose records it does not show)."""
         with self._cond:
-            return list(self._recent)[-n:] if n > 0 else []
+            return (list(self._recent)[-n:] if n > 0 else []), self.total_received
 
     def writer_finished(self, subtask_index: int) -> None:
         """Sink subtask ``subtask_index`` wrote everything; closes the buffer after the last one."""

@@ -193,7 +193,8 @@ def results_frame(cluster: Any, job_id: str, rows: int = _RESULT_ROWS) -> Option
     for node in stream_graph.sinks:
         sink = getattr(node.operator, "sink", None)
         if isinstance(sink, CollectSink):
-            return records_to_dataframe(sink.buffer.recent(rows)), sink.buffer.total_received
+            recent, total = sink.buffer.recent_and_total(rows)
+            return records_to_dataframe(recent), total
         if isinstance(sink, PandasSink):
             return sink.tail(rows)
     return None

@@ -336,3 +336,24 @@ def test_collect_buffer_reader_wakes_writers_blocked_on_a_full_buffer() -> None:
     writer.join(TIMEOUT_S)
     assert not writer.is_alive()
     assert [r for b in batches for r in b] == list(range(40))
+
+
+def test_a_live_view_reads_the_recent_records_and_the_total_together() -> None:
+    """A writer puts batches while a view reads: a total above 0 always comes with its records."""
+    from streamkernel.datastream.connectors.collect import CollectBuffer
+
+    buffer = CollectBuffer(capacity=1 << 20)
+    started = threading.Event()
+
+    def write() -> None:
+        started.set()
+        for i in range(2000):
+            buffer.put_batch([i])
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    started.wait()
+    seen = [buffer.recent_and_total(5) for _ in range(5000)]
+    writer.join()
+    assert all(bool(recent) == (total > 0) and len(recent) == min(5, total) for recent, total in seen)
+    assert buffer.recent_and_total(3) == ([1997, 1998, 1999], 2000)
