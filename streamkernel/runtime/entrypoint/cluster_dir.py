@@ -62,6 +62,15 @@ def process_alive(pid: int) -> bool:
     return state != "Z" and _ENTRY_MARK in cmdline
 
 
+def _child_of_ours(pid: int) -> bool:
+    """Whether ``pid`` is a live (not zombie) child of this process (from /proc; False without it)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return fields[0] != "Z" and int(fields[1]) == os.getpid()
+
+
 class ClusterDir:
     """The files of one standalone cluster under ``path`` (see the module docstring)."""
 
@@ -123,8 +132,10 @@ class ClusterDir:
         return dict(sorted(found.items()))
 
     def next_index(self, kind: str) -> int:
-        """The first index of ``kind`` without a running process (its files are reused)."""
-        taken = {index for index, pid in self.pids(kind).items() if process_alive(pid)}
+        """The first index of ``kind`` without a running process (its files are reused). A process
+        this one has just spawned counts as running before it shows our entry point: on a loaded
+        machine its ``exec`` may not have happened yet when the next one is started."""
+        taken = {index for index, pid in self.pids(kind).items() if process_alive(pid) or _child_of_ours(pid)}
         index = 0
         while index in taken:
             index += 1
