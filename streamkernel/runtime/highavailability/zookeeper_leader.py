@@ -101,8 +101,17 @@ class ZooKeeperLeaderElectionDriver:
 
     # the latch thread --------------------------------------------------------------------------
     def _run(self) -> None:
-        from kazoo.exceptions import CancelledError, KazooException
+        """Queue for the latch, lead while holding it, queue again: until :meth:`close`.
 
+        One kazoo ``Lock`` stands for one place in the queue. A failure while waiting (the
+        connection went, a request timed out while ZooKeeper is away) keeps that place: the same
+        ``Lock`` is acquired again once connected, and finds its node by its prefix (or makes a new
+        one if the session that held it expired). A new ``Lock`` would leave the old node queued
+        without anyone watching it, in front of every contender behind it. Whatever fails, this
+        thread stays in the race (Curator's ``LeaderLatch`` re-creates its node after a reconnect)."""
+        from kazoo.exceptions import CancelledError
+
+        lock: Any = None
         while True:
             with self._mutex:
                 while not self._closed and not self._connected:
@@ -110,13 +119,18 @@ class ZooKeeperLeaderElectionDriver:
                 if self._closed:
                     return
                 self._latch_lost = False
-                lock = self._kazoo_lock = self._client.Lock(self._paths.latch, self._identifier)
+                if lock is None:
+                    lock = self._kazoo_lock = self._client.Lock(self._paths.latch, self._identifier)
             try:
                 lock.acquire()
             except CancelledError:
+                lock = None
                 continue
-            except KazooException:
-                LOG.info("Waiting for the leader latch failed; trying again", exc_info=True)
+            except Exception as error:  # noqa: BLE001 - ConnectionLoss, kazoo's timeout ...: keep our place
+                LOG.info("Waiting for the leader latch failed (%s: %s); waiting again once connected",
+                         type(error).__name__, error)
+                with self._mutex:  # not a busy loop while the listener has not heard of the loss yet
+                    self._wake.wait(0.2)
                 continue
             node = f"{self._paths.latch}/{lock.node}"
             self._hold(node)
@@ -124,11 +138,10 @@ class ZooKeeperLeaderElectionDriver:
                 lock.release()
             except Exception:  # noqa: BLE001 - the node goes with the session anyway
                 LOG.debug("Could not release the leader latch %s", node, exc_info=True)
+            lock = None
 
     def _hold(self, node: str) -> None:
         """Lead while ``node`` is ours: grant when connected, wait for loss or close."""
-        from kazoo.exceptions import KazooException
-
         while True:
             with self._mutex:
                 while not self._closed and not self._latch_lost and (self._leading or not self._connected):
@@ -139,7 +152,7 @@ class ZooKeeperLeaderElectionDriver:
                     return
             try:  # (re)connected: is the latch still ours?
                 stat = self._client.exists(node, watch=self._on_latch_node_event)
-            except KazooException:
+            except Exception:  # noqa: BLE001 - ConnectionLoss, or kazoo's timeout while ZooKeeper is away
                 with self._mutex:  # the connection went: wait for the listener's news, or a moment
                     self._wake.wait(0.2)
                 continue
@@ -244,11 +257,9 @@ class ZooKeeperLeaderRetrievalService:
             threading.Thread(target=self._reread, daemon=True).start()
 
     def _reread(self) -> None:
-        from kazoo.exceptions import KazooException
-
         try:
             data, _ = self._client.get(self._path)
-        except KazooException:
+        except Exception:  # noqa: BLE001 - ConnectionLoss, or kazoo's timeout (not a KazooException)
             data = None
         self._notify(LeaderInformation.from_bytes(data) if data else None)
 

@@ -3,10 +3,11 @@ is granted, across a lost session and a ZooKeeper restart."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
-from ha_testkit import RecordingContender, RecordingListener, ha_config, wait_until
+from ha_testkit import WAIT_S, RecordingContender, RecordingListener, ha_config, wait_until
 
 from streamkernel.runtime.highavailability import DISPATCHER, RESOURCE_MANAGER, create_ha_services
 
@@ -154,6 +155,63 @@ def test_a_former_leader_leaving_does_not_delete_its_successors_address(zookeepe
         assert b'"rpc://b"' in second.client.get(path)[0]
         first.close()
         assert b'"rpc://b"' in second.client.get(path)[0]
+    finally:
+        first.close()
+        second.close()
+
+
+def _outage(zookeeper: Any, seconds: float) -> None:
+    """Stop ZooKeeper, keep it away for ``seconds`` (the scenario's length, longer than a session),
+    and start it again."""
+    zookeeper.stop()
+    try:
+        back_at = time.monotonic() + seconds
+        wait_until(lambda: time.monotonic() >= back_at, "the end of the outage", timeout=seconds + WAIT_S)
+    finally:
+        zookeeper.start()
+
+
+def test_a_standby_stays_in_the_election_through_a_zookeeper_outage(zookeeper: Any, tmp_path: Path) -> None:
+    """Issue 29: a standby waiting for the latch while ZooKeeper was away for longer than a session
+    (its requests timed out) left the election for good; the leader's death then left no leader."""
+    conf = ha_config(zookeeper, tmp_path)
+    first, second = create_ha_services(conf), create_ha_services(conf)
+    try:
+        a = _contend(first, "a")
+        wait_until(lambda: a[DISPATCHER].leading_session, "a granted")
+        b = _contend(second, "b")
+        wait_until(lambda: len(second.client.get_children(second.paths.latch)) == 2, "b's latch node")
+        _outage(zookeeper, 3 * 2.0)  # three session timeouts (ha_config's 2 s)
+        wait_until(lambda: a[DISPATCHER].leading_session, "a leads again after the outage")
+        # b's place in the queue is kept: one latch node each, not an orphan of b's in front of b
+        wait_until(lambda: len(second.client.get_children(second.paths.latch)) == 2, "b's latch node, still one")
+        assert b[DISPATCHER].events == []
+        first.client.stop()  # the leader's session ends (as when its process is killed)
+        session_b = wait_until(lambda: b[DISPATCHER].leading_session, "b takes over after the outage")
+        second.leader_election(DISPATCHER).confirm_leadership(session_b, "rpc://b")
+        assert b'"rpc://b"' in second.client.get(second.paths.connection_info(DISPATCHER))[0]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_standby_whose_session_expired_queues_again_and_takes_over(zookeeper: Any, tmp_path: Path) -> None:
+    conf = ha_config(zookeeper, tmp_path)
+    first, second = create_ha_services(conf), create_ha_services(conf)
+    try:
+        a = _contend(first, "a")
+        wait_until(lambda: a[DISPATCHER].leading_session, "a granted")
+        b = _contend(second, "b")
+        wait_until(lambda: len(first.client.get_children(first.paths.latch)) == 2, "b's latch node")
+        old_session = second.client.client_id[0]
+        _expire_session(second, zookeeper.connect_string)
+        wait_until(lambda: second.client.connected and second.client.client_id[0] != old_session,
+                   "b's process has a new session")
+        # b's node went with its session; b queues again with a new one behind a
+        wait_until(lambda: len(first.client.get_children(first.paths.latch)) == 2, "b's new latch node")
+        assert b[DISPATCHER].events == []
+        first.client.stop()
+        wait_until(lambda: b[DISPATCHER].leading_session, "b takes over")
     finally:
         first.close()
         second.close()
