@@ -46,7 +46,14 @@ class UnknownJobError(KeyError):
 
 class DuplicateJobSubmissionError(InvalidProgramError):
     """A job was submitted with the id of a job this cluster already has (Flink's
-    ``DuplicateJobSubmissionException``)."""
+    ``DuplicateJobSubmissionException``); ``terminated``: that job has already finished."""
+
+    def __init__(self, message: str, terminated: bool = False) -> None:
+        super().__init__(message)
+        self.terminated = terminated
+
+    def __reduce__(self) -> tuple:  # picklable across processes despite the keyword argument
+        return (type(self), (str(self), self.terminated))
 
 
 class NotLeaderError(InvalidProgramError):
@@ -114,8 +121,8 @@ class Dispatcher:
                 raise InvalidProgramError(
                     f"cannot submit job {name!r}: the cluster is stopped; start it again "
                     f"(MiniCluster.start() or %flink start) or stop using it as the current cluster")
-            if not replace and stream_graph is not None:
-                self._refuse_duplicate(JobID.from_hex_string(master.job_id), stream_graph)
+            if not replace and stream_graph is not None:  # a submission of the same id raced this one
+                self._refuse_duplicate(JobID.from_hex_string(master.job_id), stream_graph, stored=False)
             self._jobs[master.job_id] = master
             listeners = list(self._jobs_listeners)
         for listener in listeners:
@@ -168,11 +175,26 @@ class Dispatcher:
         for master in masters:
             master.suspend()
 
-    def _refuse_duplicate(self, job_id: JobID, stream_graph: StreamGraph) -> None:
-        if str(job_id) in self._jobs:
+    def _refuse_duplicate(self, job_id: JobID, stream_graph: StreamGraph, stored: bool = True) -> None:
+        """Flink's ``Dispatcher.isDuplicateJob``: a job id this cluster runs or ran, or (with high
+        availability, ``stored``) one its job result store holds (a job that reached a globally
+        terminal state, under any leader) or its execution plan store holds (submitted before,
+        recovered by the leader) is refused: a job is never run twice, whichever JobManager a
+        submission reaches."""
+        key = str(job_id)
+        terminated = False
+        if key in self._jobs:
+            known, terminated = True, self._jobs[key].request_job_details().status.is_globally_terminal_state()
+        elif stored and self._persistence is not None:
+            terminated = self._persistence.results.has_job_result_entry(key)
+            known = terminated or key in self._persistence.plans.get_job_ids()
+        else:
+            known = False
+        if known:
+            state = "has already reached a globally terminal state" if terminated else "was already submitted"
             raise DuplicateJobSubmissionError(
-                f"cannot submit job {stream_graph.job_name!r}: job {job_id} was already submitted to this cluster "
-                f"(a job id is used once)")
+                f"Job has already been submitted. Cannot submit job {stream_graph.job_name!r}: job {job_id} {state} "
+                f"on this cluster (a job id is used once)", terminated=terminated)
 
     def _master(self, job_id: JobIdLike) -> Any:
         with self._lock:

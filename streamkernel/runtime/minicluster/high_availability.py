@@ -35,11 +35,14 @@ class ClusterHighAvailability:
 
     def __init__(self, configuration: Mapping[str, str]) -> None:
         from streamkernel.runtime.highavailability import create_ha_services
-        from streamkernel.runtime.highavailability.cluster_secret import read_or_create_ha_secret
+        from streamkernel.runtime.checkpoint import filesystem as fs
+        from streamkernel.runtime.highavailability.cluster_secret import ha_secret_path, read_or_create_ha_secret
 
         self.services: Any = create_ha_services(configuration)
         try:
             self.secret: bytes = read_or_create_ha_secret(configuration)
+            #: where every JobManager of the cluster reads the secret (and records accepted submissions)
+            self.secret_directory: str = fs.dirname(ha_secret_path(configuration))
         except BaseException:
             self.services.close()
             raise

@@ -73,7 +73,9 @@ from streamkernel.runtime.minicluster.taskmanagers import (
 )
 from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
 from streamkernel.runtime.rest.context import RestContext
+from streamkernel.runtime.rest.accepted_requests import store_next_to
 from streamkernel.runtime.rest.cluster_secret import remove_secret_file, write_secret_file
+from streamkernel.runtime.rest.job_signature import MAX_SKEW_MS, ReplayGuard
 from streamkernel.runtime.rest.endpoint import RestServerEndpoint
 from streamkernel.runtime.rpc.transport import new_cluster_secret
 
@@ -217,9 +219,12 @@ class MiniCluster:
                 # with high availability, the cluster's (every JobManager's) from the storage directory
                 secret = (self._ha.secret if self._ha is not None else None) or getattr(self._backend, "secret", None) \
                     or new_cluster_secret()
+                # with high availability, every JobManager of the cluster refuses a submission one of them
+                # accepted (a standalone JobManager makes a new secret at each start: old signatures fail)
+                replay_guard = ReplayGuard(store_next_to(self._ha.secret_directory if self._ha else None, MAX_SKEW_MS))
                 self._rest = RestServerEndpoint(RestContext(self._dispatcher, self._resource_manager,
                                                             self.configuration, shutdown_cluster=self._shut_down_cluster,
-                                                            cluster_secret=secret)).start()
+                                                            cluster_secret=secret, replay_guard=replay_guard)).start()
                 self._secret_file = _publish_secret(self._rest, secret)
             except BaseException:
                 self._abort_start(with_taskmanagers=True)

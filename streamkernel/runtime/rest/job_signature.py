@@ -14,7 +14,10 @@ import hashlib
 import hmac
 import threading
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
+
+if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.runtime.rest.accepted_requests import AcceptedRequestStore
 
 __all__ = ["CONTENT_TYPE", "TIMESTAMP_HEADER", "SIGNATURE_HEADER", "MAX_SKEW_MS", "SignatureError", "sign",
            "signed_headers", "verify", "ReplayGuard"]
@@ -73,17 +76,22 @@ class ReplayGuard:
     """The signatures a cluster accepted in the last :data:`MAX_SKEW_MS`: one seen again is refused.
 
     A timestamp older than the window is refused by :func:`verify` already, so only signatures
-    within the window need remembering; older ones are dropped as new ones arrive.
+    within the window need remembering; older ones are dropped as new ones arrive. ``store``
+    (:mod:`.accepted_requests`): where the requests checked ``durable`` (job submissions) are
+    also recorded, so that another JobManager of the cluster, or this one restarted, refuses them.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: "Optional[AcceptedRequestStore]" = None) -> None:
+        self.store = store
         self._seen: dict[str, int] = {}  # signature -> its timestamp (ms)
         self._lock = threading.Lock()
         self._purged_at = 0  # ms: expired signatures are dropped at most once a second (collect fetches
         # are frequent: a scan per request would grow with the requests of the last five minutes)
 
-    def check(self, signature: str, timestamp: str, now_ms: Optional[int] = None) -> None:
-        """Remember a verified request's signature; SignatureError if it was accepted before."""
+    def check(self, signature: str, timestamp: str, now_ms: Optional[int] = None, durable: bool = False) -> None:
+        """Remember a verified request's signature; SignatureError if it was accepted before.
+        ``durable``: in the cluster's store too (:class:`~.accepted_requests.AcceptedRequestStoreError`
+        when it cannot be written: the request is refused)."""
         now = int(now_ms if now_ms is not None else time.time() * 1000)
         key = signature.strip()
         with self._lock:
@@ -92,6 +100,12 @@ class ReplayGuard:
                 for old in [k for k, t in self._seen.items() if now - t > MAX_SKEW_MS]:
                     del self._seen[old]
             if key in self._seen:
-                raise SignatureError("Unauthorized: this signed request was already submitted (a replay); "
-                                     "streamkernel run -m signs every submission anew")
+                raise _replayed()
             self._seen[key] = int(timestamp.strip())
+        if durable and self.store is not None and not self.store.record(key, int(timestamp.strip()), now):
+            raise _replayed()
+
+
+def _replayed() -> SignatureError:
+    return SignatureError("Unauthorized: this signed request was already submitted (a replay); "
+                          "streamkernel run -m signs every submission anew")

@@ -86,3 +86,67 @@ class RecordingListener:
     @property
     def last(self) -> Optional[tuple[Optional[str], Optional[uuid.UUID]]]:
         return self.notifications[-1] if self.notifications else None
+
+
+class RecordingProxy:
+    """An HTTP proxy on 127.0.0.1 that forwards every request to ``target`` (``http://HOST:PORT``)
+    and records each ``POST /jobs`` as it went by (method, path, headers, body): what any proxy
+    between a client and the cluster sees, to replay later. ``proxy.address`` is ``HOST:PORT``."""
+
+    def __init__(self, target: str) -> None:
+        import http.server
+
+        self.target = target
+        self.submissions: list[tuple[str, str, dict[str, str], bytes]] = []
+        proxy = self
+
+        class Forward(http.server.BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                if self.command == "POST" and self.path.split("?")[0] == "/jobs":
+                    proxy.submissions.append((self.command, self.path, headers, body))
+                status, answer_headers, answer = send(proxy.target, self.command, self.path, headers, body)
+                self.send_response(status)
+                for key, value in answer_headers:
+                    if key.lower() not in ("transfer-encoding", "connection", "content-length"):
+                        self.send_header(key, value)
+                self.send_header("Content-Length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            do_GET = do_POST = do_PATCH = do_DELETE = do_PUT = _forward
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Forward)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="recording-proxy", daemon=True)
+        self._thread.start()
+
+    @property
+    def address(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"{host}:{port}"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=WAIT_S)
+
+
+def send(target: str, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, list, bytes]:
+    """One HTTP request to ``target`` (``http://HOST:PORT``): (status, headers, body)."""
+    import http.client
+    import urllib.parse
+
+    url = urllib.parse.urlsplit(target)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=WAIT_S)
+    try:
+        connection.request(method, path, body=body or None, headers=headers)
+        response = connection.getresponse()
+        return response.status, response.getheaders(), response.read()
+    finally:
+        connection.close()

@@ -324,4 +324,5 @@ def test_the_client_chooses_the_job_id_and_a_duplicate_is_refused_409(cluster: M
     env2.from_collection([4]).add_sink(lambda x: None)
     with pytest.raises(RestClientError) as duplicate:
         client.submit_job(env2.get_stream_graph("same id"), chosen)
-    assert duplicate.value.status == 409 and f"job {chosen} was already submitted" in str(duplicate.value)
+    assert duplicate.value.status == 409 and "Job has already been submitted" in str(duplicate.value) \
+        and f"job {chosen} " in str(duplicate.value)

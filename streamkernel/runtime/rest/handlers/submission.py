@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 from typing import Any
 
 from streamkernel.common.options.cluster import WebOptions
+from streamkernel.runtime.rest.accepted_requests import AcceptedRequestStoreError
 from streamkernel.runtime.rest.handlers.base import RestError, RestHandler
 from streamkernel.runtime.rest.job_signature import (
     CONTENT_TYPE,
@@ -26,13 +28,19 @@ from streamkernel.runtime.rest.job_signature import (
 )
 from streamkernel.runtime.rest.json_views.job_result import execution_result_body
 
-__all__ = ["ROUTES", "PAYLOAD_FORMAT", "JobSubmitHandler", "JobExecutionResultHandler"]
+__all__ = ["ROUTES", "PAYLOAD_FORMAT", "JobSubmitHandler", "JobExecutionResultHandler", "job_id_of_signature"]
 
 #: The version of the submitted payload ``{"format": 1, "stream_graph": StreamGraph, "job_id": hex or None}``.
 PAYLOAD_FORMAT = 1
 
 
-def _load_and_submit(dispatcher: Any, body: bytes) -> str:
+def job_id_of_signature(signature: str) -> str:
+    """The job id of a signed submission whose payload names none: derived from its signature, so
+    that the same request, replayed, names the same job (and is refused as a duplicate)."""
+    return hashlib.sha256(signature.strip().encode("utf-8", "replace")).hexdigest()[:32]
+
+
+def _load_and_submit(dispatcher: Any, body: bytes, signature: str) -> str:
     """Unpickle a verified payload and submit its job (on a worker thread); the job's id."""
     from streamkernel.graph.stream_graph import StreamGraph
     from streamkernel.runtime.rpc.serialization import loads
@@ -58,7 +66,7 @@ def _load_and_submit(dispatcher: Any, body: bytes) -> str:
     coordinators: list = []
     try:  # collect sinks: their results wait here for the client (execute_and_collect)
         coordinators = install_collect_coordinators(stream_graph, getattr(dispatcher, "configuration", {}))
-        job_id = dispatcher.submit_job(stream_graph, job_id=payload.get("job_id"))
+        job_id = dispatcher.submit_job(stream_graph, job_id=payload.get("job_id") or job_id_of_signature(signature))
     except DuplicateJobSubmissionError as error:
         release_coordinators(coordinators)
         raise RestError(409, f"Job submission failed: {error}") from None
@@ -90,13 +98,15 @@ class JobSubmitHandler(RestHandler):
         try:  # before anything of the body is unpickled
             timestamp, signature = self.request.headers.get(TIMESTAMP_HEADER), self.request.headers.get(SIGNATURE_HEADER)
             verify(self.context.cluster_secret, timestamp, signature, body)
-            self.context.replay_guard.check(signature or "", timestamp or "")
+            self.context.replay_guard.check(signature or "", timestamp or "", durable=True)
         except SignatureError as error:
             raise RestError(401, str(error)) from None
+        except AcceptedRequestStoreError as error:
+            raise RestError(503, f"Service unavailable: {error}") from None
         executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="streamkernel REST submission")
         try:
             job_id = await asyncio.get_running_loop().run_in_executor(
-                executor, _load_and_submit, self.context.dispatcher, body)
+                executor, _load_and_submit, self.context.dispatcher, body, signature or "")
         finally:
             executor.shutdown(wait=False)
         self.write_json({"jobUrl": f"/jobs/{job_id}"}, 202)
