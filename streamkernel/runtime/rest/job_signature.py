@@ -58,7 +58,7 @@ def verify(secret: bytes, timestamp: Optional[str], signature: Optional[str], bo
         raise SignatureError(f"Unauthorized: a job submission must be signed with the cluster's secret "
                              f"({TIMESTAMP_HEADER} and {SIGNATURE_HEADER} headers; streamkernel run -m signs it)")
     text = timestamp.strip()
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit() and len(text) <= 18):  # "²³".isdigit(); int() refuses it (and 5,000 digits)
         raise SignatureError(f"Unauthorized: malformed {TIMESTAMP_HEADER} header {text[:40]!r}")
     now = int(now_ms if now_ms is not None else time.time() * 1000)
     if abs(now - int(text)) > MAX_SKEW_MS:
