@@ -1,6 +1,9 @@
-"""Refusals of the REST API's submission endpoint at the public port (the front process) and at
-the JobManager's own endpoint behind it (issue 29, item 8): a submission whose signature
-timestamp ``int()`` cannot read (``²³``, 5,000 digits) is 401, not 500.
+"""What the REST API takes from a client is bounded (issue 29, items 4 and 8), at the public
+port (the front process) and at the JobManager's own endpoint behind it:
+
+* a savepoint directory no savepoint can go to is 400 naming the field, and nothing of it is
+  kept; the Python API says the same;
+* a submission whose signature timestamp ``int()`` cannot read (``²³``) is 401, not 500.
 
 Requests go through raw sockets: the tests must see exactly what the server answers.
 """
@@ -8,14 +11,21 @@ Requests go through raw sockets: the tests must see exactly what the server answ
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
+from pathlib import Path
 from typing import Iterator, Optional
 
 import pytest
+from rest_client import RestClient
+from rest_counting_job import start_counting_job  # tests/runtime/ is on sys.path
 
+from streamkernel.common.job_status import JobStatus
+from streamkernel.errors import CheckpointFailedError
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.runtime.rest.job_signature import CONTENT_TYPE, SIGNATURE_HEADER, TIMESTAMP_HEADER, SignatureError, verify
+from streamkernel.testing.waiting import wait_until
 
 UNKNOWN_JOB = "0" * 32
 SIDES = ("front", "jobmanager")
@@ -114,3 +124,58 @@ def test_a_submission_with_a_timestamp_of_superscript_digits_is_401(cluster: Min
     assert status == 401 and "malformed X-Streamkernel-Timestamp" in message
 
 
+# ------------------------------------------------------------------ item 4: user strings
+BAD_DIRECTORIES = {
+    "5,000 characters": ("/tmp/" + "d" * 4995, "longer than 4096 characters"),
+    "a newline": ("/tmp/a\nb", "control character"),
+    "an unknown scheme": ("nosuchfs://bucket/savepoints", "which fsspec does not know"),
+    "a file in the way": ("{file}/savepoints", "is not a directory"),
+    "a name of 300 bytes": ("/tmp/" + "n" * 300, "longer than 255 bytes"),
+}
+
+
+@pytest.fixture
+def running(cluster: MiniCluster) -> Iterator[str]:
+    """A running count on the module's cluster (no periodic checkpoints), cancelled after the test."""
+    job_id = start_counting_job(cluster, [])
+    yield job_id
+    cluster.dispatcher.cancel_job(job_id)
+    wait_until(lambda: cluster.dispatcher.request_job_status(job_id).is_globally_terminal_state(),
+               message="the test's job to end")
+
+
+@pytest.mark.parametrize("action, field", [("savepoints", "target-directory"), ("stop", "targetDirectory")])
+def test_a_savepoint_directory_none_can_go_to_is_400_naming_the_field_and_nothing_is_kept(
+        cluster: MiniCluster, running: str, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        action: str, field: str) -> None:
+    (tmp_path / "file").write_text("in the way")
+    client = RestClient(cluster.rest_url or "")
+    endpoint = cluster._rest
+    assert endpoint is not None and endpoint.context.operations is not None
+    operations = len(endpoint.context.operations)
+    with caplog.at_level(logging.DEBUG, logger="streamkernel"):
+        for what, (directory, words) in BAD_DIRECTORIES.items():
+            body = json.dumps({field: directory.format(file=tmp_path / "file")}).encode()
+            status, answer = client.request("POST", f"/jobs/{running}/{action}", body)
+            assert status == 400, (what, status, answer)
+            message = answer["errors"][0]
+            assert f'field "{field}"' in message and words in message and len(message) < 500, (what, message)
+    assert len(endpoint.context.operations) == operations  # nothing triggered
+    assert cluster.dispatcher.request_job_status(running) is JobStatus.RUNNING
+    checkpoints = client.ok(f"/jobs/{running}/checkpoints")
+    assert checkpoints["counts"]["total"] == 0 and len(json.dumps(checkpoints)) < 10_000
+    assert all(len(record.getMessage()) < 2000 for record in caplog.records), "a request's string was logged whole"
+
+
+def test_a_savepoint_directory_none_can_go_to_fails_the_python_api_with_the_same_clear_error(
+        cluster: MiniCluster, running: str) -> None:
+    too_long = "/tmp/" + "d" * 4995
+    for call in (lambda: cluster.checkpoints.trigger_savepoint(running, too_long, timeout=30),
+                 lambda: cluster.checkpoints.stop_with_savepoint(running, too_long, timeout=30)):
+        with pytest.raises(CheckpointFailedError) as failed:
+            call()
+        message = str(failed.value)
+        assert "savepoint target directory" in message and "longer than 4096 characters" in message
+        assert len(message) < 500, f"the error repeats the whole path ({len(message)} characters)"
+    assert cluster.checkpoints.checkpoint_history(running) == []  # nothing was triggered, nothing kept
+    assert cluster.dispatcher.request_job_status(running) is JobStatus.RUNNING
