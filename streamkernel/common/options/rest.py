@@ -35,7 +35,9 @@ class RestOptions:
         "Host name clients use to reach the REST endpoint (what cluster.rest_url shows); unset: rest.bind-address.")
     SERVER_MAX_CONTENT_LENGTH = _key("rest.server.max-content-length").int_type().default_value(104_857_600) \
         .with_range(1).with_description(
-            "Largest request body (bytes) the REST endpoint accepts; a larger one gets 413 and nothing else happens.")
+            "The maximum content length in bytes that the server will handle (Flink's description): a job "
+            "submission's body may be this large; every other resource takes JSON of at most 1 MiB (or this, if "
+            "lower). A larger body gets 413 before it is read, and nothing else happens.")
     ASYNC_OPERATION_STORE_DURATION = _key("rest.async.store-duration").duration_type() \
         .default_value(Duration.of_minutes(5)).with_description(
             "How long the result of a completed asynchronous operation (a savepoint, stop-with-savepoint or "

@@ -12,6 +12,9 @@ once its ``_metadata`` is written, last.
 naming the configuration key, a scheme fsspec does not know, a scheme whose implementation
 package is not installed (fsspec's registry says which one), and a local "directory" that
 is a regular file. Nothing is silently turned into a local folder named ``s3:``.
+:func:`check_target_directory` checks more of a directory a person names for one savepoint
+(through the REST API or the Python API): its length, its characters, and that it can be
+created and written, before anything is triggered.
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ from streamkernel.errors import CheckpointCorruptedError, IllegalConfigurationEr
 from streamkernel.runtime.checkpoint import files
 
 __all__ = [
-    "PathLike", "scheme_of", "is_local", "normalize", "check_location", "join", "basename", "dirname",
+    "PathLike", "MAX_PATH_LENGTH", "scheme_of", "is_local", "normalize", "check_location", "check_target_directory",
+    "join", "basename", "dirname",
     "makedirs", "listdir", "exists", "isdir", "rmtree", "remove", "remove_empty_dir", "move",
     "write_bytes", "write_pickle", "read_verified", "same_path",
 ]
@@ -35,6 +39,9 @@ __all__ = [
 PathLike = Union[str, "os.PathLike[str]"]
 LOCAL_SCHEMES = ("file", "local")
 """Schemes that name the local disk (written durably)."""
+MAX_PATH_LENGTH = 4096
+"""The longest directory a person may name for a savepoint (characters): Linux's ``PATH_MAX``."""
+_NAME_MAX = 255  # bytes of one name, where the file system does not say
 
 
 def scheme_of(path: PathLike) -> str:
@@ -95,6 +102,61 @@ def check_location(path: PathLike, key: str, directory: bool = True) -> str:
             f"{key}: {text!r} uses the scheme {scheme!r}, which fsspec does not know; use a local path, file://, "
             "memory:// or a scheme of an installed fsspec implementation (s3://, gs://, hdfs:// ...)") from None
     return location
+
+
+def check_target_directory(path: PathLike, key: str) -> str:
+    """``path`` normalized, once checked that a savepoint can be written there; ``key`` names
+    the argument or request field it came from, and the error shows at most the first 100
+    characters of ``path``.
+
+    Beyond :func:`check_location` (a known and installed scheme, not a regular file): not
+    empty, at most :data:`MAX_PATH_LENGTH` characters, no control character; on the local
+    disk, no name longer than the file system allows (255 bytes) and the directory, or the
+    nearest one above it that exists, a directory this process may write to (nothing is
+    created). A remote file system is checked for its scheme only: only a write would prove
+    the credentials. Raises IllegalConfigurationError saying what is wrong.
+    """
+    text = os.fspath(path)
+    shown = _shown(text)
+    if not text.strip():
+        raise IllegalConfigurationError(f"{key}: the directory is empty; name the directory the savepoint goes to")
+    if len(text) > MAX_PATH_LENGTH:
+        raise IllegalConfigurationError(f"{key}: {shown} is longer than {MAX_PATH_LENGTH} characters (PATH_MAX); "
+                                        "name a shorter directory")
+    if any(ord(character) < 32 or ord(character) == 127 for character in text):
+        raise IllegalConfigurationError(f"{key}: {shown} contains a control character (a newline, a NUL ...); "
+                                        "name a directory without one")
+    location = check_location(text, key)
+    if is_local(location):
+        _check_writable(location, key, shown)
+    return location
+
+
+def _check_writable(location: str, key: str, shown: str) -> None:
+    """Refuse a local directory that cannot be created or written (see check_target_directory)."""
+    existing = location
+    while not os.path.lexists(existing):
+        parent = os.path.dirname(existing)
+        if parent == existing:
+            break
+        existing = parent
+    try:
+        name_max = os.pathconf(existing, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = _NAME_MAX
+    if any(len(os.fsencode(name)) > name_max for name in location.split(os.sep)):
+        raise IllegalConfigurationError(f"{key}: {shown} has a name longer than {name_max} bytes, the most this "
+                                        "file system allows; name a directory with shorter names")
+    if not os.path.isdir(existing):
+        raise IllegalConfigurationError(f"{key}: {shown} cannot be created: {_shown(existing)} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise IllegalConfigurationError(f"{key}: {shown} cannot be created or written: this process may not write "
+                                        f"to {_shown(existing)}")
+
+
+def _shown(text: str, limit: int = 100) -> str:
+    """``text`` quoted, cut to ``limit`` characters (saying how long it was)."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
 
 
 def _fs(path: str) -> tuple[Any, str]:

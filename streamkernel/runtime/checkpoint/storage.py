@@ -115,9 +115,11 @@ def resolve_checkpoint_dir(conf: Mapping[str, Any]) -> str:
 
 def resolve_savepoint_dir(conf: Mapping[str, Any], target_dir: Optional[PathLike] = None) -> str:
     """Where a savepoint goes: ``target_dir``, else ``execution.checkpointing.savepoint-dir``
-    (1.x ``state.savepoints.dir``), else ``./savepoints``; checked as :func:`resolve_checkpoint_dir`."""
+    (1.x ``state.savepoints.dir``), else ``./savepoints``; checked as :func:`resolve_checkpoint_dir`,
+    and ``target_dir``, a person's choice for this savepoint, as :func:`.filesystem.check_target_directory`
+    (its length, its characters, that it can be written)."""
     if target_dir is not None:
-        return fs.check_location(target_dir, "savepoint target directory")
+        return fs.check_target_directory(target_dir, "savepoint target directory")
     key, value = _configured(conf, CheckpointingOptions.SAVEPOINT_DIRECTORY, DEFAULT_SAVEPOINT_DIR)
     return fs.check_location(value, key)
 

@@ -112,8 +112,10 @@ class RestServerEndpoint:
             self._thread = thread
             self._public = public
             if self.use_front:
+                from streamkernel.runtime.rest.routes import large_body_routes
+
                 self.front = RestFrontProcess(public, sockets[0].getsockname()[1], self.max_content_length,
-                                              self._front_lost).start()
+                                              self._front_lost, large_body_routes()).start()
                 if not self._listening:  # a job's start and end show at once, whatever submitted it
                     self.context.dispatcher.add_jobs_listener(_weak_listener(self._jobs_changed))
                     self._listening = True
@@ -168,18 +170,17 @@ class RestServerEndpoint:
         asyncio.set_event_loop(loop)
         self._loop = loop
         try:
-            from tornado.httpserver import HTTPServer
             from tornado.web import Application
 
             from streamkernel.runtime.rest.handlers.base import NotFoundHandler
+            from streamkernel.runtime.rest.request_limits import rest_http_server
             from streamkernel.runtime.rest.routes import tornado_rules
 
             arguments = {"context": self.context, "max_content_length": self.max_content_length}
             application = Application(tornado_rules(self.context, self.max_content_length),
                                       default_handler_class=NotFoundHandler, default_handler_args=arguments,
                                       compress_response=True, log_function=_log_request)
-            server = HTTPServer(application, max_body_size=self.max_content_length, idle_connection_timeout=60,
-                                body_timeout=60)
+            server = rest_http_server(application)
             server.add_sockets(sockets)
             self._server = server
         except BaseException as error:  # noqa: BLE001 - reported to start()
@@ -257,6 +258,8 @@ def _is_loopback(address: str) -> bool:
 
 
 def _log_request(handler: Any) -> None:
-    """tornado's access log at DEBUG (its default warns on every 4xx, into the notebook)."""
-    _LOG.debug("%s %s %s %.1f ms", handler.get_status(), handler.request.method, handler.request.uri,
+    """tornado's access log at DEBUG (its default warns on every 4xx, into the notebook); the URI cut short."""
+    from streamkernel.runtime.rest.request_limits import shorten
+
+    _LOG.debug("%s %s %s %.1f ms", handler.get_status(), handler.request.method, shorten(handler.request.uri or ""),
                1000.0 * handler.request.request_time())

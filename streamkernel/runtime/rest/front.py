@@ -9,6 +9,14 @@ identical ``GET``\\ s in flight at once share one upstream request, and any othe
 (an action: cancel, savepoint, submit, ...) empties the cache once it was answered, but for
 the ``POST``\\ s with which a client fetches collected results (they read).
 
+Bodies are bounded before they are read: a JSON body (every resource but a job submission)
+at :data:`~.request_limits.MAX_JSON_BODY`, buffered; a job submission's (``--large-body``
+routes) at ``rest.server.max-content-length``, never buffered: it goes to the JobManager as it
+arrives (:mod:`.body_pipe`), once the JobManager accepted its headers, so an unsigned upload is
+refused unread here too. Requests the API cannot answer (a too long URI, too large headers, an
+unknown method, a NUL in the path) are refused as the JobManager's endpoint refuses them
+(:mod:`.request_limits`).
+
 Why a process of its own: every request an HTTP server answers costs about a millisecond of
 Python (parsing, routing, writing), and in the JobManager's process that millisecond is
 taken, under the GIL, from the tasks when they run there (the ``local`` backend). With the
@@ -25,7 +33,7 @@ ages is what Flink's cache lets age too: metrics and checkpoint statistics. The 
 when its standard input closes (the JobManager stopped it, or died): it stops accepting,
 lets the requests in flight finish (5 s at most) and exits. It writes
 ``ready`` to its standard output once it serves. It imports nothing of streamkernel's
-runtime, only tornado.
+runtime but the REST modules that import only tornado (:mod:`.request_limits`, :mod:`.body_pipe`).
 """
 
 from __future__ import annotations
@@ -40,18 +48,27 @@ import socket
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Awaitable, Callable, Optional, Sequence, cast
 
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest, HTTPResponse
-from tornado.httpserver import HTTPServer
 from tornado.web import Application, RequestHandler, stream_request_body
+
+from streamkernel.runtime.rest.body_pipe import BodyPipe
+from streamkernel.runtime.rest.request_limits import (
+    MAX_JSON_BODY,
+    SUPPORTED_METHODS,
+    error_body,
+    rest_http_server,
+    shorten,
+    too_large_message,
+)
 
 __all__ = ["CLEAR", "CachedAnswer", "ResponseCache", "ForwardingHandler", "front_application", "main"]
 
 #: Headers that describe one connection, not the message (RFC 9110 7.6.1), and those tornado sets itself.
 _NOT_FORWARDED = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
                             "trailer", "trailers", "transfer-encoding", "upgrade", "content-length", "host",
-                            "date", "server"})
+                            "date", "server", "expect"})
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 #: POSTs that read rather than act: a remote execute_and_collect() fetching its results (many a second)
 _READING_POSTS = re.compile(r"^(?:/v1)?/jobs/[^/]+/coordinators/")
@@ -140,12 +157,18 @@ class ResponseCache:
         return len(self._entries)
 
 
-class Front:
-    """What the handlers share: the upstream URL, the cache, the GETs in flight, the body limit."""
+#: tornado's ``body_producer``: called with the write function, done when the body is written.
+BodyProducer = Callable[[Callable[[bytes], Awaitable[None]]], Awaitable[None]]
 
-    def __init__(self, upstream: str, max_content_length: int) -> None:
+
+class Front:
+    """What the handlers share: the upstream URL, the cache, the GETs in flight, the body limits."""
+
+    def __init__(self, upstream: str, max_content_length: int,
+                 large_bodies: Sequence[tuple[str, str]] = ()) -> None:
         self.upstream = upstream.rstrip("/")
         self.max_content_length = max_content_length
+        self.large_bodies = [(method.upper(), re.compile(pattern)) for method, pattern in large_bodies]
         self.cache = ResponseCache()
         self.pending_input = b""  # a line of standard input not complete yet
         self.in_flight: dict[Any, asyncio.Future] = {}
@@ -155,15 +178,29 @@ class Front:
         self.client = AsyncHTTPClient(force_instance=True, max_clients=64,
                                       max_body_size=max(max_content_length, 1 << 30))
 
-    async def fetch(self, method: str, uri: str, headers: dict[str, str], body: Optional[bytes]) -> CachedAnswer:
+    def streams(self, method: str, path: str) -> bool:
+        """Whether the body of ``method path`` may be large: streamed to the JobManager, never buffered."""
+        return any(m == method and pattern.match(path) for m, pattern in self.large_bodies)
+
+    def body_limit(self, method: str, path: str) -> int:
+        """The largest body ``method path`` may have (as the JobManager's handler says)."""
+        if self.streams(method, path):
+            return self.max_content_length
+        return min(MAX_JSON_BODY, self.max_content_length)
+
+    async def fetch(self, method: str, uri: str, headers: dict[str, str], body: Optional[bytes],
+                    body_producer: Optional[BodyProducer] = None) -> CachedAnswer:
         """Ask the JobManager's endpoint; a 503 with Flink's error body when it does not answer
-        (or while no JobManager leads: no upstream)."""
+        (or while no JobManager leads: no upstream). With ``body_producer``, the body is
+        written by it once the JobManager asks for it (``Expect: 100-continue``)."""
         if not self.upstream:
             return CachedAnswer(503, "Service Unavailable", (("Content-Type", "application/json; charset=UTF-8"),),
                                 json.dumps({"errors": [NO_LEADER]}).encode())
-        if body is None and method in ("POST", "PUT", "PATCH"):
+        if body is None and body_producer is None and method in ("POST", "PUT", "PATCH"):
             body = b""
         request = HTTPRequest(self.upstream + uri, method=method, headers=headers, body=body,
+                              body_producer=cast(Any, body_producer),  # typed as a Future, any awaitable is awaited
+                              expect_100_continue=body_producer is not None,
                               allow_nonstandard_methods=True, decompress_response=False, follow_redirects=False,
                               connect_timeout=_UPSTREAM_TIMEOUT_S, request_timeout=_UPSTREAM_TIMEOUT_S)
         response: HTTPResponse = await self.client.fetch(request, raise_error=False)
@@ -180,35 +217,79 @@ class Front:
 class ForwardingHandler(RequestHandler):
     """Every path, every method: from the cache or from the JobManager's endpoint."""
 
-    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "DELETE", "PATCH", "PUT", "OPTIONS")
+    SUPPORTED_METHODS = SUPPORTED_METHODS
 
     def initialize(self, front: Front) -> None:
         """tornado's per-request setup."""
         self.front = front
         self._body = bytearray()
-        self._too_large = False
+        self._received = 0
+        self._pipe: Optional[BodyPipe] = None  # a large body on its way upstream
+        self._streamed: Optional[asyncio.Future] = None  # the upstream answer to a streamed request
 
-    def prepare(self) -> None:
-        """Refuse a declared body over ``rest.server.max-content-length`` (413) before reading it."""
+    async def prepare(self) -> None:
+        """Refuse a declared body over what the resource takes (413) before reading it; a
+        large one goes upstream as it arrives, once the JobManager accepted its headers."""
+        method, path = self.request.method or "GET", self.request.path
         length = self.request.headers.get("Content-Length", "").strip()
-        if length.isdigit() and int(length) > self.front.max_content_length:
+        if length.isascii() and length.isdigit() and int(length) > self.front.body_limit(method, path):
             self._refuse_too_large(f"{int(length)} bytes exceed")
+        elif self.front.streams(method, path):
+            await self._start_streaming(method)
 
-    def data_received(self, chunk: bytes) -> None:
-        """Collect the body; a chunked one over the limit is refused (413)."""
-        if self._too_large:
+    async def _start_streaming(self, method: str) -> None:
+        """Send the request's headers upstream; return once the JobManager asks for the body,
+        or send its answer if it refuses the request unread (the client's body is never read)."""
+        headers = self._forwarded_headers()
+        length = self.request.headers.get("Content-Length")
+        if length is not None:
+            headers["Content-Length"] = length.strip()
+        pipe = BodyPipe()
+        answer = asyncio.ensure_future(self.front.fetch(method, self.request.uri or "/", headers, None, pipe.produce))
+        started = asyncio.ensure_future(pipe.started.wait())
+        await asyncio.wait({answer, started}, return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
+        if not pipe.started.is_set():  # refused (or unreachable) before the body
+            self.front.cache.clear()
+            await self._send(answer.result())
             return
-        self._body.extend(chunk)
-        if len(self._body) > self.front.max_content_length:
+        self._pipe, self._streamed = pipe, answer
+
+    async def data_received(self, chunk: bytes) -> None:
+        """Collect the body (a streamed one: pass it on); one over the limit is refused (413)."""
+        if self._finished:
+            return
+        self._received += len(chunk)
+        if self._received > self.front.body_limit(self.request.method or "GET", self.request.path):
+            if self._pipe is not None:
+                self._pipe.abort()
+            self._body = bytearray()
             self._refuse_too_large("more than")
+        elif self._pipe is not None:
+            await self._pipe.put(chunk)
+        else:
+            self._body.extend(chunk)
+
+    def on_connection_close(self) -> None:
+        """The client left: a body on its way upstream is not completed."""
+        if self._pipe is not None:
+            self._pipe.abort()
+        super().on_connection_close()
 
     def _refuse_too_large(self, how: str) -> None:
-        self._too_large = True
-        self._body = bytearray()
+        limit = self.front.body_limit(self.request.method or "GET", self.request.path)
         self.set_status(413)
         self.set_header("Content-Type", "application/json; charset=UTF-8")
-        self.finish(json.dumps({"errors": [f"Request entity too large: {how} rest.server.max-content-length "
-                                           f"({self.front.max_content_length}) bytes"]}))
+        self.finish(error_body(too_large_message(how, limit, self.front.max_content_length)))
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Flink's error body for what tornado answers itself (a method the API has not, a bug of the front's)."""
+        if status_code == 405:
+            message = f"Method {self.request.method} is not allowed for {shorten(self.request.path)}"
+        else:
+            message = f"{'Internal server error: ' if status_code >= 500 else ''}{self._reason}"
+        self.set_header("Content-Type", "application/json; charset=UTF-8")
+        self.finish(error_body(message))
 
     def compute_etag(self) -> Optional[str]:
         """No ETag of the front's own: the JobManager's headers pass through unchanged."""
@@ -226,10 +307,18 @@ class ForwardingHandler(RequestHandler):
             if self.front.active == 0:
                 self.front.idle.set()
 
+    def _forwarded_headers(self) -> dict[str, str]:
+        return {name: value for name, value in self.request.headers.get_all() if name.lower() not in _NOT_FORWARDED}
+
     async def _forward(self) -> None:
         method = self.request.method or "GET"
-        headers = {name: value for name, value in self.request.headers.get_all()
-                   if name.lower() not in _NOT_FORWARDED}
+        if self._pipe is not None and self._streamed is not None:  # the body went upstream as it came
+            await self._pipe.put(None)
+            answer = await self._streamed
+            self.front.cache.clear()
+            await self._send(answer)
+            return
+        headers = self._forwarded_headers()
         body = bytes(self._body) if self._body else None
         if method == "GET":
             answer = await self._get(headers, body)
@@ -283,10 +372,10 @@ def front_application(front: Front) -> Application:
     return Application([(r"/.*", ForwardingHandler, {"front": front})], log_function=lambda handler: None)
 
 
-async def _serve(listen: socket.socket, upstream: str, max_content_length: int) -> None:
-    front = Front(upstream, max_content_length)  # in the loop: tornado's client binds to the running loop
-    server = HTTPServer(front_application(front), max_body_size=front.max_content_length + (1 << 16),
-                        idle_connection_timeout=60, body_timeout=60)
+async def _serve(listen: socket.socket, upstream: str, max_content_length: int,
+                 large_bodies: Sequence[tuple[str, str]]) -> None:
+    front = Front(upstream, max_content_length, large_bodies)  # in the loop: tornado's client binds to it
+    server = rest_http_server(front_application(front))
     server.add_sockets([listen])
     loop = asyncio.get_running_loop()
     done = asyncio.Event()
@@ -335,11 +424,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--upstream", required=True, help="the JobManager's endpoint, http://127.0.0.1:PORT")
     parser.add_argument("--max-content-length", type=int, default=104_857_600,
                         help="rest.server.max-content-length: the largest request body")
+    parser.add_argument("--large-body", nargs=2, action="append", default=[], metavar=("METHOD", "PATTERN"),
+                        help="a request whose body may be that large (streamed); any other body is JSON")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C meant for a terminal's foreground job
     listen = socket.socket(fileno=args.listen_fd)
     listen.setblocking(False)
-    asyncio.run(_serve(listen, args.upstream, args.max_content_length))
+    asyncio.run(_serve(listen, args.upstream, args.max_content_length, [tuple(r) for r in args.large_body]))
     return 0
 
 

@@ -37,10 +37,11 @@ class RestFrontProcess:
     """The front of one REST endpoint: serves ``listen`` sockets, forwards to ``upstream_port`` on loopback."""
 
     def __init__(self, listen: Sequence[socket.socket], upstream_port: int, max_content_length: int,
-                 on_lost: Callable[[str], None]) -> None:
+                 on_lost: Callable[[str], None], large_bodies: Sequence[tuple[str, str]] = ()) -> None:
         self.listen = list(listen)
         self.upstream_port = upstream_port
         self.max_content_length = max_content_length
+        self.large_bodies = list(large_bodies)  # (method, path pattern): streamed, not bounded to JSON's size
         self.on_lost = on_lost
         self.ready = threading.Event()
         self._process: Optional[subprocess.Popen] = None
@@ -60,6 +61,8 @@ class RestFrontProcess:
                    f"http://127.0.0.1:{self.upstream_port}", "--max-content-length", str(self.max_content_length)]
         for sock in self.listen:
             command += ["--listen-fd", str(sock.fileno())]
+        for method, pattern in self.large_bodies:
+            command += ["--large-body", method, pattern]
         return command
 
     def start(self) -> "RestFrontProcess":

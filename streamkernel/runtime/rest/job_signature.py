@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import threading
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterable, Optional, Union
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.rest.accepted_requests import AcceptedRequestStore
@@ -51,24 +51,32 @@ def signed_headers(secret: bytes, body: bytes, now_ms: Optional[int] = None) -> 
             SIGNATURE_HEADER: sign(secret, timestamp, body)}
 
 
-def verify(secret: bytes, timestamp: Optional[str], signature: Optional[str], body: bytes,
-           now_ms: Optional[int] = None) -> None:
+def verify(secret: bytes, timestamp: Optional[str], signature: Optional[str],
+           body: Union[None, bytes, Iterable[bytes]], now_ms: Optional[int] = None) -> None:
     """Raise SignatureError (saying what is wrong) unless ``signature`` signs ``timestamp`` and
-    ``body`` under ``secret`` and ``timestamp`` is within :data:`MAX_SKEW_MS` of now."""
+    ``body`` under ``secret`` and ``timestamp`` is within :data:`MAX_SKEW_MS` of now.
+
+    ``body`` None checks the headers alone (before a large body is read); an iterable of
+    chunks is read as the body (one spooled to a file)."""
     if not secret:
         raise SignatureError("this cluster has no secret to check submissions against")
     if not signature or not timestamp:
         raise SignatureError(f"Unauthorized: a job submission must be signed with the cluster's secret "
                              f"({TIMESTAMP_HEADER} and {SIGNATURE_HEADER} headers; streamkernel run -m signs it)")
     text = timestamp.strip()
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit() and len(text) <= 18):  # "²³".isdigit(); int() refuses it (and 5,000 digits)
         raise SignatureError(f"Unauthorized: malformed {TIMESTAMP_HEADER} header {text[:40]!r}")
     now = int(now_ms if now_ms is not None else time.time() * 1000)
     if abs(now - int(text)) > MAX_SKEW_MS:
         raise SignatureError(f"Unauthorized: the request's timestamp is {abs(now - int(text)) // 1000} s away from "
                              f"the cluster's clock (at most {MAX_SKEW_MS // 1000} s allowed)")
-    if not hmac.compare_digest(sign(secret, int(text), body).encode("ascii"), signature.strip().encode("utf-8",
-                                                                                                        "replace")):
+    if body is None:
+        return
+    mac = hmac.new(secret, f"{int(text)}\n".encode("ascii"), hashlib.sha256)  # as sign(), chunk by chunk
+    for chunk in (body,) if isinstance(body, (bytes, bytearray, memoryview)) else body:
+        mac.update(chunk)
+    if not hmac.compare_digest((_SCHEME + mac.hexdigest()).encode("ascii"), signature.strip().encode("utf-8",
+                                                                                                    "replace")):
         raise SignatureError("Unauthorized: the request's signature does not match the cluster's secret")
 
 

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 
 from streamkernel.runtime.rest.handlers.base import RestHandler
 
-__all__ = ["ROUTE_MODULES", "template_pattern", "collect_routes", "tornado_rules"]
+__all__ = ["ROUTE_MODULES", "template_pattern", "collect_routes", "tornado_rules", "large_body_routes"]
 
 #: The modules whose ROUTES the endpoint serves, in order.
 ROUTE_MODULES: tuple[str, ...] = (
@@ -76,7 +76,23 @@ def _merged(template: str, handlers: Sequence[type]) -> type:
     return type("Merged" + "".join(h.__name__ for h in handlers), tuple(handlers), {
         "__doc__": f"{template}: " + ", ".join(f"{m.upper()} by {h.__name__}" for m, h in seen.items()),
         # whether a GET's answer may be reused is the GET handler's say, not another method's
-        "CACHEABLE": getattr(seen.get("get"), "CACHEABLE", True)})
+        "CACHEABLE": getattr(seen.get("get"), "CACHEABLE", True),
+        # and how large a body may be, each method's handler's
+        "LARGE_BODY_METHODS": frozenset(m.upper() for m, h in seen.items()
+                                        if m.upper() in getattr(h, "LARGE_BODY_METHODS", ()))})
+
+
+def large_body_routes(modules: Iterable[str] = ROUTE_MODULES) -> list[tuple[str, str]]:
+    """(method, tornado pattern) of every request whose body may be as large as
+    ``rest.server.max-content-length`` (a handler's ``LARGE_BODY_METHODS``): what the front
+    process streams to the JobManager instead of refusing past :data:`~.request_limits.MAX_JSON_BODY`.
+
+        >>> large_body_routes()
+        [('POST', '(?:/v1)?/jobs/?$')]
+    """
+    routes, _ = collect_routes(modules)
+    return [(method, template_pattern(template)) for template, handler in routes
+            for method in sorted(getattr(handler, "LARGE_BODY_METHODS", ()))]
 
 
 def tornado_rules(context: Any, max_content_length: int, modules: Iterable[str] = ROUTE_MODULES) -> list[Any]:

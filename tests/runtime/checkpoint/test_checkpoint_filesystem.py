@@ -142,3 +142,38 @@ def test_memory_storage_validates_and_skips_a_corrupt_checkpoint(tmp_path, monke
     assert storage.latest_completed().task_state(1, 0) == {"op": {"raw": 1}}
     assert "truncated" in storage.skipped_checkpoints[0].reason
     fs.rmtree(storage.base_dir)
+
+
+@pytest.mark.parametrize("directory, words", [
+    ("", "the directory is empty"),
+    ("/tmp/" + "d" * 4995, "(5000 characters) is longer than 4096 characters"),
+    ("/tmp/a\x00b", "contains a control character"),
+    ("/tmp/line\nbreak", "contains a control character"),
+    ("/tmp/" + "n" * 256, "has a name longer than 255 bytes"),
+    ("{tmp}/file/below", "cannot be created: '{tmp}/file' is not a directory"),
+    ("nosuchfs://bucket/sp", "which fsspec does not know"),
+])
+def test_a_savepoint_target_no_savepoint_can_go_to_is_refused_saying_why_in_a_line(tmp_path, directory: str,
+                                                                                    words: str) -> None:
+    (tmp_path / "file").write_text("in the way")
+    with pytest.raises(IllegalConfigurationError) as refused:
+        fs.check_target_directory(directory.format(tmp=tmp_path), "target-directory")
+    message = str(refused.value)
+    assert message.startswith("target-directory: ") and words.format(tmp=tmp_path) in message, message
+    assert len(message) < 500 and "\n" not in message
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write to any directory")
+def test_a_savepoint_target_this_process_may_not_write_to_is_refused(tmp_path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    with pytest.raises(IllegalConfigurationError, match="cannot be created or written: this process may not write"):
+        fs.check_target_directory(locked / "savepoints", "target_dir")
+
+
+def test_a_savepoint_target_that_can_be_written_is_accepted_and_nothing_is_created(tmp_path) -> None:
+    target = tmp_path / "not" / "yet" / "there"
+    assert fs.check_target_directory(str(target), "target_dir") == str(target)
+    assert not (tmp_path / "not").exists()
+    assert fs.check_target_directory(f"file://{tmp_path}", "target_dir") == str(tmp_path)
+    assert fs.check_target_directory("memory://savepoints/x/", "target_dir") == "memory://savepoints/x"

@@ -26,6 +26,11 @@ def ha_rest_cluster(conf: dict) -> MiniCluster:
                        configuration={**conf, "rest.port": "0"}).start(make_current=False)
 
 
+def leads_and_serves(cluster: MiniCluster) -> bool:
+    """Elected, and its REST API answers as the leader's (not 503 while the election is published)."""
+    return cluster.is_leading and send(cluster.rest_url, "GET", "/overview", {}, b"")[0] == 200
+
+
 def status_on(cluster: MiniCluster, job_id: str) -> Any:
     return next((j.status for j in cluster.jobs() if str(j.job_id) == job_id), None)
 
@@ -36,7 +41,7 @@ def test_a_submission_replayed_to_the_next_jobmanager_does_not_run_the_job_again
     gate, out = FileGate(tmp_path, "half"), tmp_path / "out"
     first = ha_rest_cluster(conf)
     try:
-        wait_until(lambda: first.is_leading, "the first JobManager leads")
+        wait_until(lambda: leads_and_serves(first), "the first JobManager leads")
         proxy = RecordingProxy(first.rest_url)
         try:
             host, port = parse_address(proxy.address)
@@ -58,7 +63,7 @@ def test_a_submission_replayed_to_the_next_jobmanager_does_not_run_the_job_again
 
     second = ha_rest_cluster(conf)  # the next JobManager of the cluster: nothing of the first in its memory
     try:
-        wait_until(lambda: second.is_leading, "the second JobManager leads")
+        wait_until(lambda: leads_and_serves(second), "the second JobManager leads")
         assert second.jobs() == []  # a finished job is not recovered
         status, _, answer = send(second.rest_url, method, path, headers, body)
         assert status == 401 and b"replay" in answer, (status, answer)

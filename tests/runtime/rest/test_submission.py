@@ -326,3 +326,13 @@ def test_the_client_chooses_the_job_id_and_a_duplicate_is_refused_409(cluster: M
         client.submit_job(env2.get_stream_graph("same id"), chosen)
     assert duplicate.value.status == 409 and "Job has already been submitted" in str(duplicate.value) \
         and f"job {chosen} " in str(duplicate.value)
+
+
+def test_a_signed_submission_of_several_mebibytes_is_streamed_through_the_front_and_runs(cluster: MiniCluster) -> None:
+    client = RestClusterClient(*_address(cluster))
+    blob = os.urandom(3 << 20)  # beyond the mebibyte of JSON, and what is kept in memory until the signature is verified
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1, 2]).map(lambda x, carried=blob: x + len(carried)).add_sink(lambda x: None)
+    job_id = str(client.submit_job(env.get_stream_graph("carries 3 MiB")))
+    wait_until(lambda: cluster.dispatcher.request_job_status(job_id) is JobStatus.FINISHED,
+               message="the 3 MiB job to finish")

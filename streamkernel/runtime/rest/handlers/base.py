@@ -4,9 +4,11 @@ A handler subclasses :class:`RestHandler` and implements ``get`` (or ``post``, `
 ...) with the path parameters of its Flink template as keyword arguments. It answers with
 :meth:`RestHandler.write_json` and refuses with :class:`RestError` (status and message).
 Errors leave as Flink's ``{"errors": ["..."]}``: an unknown path 404, an unknown job 404, a
-malformed id 400, a method the resource has not 405, a body over
-``rest.server.max-content-length`` 413; a handler's bug is a 500 with a one-line message
-(logged with its traceback, never sent).
+malformed id 400, a body that is not JSON (or nested too deeply to parse) 400, a method the
+resource has not 405, a body over what the resource takes 413 (before it is read: see
+:meth:`RestHandler.body_limit`); a handler's bug is a 500 with a one-line message (logged
+with its traceback, never sent). What is logged of a request is cut short
+(:func:`~..request_limits.shorten`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import tornado.web
 from streamkernel.runtime.jobmaster.job_status import JobDetails, VertexDetails
 from streamkernel.runtime.rest.context import RestContext
 from streamkernel.runtime.rest.json_views.ids import HEX32, vertex_by_hex
+from streamkernel.runtime.rest.request_limits import MAX_JSON_BODY, SUPPORTED_METHODS, shorten, too_large_message
 
 __all__ = ["RestError", "RestHandler", "NotFoundHandler"]
 
@@ -38,18 +41,23 @@ class RestError(Exception):
 def bad_parameter(name: str, value: str) -> RestError:
     """Flink's 400 for a path or query parameter that does not parse."""
     return RestError(400, f"Bad request, could not parse parameters: Cannot resolve path parameter ({name}) "
-                          f"from value \"{value}\".")
+                          f"from value \"{shorten(value)}\".")
 
 
 @tornado.web.stream_request_body
 class RestHandler(tornado.web.RequestHandler):
     """A REST resource: reads the cluster through ``self.context`` (a :class:`RestContext`).
 
-    The body is streamed in and counted, so that one over ``max_content_length`` gets 413
-    before anything is done; Flink's CLI sends ``{}`` even with a GET, which is accepted.
+    The body is streamed in and counted, so that one over :meth:`body_limit` gets 413 before
+    anything is done (a declared length before a byte is read); Flink's CLI sends ``{}`` even
+    with a GET, which is accepted.
     """
 
-    SUPPORTED_METHODS = ("GET", "HEAD", "POST", "DELETE", "PATCH", "PUT", "OPTIONS")
+    SUPPORTED_METHODS = SUPPORTED_METHODS
+
+    #: The methods whose body may be as large as ``rest.server.max-content-length`` (a job
+    #: submission's pickled job); any other body is JSON of at most :data:`MAX_JSON_BODY` bytes.
+    LARGE_BODY_METHODS: frozenset[str] = frozenset()
 
     #: Whether a GET's 200 answer is a snapshot that may be reused for ``context.answer_max_age``
     #: seconds (``Cache-Control: max-age``); False for answers a client polls to see a change
@@ -67,19 +75,35 @@ class RestHandler(tornado.web.RequestHandler):
         self.set_header("Content-Type", "application/json; charset=UTF-8")
         self.set_header("Access-Control-Allow-Origin", "*")
 
+    def body_limit(self) -> int:
+        """The largest body this request may have: ``rest.server.max-content-length`` for a
+        method of :attr:`LARGE_BODY_METHODS`, else :data:`MAX_JSON_BODY` (or the key, if lower)."""
+        if self.request.method in self.LARGE_BODY_METHODS:
+            return self.max_content_length
+        return min(MAX_JSON_BODY, self.max_content_length)
+
     def prepare(self) -> None:
         """Refuse a declared body over the limit (413) before reading it."""
-        length = self.request.headers.get("Content-Length")
-        if length is not None and length.strip().isdigit() and int(length) > self.max_content_length:
-            raise RestError(413, f"Request entity too large: {int(length)} bytes exceed "
-                                 f"rest.server.max-content-length ({self.max_content_length})")
+        length = self.request.headers.get("Content-Length", "").strip()
+        if length.isascii() and length.isdigit() and int(length) > self.body_limit():
+            raise self._too_large(f"{int(length)} bytes exceed")
 
     def data_received(self, chunk: bytes) -> None:
         """Collect the body; a chunked one over the limit is refused (413)."""
+        if self._finished:  # answered already (refused): what still arrives is dropped
+            return
         self._body.extend(chunk)
-        if len(self._body) > self.max_content_length:
-            raise RestError(413, f"Request entity too large: more than rest.server.max-content-length "
-                                 f"({self.max_content_length}) bytes")
+        if len(self._body) > self.body_limit():
+            self._body = bytearray()
+            self.refuse(self._too_large("more than"))
+
+    def refuse(self, error: RestError) -> None:
+        """Answer ``error`` now, while the body streams in (an exception raised there would
+        only close the connection): tornado closes it once answered, unread."""
+        self.write_json({"errors": [error.message]}, error.status)
+
+    def _too_large(self, how: str) -> RestError:
+        return RestError(413, too_large_message(how, self.body_limit(), self.max_content_length))
 
     def json_body(self) -> Any:
         """The request's JSON body (None when empty); 400 naming the problem when it is not JSON."""
@@ -89,6 +113,9 @@ class RestHandler(tornado.web.RequestHandler):
             return json.loads(self._body.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as error:
             raise RestError(400, f"Bad request, the request body is not valid JSON: {error}") from None
+        except RecursionError:
+            raise RestError(400, "Bad request, the request body is not valid JSON: it is nested too deeply "
+                                 "to be parsed") from None
 
     # ------------------------------------------------------------------ answers
     def write_json(self, body: Any, status: int = 200) -> None:
@@ -111,7 +138,7 @@ class RestHandler(tornado.web.RequestHandler):
         exc_info = kwargs.get("exc_info")
         error = exc_info[1] if exc_info else None
         if status_code == 405:
-            message = f"Method {self.request.method} is not allowed for {self.request.path}"
+            message = f"Method {self.request.method} is not allowed for {shorten(self.request.path)}"
         elif status_code >= 500:
             message = "Internal server error: " + (
                 f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}".strip(": ")
@@ -126,8 +153,8 @@ class RestHandler(tornado.web.RequestHandler):
         """Log a handler's bug with its traceback (the client gets one line)."""
         if isinstance(value, (RestError, tornado.web.HTTPError)):
             return
-        _LOG.error("REST handler %s failed for %s %s", type(self).__name__, self.request.method, self.request.path,
-                   exc_info=(typ, value, tb))
+        _LOG.error("REST handler %s failed for %s %s", type(self).__name__, self.request.method,
+                   shorten(self.request.path), exc_info=(typ, value, tb))
 
     # ------------------------------------------------------------------ lookups
     def job(self, jobid: str) -> JobDetails:
@@ -160,10 +187,10 @@ class NotFoundHandler(RestHandler):
     """Any path no resource serves: Flink's 404 ``Not found: /x``."""
 
     def _not_found(self, *args: Any, **kwargs: Any) -> None:
-        raise RestError(404, f"Not found: {self.request.path}")
+        raise RestError(404, f"Not found: {shorten(self.request.path)}")
 
     get = post = put = patch = delete = head = options = _not_found
 
     def prepare(self) -> None:
         """A body is not read for an unknown path."""
-        raise RestError(404, f"Not found: {self.request.path}")
+        raise RestError(404, f"Not found: {shorten(self.request.path)}")

@@ -20,6 +20,8 @@ from typing import Any, Callable
 from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options.checkpointing import CheckpointingOptions
+from streamkernel.errors import IllegalConfigurationError
+from streamkernel.runtime.checkpoint.filesystem import check_target_directory
 from streamkernel.runtime.jobmaster.job_status import JobDetails
 from streamkernel.runtime.rest.async_operations import AsyncOperations, OperationStatus, new_trigger_id
 from streamkernel.runtime.rest.handlers.base import RestError, RestHandler
@@ -65,8 +67,16 @@ class _ActionHandler(RestHandler):
         return status
 
     def savepoint_directory(self, details: JobDetails, requested: "str | None", field: str) -> str:
-        """The requested directory, else ``execution.checkpointing.savepoint-dir``; Flink's 400 without either."""
+        """The requested directory, else ``execution.checkpointing.savepoint-dir``; Flink's 400 without
+        either, and 400 naming ``field`` for a requested one no savepoint can be written to (too
+        long, a control character, an unknown scheme, a directory that cannot be created or
+        written: :func:`~streamkernel.runtime.checkpoint.filesystem.check_target_directory`),
+        before anything is triggered, kept or logged."""
         if requested is not None:
+            try:
+                check_target_directory(requested, f"field \"{field}\"")
+            except IllegalConfigurationError as error:
+                raise RestError(400, f"Bad request: {error}") from None
             return requested
         configured = CheckpointingOptions.SAVEPOINT_DIRECTORY.get(self.context.job_configuration(details))
         if configured is None:
