@@ -72,7 +72,8 @@ class InputStreamTask(StreamTask):
         """The loop proper: poll the gate, feed the processor, until every input ended."""
         processor = self._processor = InputProcessor(self.gate, fed, two_input, self.metrics,
                                                      self._on_latency_marker, barriers,
-                                                     stopping=lambda: self.stopping is not None)
+                                                     stopping=lambda: self.stopping is not None,
+                                                     budget=self.batch_budget())
         for input_index, buffer in self.checkpointer.restored_in_flight():  # before any new record
             processor.feed(input_index, buffer)
         poll = self.gate.poll
@@ -80,19 +81,27 @@ class InputStreamTask(StreamTask):
         metrics = self.metrics
         debloater = self._buffer_debloater()  # None unless buffer debloating is on
         while not self._cancelled.is_set():
-            idle_start = perf()
-            polled = poll(self._timer_wait(IDLE_POLL_S))
-            busy_start = perf()
-            metrics.idle_ns += busy_start - idle_start
-            if timeout_checks and barriers.aligning is not None:
-                barriers.check_timeout()  # type: ignore[union-attr]
-            if polled is None:
-                self._flush_all()
-                self._between_batches()
-                continue
+            if processor.has_rest:  # the next slice of a buffer before anything else of the gate
+                busy_start = perf()
+                polled = None
+            else:
+                idle_start = perf()
+                polled = poll(self._timer_wait(IDLE_POLL_S))
+                busy_start = perf()
+                metrics.idle_ns += busy_start - idle_start
+                if timeout_checks and barriers.aligning is not None:
+                    barriers.check_timeout()  # type: ignore[union-attr]
+                if polled is None:
+                    self._flush_idle()
+                    self._between_batches()
+                    continue
             backpressured = metrics.backpressured_at_busy_start = metrics.backpressured_ns
             metrics.busy_since = busy_start
-            ended = processor.process(*polled)
+            if polled is None:
+                processor.resume()
+                ended = False
+            else:
+                ended = processor.process(*polled)
             metrics.busy_since = 0
             metrics.busy_ns += perf() - busy_start - (metrics.backpressured_ns - backpressured)
             if ended:

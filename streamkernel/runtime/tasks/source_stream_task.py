@@ -39,8 +39,9 @@ class SourceStreamTask(StreamTask):
 
     def _run_loop(self, source: Any) -> None:
         """Read batches from the source until it ends (or the task is cancelled)."""
-        batch = self.batch_size
+        budget = self.batch_budget()
         metrics = self.metrics
+        emitted = self._head_metrics  # the source operator's records_out: what a batch read
         hold_for_output = self.checkpointer.unaligned
         while not self._cancelled.is_set():
             if self.stopping is not None:  # took a stop-with-savepoint's snapshot: read nothing more
@@ -52,11 +53,14 @@ class SourceStreamTask(StreamTask):
                 if self.stopping is not None:
                     continue
             backpressured = metrics.backpressured_at_busy_start = metrics.backpressured_ns
+            before = emitted.records_out
             start = metrics.busy_since = time.perf_counter_ns()
-            more = source.emit_next(batch)
+            more = source.emit_next(budget.size)
             metrics.busy_since = 0
             # busy without the waits for credit (those are backpressured time), as Flink counts
-            metrics.busy_ns += time.perf_counter_ns() - start - (metrics.backpressured_ns - backpressured)
+            busy = time.perf_counter_ns() - start - (metrics.backpressured_ns - backpressured)
+            metrics.busy_ns += busy
+            budget.measured(emitted.records_out - before, busy)
             self._between_batches()
             self._emit_latency_marker()
             if self.stopping is not None:
@@ -65,7 +69,7 @@ class SourceStreamTask(StreamTask):
                 return
             wait = source.idle_wait_seconds()
             if wait > 0:
-                self._flush_all()
+                self._flush_idle()
                 idle_start = time.perf_counter_ns()
                 source.wakeup.clear()  # set again by cancel() or a posted action (checkpoint trigger)
                 if not self._mail and not self._cancelled.is_set():

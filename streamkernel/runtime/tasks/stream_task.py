@@ -33,6 +33,7 @@ from streamkernel.runtime.core.deployment import TaskDeploymentDescriptor
 from streamkernel.runtime.core.metrics import TaskMetrics
 from streamkernel.runtime.core.records import END_OF_PARTITION, CheckpointBarrier, LatencyMarker
 from streamkernel.runtime.operators.base import StreamOperator
+from streamkernel.runtime.tasks.batch_budget import BatchBudget, budget_ns
 from streamkernel.runtime.tasks.chain import OperatorChain
 from streamkernel.runtime.tasks.chain_setup import (
     close_operators,
@@ -47,9 +48,23 @@ from streamkernel.runtime.tasks.task_checkpoint import TaskCheckpointer
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.tasks.task import TaskServices
 
-__all__ = ["StreamTask", "StopWithSavepoint", "TaskCancelledError", "IDLE_POLL_S"]
+__all__ = ["StreamTask", "StopWithSavepoint", "TaskCancelledError", "IDLE_POLL_S", "buffer_timeout_ms"]
 
 IDLE_POLL_S = 0.05  # longest a task blocks without looking at timers and cancellation
+
+
+def buffer_timeout_ms(tdd: TaskDeploymentDescriptor) -> int:
+    """How long (ms) the task's output may wait in a partly filled buffer: the smallest
+    ``set_buffer_timeout`` of the chain's operators, else ``execution.buffer-timeout.interval``;
+    -1 (only full buffers) when ``execution.buffer-timeout.enabled`` is false. (Flink keeps one
+    per output edge; a task here flushes all its outputs together.)"""
+    own = [node.buffer_timeout for node in tdd.nodes if node.buffer_timeout is not None]
+    if own:
+        return min(own)
+    config = tdd.configuration
+    if not ExecutionOptions.BUFFER_TIMEOUT_ENABLED.get(config):
+        return -1
+    return ExecutionOptions.BUFFER_TIMEOUT.get(config).to_milliseconds()
 
 
 class TaskCancelledError(Exception):
@@ -91,10 +106,13 @@ class StreamTask:
         self.stopping: Optional[StopWithSavepoint] = None
         self._mail_signal = threading.Event()  # set with every mailbox action (for the stop's wait)
         config = tdd.configuration
-        # -1: flush only when full (execution.buffer-timeout.enabled false)
-        self._buffer_timeout_ms = (ExecutionOptions.BUFFER_TIMEOUT.get(config).to_milliseconds()
-                                   if ExecutionOptions.BUFFER_TIMEOUT_ENABLED.get(config) else -1)
+        self._buffer_timeout_ms = buffer_timeout_ms(tdd)
         self.batch_size = NettyShuffleEnvironmentOptions.BATCH_SIZE.get(config)
+
+    def batch_budget(self) -> BatchBudget:
+        """How many records the task takes at a time: as many as fit the time budget that
+        ``execution.buffer-timeout`` gives, at most ``taskmanager.network.batch-size``."""
+        return BatchBudget(self.batch_size, budget_ns(self._buffer_timeout_ms))
 
     # ------------------------------------------------------------- the invokable
     def restore(self) -> None:
@@ -257,6 +275,12 @@ class StreamTask:
             metrics.records_out = sum(m.records_in for m in self._sink_metrics)
         if not self.tdd.inputs:
             metrics.records_in = self._head_metrics.records_out
+
+    def _flush_idle(self) -> None:
+        """Nothing to process now: send what the outputs hold, unless the buffer timeout is off
+        (-1: only full buffers leave, and the events that follow records, as in Flink)."""
+        if self._buffer_timeout_ms >= 0:
+            self._flush_all()
 
     def _flush_all(self, now: Optional[float] = None) -> None:
         unaligned = self.checkpointer.unaligned  # never block in a flush: a barrier may be announced

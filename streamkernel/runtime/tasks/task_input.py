@@ -11,6 +11,7 @@ import time
 from typing import Any, Callable
 
 from streamkernel.runtime.core.metrics import TaskMetrics
+from streamkernel.runtime.tasks.batch_budget import BatchBudget
 from streamkernel.runtime.core.records import (
     END_OF_PARTITION,
     CheckpointBarrier,
@@ -21,23 +22,23 @@ from streamkernel.runtime.core.records import (
     WatermarkStatus,
 )
 
-__all__ = ["InputProcessor", "UNALIGNED_SLICE"]
-
-UNALIGNED_SLICE = 16
-"""With unaligned checkpoints on, a buffer is processed in slices and the task looks for a
-priority event (a barrier's announcement) between two: Flink reacts between two records, and
-a whole buffer of a slow operator takes seconds. The first slice has this many records; then
-a slice is as many records as the operator processes in :data:`SLICE_TARGET_NS`, so a fast
-operator processes whole buffers (no cost) and a slow one reacts within a few milliseconds."""
-SLICE_TARGET_NS = 5_000_000
+__all__ = ["InputProcessor"]
 
 
 class InputProcessor:
-    """Dispatches what the gate delivers to the head operator; tracks when all input ended."""
+    """Dispatches what the gate delivers to the head operator; tracks when all input ended.
+
+    A buffer goes to the head in slices of ``budget.size`` records (:mod:`.batch_budget`): a
+    whole buffer when the chain is fast, a few records when it is slow. :meth:`process` hands
+    the first slice and keeps the rest (:attr:`has_rest`); the task does its mailbox's work and
+    checks cancellation, then :meth:`resume` hands the next one. With unaligned checkpoints a
+    priority event (a barrier's announcement) that came meanwhile goes first: the rest is put
+    back at the head of its channel, where the barrier overtakes it as in-flight data.
+    """
 
     def __init__(self, gate: Any, head: Any, two_input: bool, metrics: TaskMetrics,
                  on_latency_marker: Callable[[LatencyMarker], None], barriers: Any = None,
-                 stopping: Callable[[], bool] = lambda: False) -> None:
+                 stopping: Callable[[], bool] = lambda: False, budget: "BatchBudget | None" = None) -> None:
         from streamkernel.runtime.network.watermark_valve import StatusWatermarkValve
 
         self.head = head
@@ -48,8 +49,11 @@ class InputProcessor:
         self._barriers = barriers
         # True once the task stopped at a stop-with-savepoint: channels end without ending the input
         self._stopping = stopping
-        # unaligned checkpoints: a buffer is processed in slices, a priority event may come between
-        self._slice = UNALIGNED_SLICE if hasattr(barriers, "on_announcement") else 0
+        # no budget: whole buffers (a processor driven directly, without a task's loop around it)
+        self._budget = budget if budget is not None else BatchBudget(1 << 30, 1 << 62, first=1 << 30)
+        # unaligned checkpoints: the slices of a channel being recorded are its in-flight data
+        self._unaligned = hasattr(barriers, "on_announcement")
+        self._rest: "tuple[Any, DataBuffer, int] | None" = None  # (channel, buffer, next record)
         inputs = 2 if two_input else 1
         # channel index in the gate -> (input index, index among that input's channels)
         self._local: dict[int, tuple[int, int]] = {}
@@ -76,12 +80,7 @@ class InputProcessor:
     def process(self, channel: Any, item: Any) -> bool:
         """Handle one item from ``channel``; True when every input has ended."""
         if type(item) is DataBuffer:
-            values = item.values
-            if self._slice:  # unaligned checkpoints: slices (a whole buffer when the operator is fast)
-                self._process_in_slices(channel, item)
-                return False
-            self.metrics.records_in += len(values)
-            self._batch[channel.input_index if self.two_input else 0](values, item.timestamps)
+            self._slice(channel, item, 0)
             return False
         i, local = self._local[channel.index]
         if type(item) is Watermark:
@@ -112,30 +111,46 @@ class InputProcessor:
                 self._barriers.on_announcement(channel, item.barrier)
         return False
 
-    def _process_in_slices(self, channel: Any, buffer: DataBuffer) -> None:
-        """Process ``buffer`` slice by slice; when a priority event (a barrier's announcement)
-        comes meanwhile, put the rest back at the head of the channel and return."""
+    @property
+    def has_rest(self) -> bool:
+        """Whether a buffer is only partly processed (:meth:`resume` goes on with it)."""
+        return self._rest is not None
+
+    def resume(self) -> None:
+        """Hand the next slice of the partly processed buffer; a priority event that came
+        meanwhile goes first (the rest back at the head of its channel)."""
+        rest = self._rest
+        assert rest is not None, "resume() without a partly processed buffer"
+        self._rest = None
+        channel, buffer, start = rest
+        if self.gate.has_announcements():
+            values, timestamps = buffer
+            self.gate.push_front(channel, DataBuffer(values[start:], None if timestamps is None else timestamps[start:]))
+            return
+        self._slice(channel, buffer, start)
+
+    def _slice(self, channel: Any, buffer: DataBuffer, start: int) -> None:
+        """Process ``budget.size`` records of ``buffer`` from ``start``; keep the rest."""
         values, timestamps = buffer
-        size, start = len(values), 0
-        process = self._batch[channel.input_index if self.two_input else 0]
-        while start < size:
-            if start and self.gate.has_announcements():
-                self.gate.push_front(channel, DataBuffer(values[start:],
-                                                         None if timestamps is None else timestamps[start:]))
-                return
-            end = start + self._slice
-            piece = values if start == 0 and end >= size else values[start:end]
-            piece_ts = timestamps if piece is values or timestamps is None else timestamps[start:end]
+        size = len(values)
+        end = start + self._budget.size
+        if start == 0 and end >= size:
+            piece, piece_ts = values, timestamps
+        else:
+            piece = values[start:end]
+            piece_ts = None if timestamps is None else timestamps[start:end]
+        if self._unaligned:
             recording = self._barriers.recording
             if recording and channel.index in recording:
                 recording[channel.index].append(DataBuffer(piece, piece_ts))
-            self.metrics.records_in += len(piece)
-            began = time.perf_counter_ns()
-            process(piece, piece_ts)
-            elapsed = time.perf_counter_ns() - began
-            # as many records as take SLICE_TARGET_NS (at least one)
-            self._slice = max(1, int(SLICE_TARGET_NS * len(piece) / elapsed)) if elapsed > 0 else size
-            start += len(piece)
+        metrics = self.metrics
+        metrics.records_in += len(piece)
+        backpressured = metrics.backpressured_ns
+        began = time.perf_counter_ns()
+        self._batch[channel.input_index if self.two_input else 0](piece, piece_ts)
+        self._budget.measured(len(piece), time.perf_counter_ns() - began - (metrics.backpressured_ns - backpressured))
+        if end < size:
+            self._rest = (channel, buffer, end)
 
     def feed(self, input_index: int, buffer: DataBuffer) -> None:
         """Hand restored in-flight records (an unaligned checkpoint's channel state) to the head."""

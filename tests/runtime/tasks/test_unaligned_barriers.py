@@ -11,8 +11,21 @@ from streamkernel.runtime.core.records import CheckpointBarrier, DataBuffer
 from streamkernel.runtime.network.input_gate import InputGate
 from streamkernel.runtime.network.record_writer import RecordWriter
 from streamkernel.graph.partitioners import ForwardPartitioner
-from streamkernel.runtime.tasks.task_input import UNALIGNED_SLICE, InputProcessor
+from streamkernel.runtime.tasks.task_input import InputProcessor
 from streamkernel.runtime.tasks.unaligned_barriers import UnalignedBarrierHandler
+
+
+#: The records of a slice in these tests (the task's budget decides it; here it is fixed).
+SLICE = 16
+
+
+class _FixedBudget:
+    """A batch budget of :data:`SLICE` records whatever they cost."""
+
+    size = SLICE
+
+    def measured(self, records: int, busy_ns: int) -> None:
+        pass
 
 
 class _Head:
@@ -53,12 +66,17 @@ class _Task:
             lambda b, in_flight: self.finished.append(
                 (b.checkpoint_id, sorted(v for _, buf in in_flight for v in buf.values))))
         self.processor = InputProcessor(self.gate, self.head, False, TaskMetrics("Count", 0),
-                                        lambda marker: None, self.handler)
+                                        lambda marker: None, self.handler, budget=_FixedBudget())  # type: ignore[arg-type]
 
     def drain(self) -> None:
-        """Process everything the gate has now."""
-        while (polled := self.gate.poll(0)) is not None:
-            self.processor.process(*polled)
+        """Process everything the gate has now (a buffer's slices first, as the task's loop does)."""
+        while True:
+            if self.processor.has_rest:
+                self.processor.resume()
+            elif (polled := self.gate.poll(0)) is not None:
+                self.processor.process(*polled)
+            else:
+                return
 
 
 def _unaligned_barrier(channel: Any, barrier: CheckpointBarrier) -> None:
@@ -88,17 +106,19 @@ def test_the_first_barrier_snapshots_and_the_barriers_overtake_the_queued_buffer
 def test_a_barrier_announced_mid_buffer_stops_the_buffer_and_its_rest_is_in_flight() -> None:
     task = _Task()
     a, b = task.channels
-    values = list(range(UNALIGNED_SLICE * 3))
+    values = list(range(SLICE * 3))
     a.send(DataBuffer(values, None))
     barrier = CheckpointBarrier(1, 0)
     task.head.on_batch = lambda: _unaligned_barrier(b, barrier)  # arrives while the first slice runs
     task.processor.process(*task.gate.poll(0))
-    assert task.head.seen == values[:UNALIGNED_SLICE]  # the rest went back to the channel
+    assert task.head.seen == values[:SLICE] and task.processor.has_rest
+    task.processor.resume()  # the announcement goes first: the rest goes back to the channel
+    assert task.head.seen == values[:SLICE] and not task.processor.has_rest
     task.drain()
-    assert task.snapshots == [(1, values[:UNALIGNED_SLICE])]
+    assert task.snapshots == [(1, values[:SLICE])]
     _unaligned_barrier(a, barrier)
     task.drain()
-    assert task.finished == [(1, values[UNALIGNED_SLICE:])] and task.head.seen == values
+    assert task.finished == [(1, values[SLICE:])] and task.head.seen == values
 
 
 def test_an_aligning_checkpoint_switches_to_unaligned_after_its_timeout() -> None:
