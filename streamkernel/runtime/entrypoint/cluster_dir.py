@@ -31,6 +31,7 @@ from typing import Any, Mapping, Optional
 from streamkernel.common.options import CoreOptions
 from streamkernel.arguments import parse_dynamic_properties
 from streamkernel.runtime.entrypoint.directory_lock import FileLock
+from streamkernel.runtime.rpc.secret_file import write_private_file
 from streamkernel.runtime.rpc.transport import new_cluster_secret
 
 __all__ = ["ClusterDir", "DEFAULT_DIR", "LOG_DIR_KEY", "LOG_FILE_KEY", "JOBMANAGER", "TASKEXECUTOR",
@@ -110,16 +111,12 @@ class ClusterDir:
         """A new cluster secret (or ``secret``: a highly available cluster's, shared by its JobManagers),
         written to :attr:`secret_file` with mode 0600."""
         secret = secret if secret is not None else new_cluster_secret()
-        fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, secret.hex().encode("ascii") + b"\n")
-        finally:
-            os.close(fd)
+        write_private_file(self.secret_file, secret.hex().encode("ascii") + b"\n")  # never through a link
         return secret
 
     def read_secret(self) -> bytes:
-        """The secret of :attr:`secret_file` (SecretError when missing, malformed or readable by others)."""
+        """The secret of :attr:`secret_file` (SecretError when missing, malformed, a symbolic link, another
+        user's or open to others: :func:`~streamkernel.runtime.rpc.secret_file.read_secret_file`)."""
         from streamkernel.runtime.rest.cluster_secret import read_secret_file
 
         return read_secret_file(self.secret_file)
