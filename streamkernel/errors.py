@@ -20,6 +20,7 @@ __all__ = [
     "JobExecutionError",
     "CheckpointCorruptedError",
     "CheckpointFailedError",
+    "CheckpointStorageError",
 ]
 
 
@@ -103,3 +104,10 @@ class CheckpointFailedError(StreamKernelError, RuntimeError):
     because more checkpoints failed in a row than ``execution.checkpointing.tolerable-failed-checkpoints``
     allows. The message says which checkpoint and why.
     """
+
+
+class CheckpointStorageError(StreamKernelError, OSError):
+    """The checkpoint storage's directory cannot be used (Flink's ``IOException`` of its checkpoint
+    storage access): a directory of it is a file now. The message names the directory and the
+    configuration key it comes from (``execution.checkpointing.dir``). It fails a checkpoint, or the
+    restore of a restarting job, which then goes through its restart strategy."""

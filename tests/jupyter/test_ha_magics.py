@@ -144,6 +144,35 @@ def test_connect_errors_are_one_line(connected: Any, zookeeper: Any, tmp_path: P
     assert ip.user_ns.get("cluster") is None
 
 
+def test_connect_to_a_closed_port_is_one_line_within_the_connection_timeout_and_kazoo_stays_quiet(
+        connected: Any, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 29, item 10: no ZooKeeper at the address. One line naming the address and the key, as soon
+    as the connection timeout (2 s here) passes, and not a record of kazoo's retries."""
+    import logging
+    import socket
+    import time
+
+    ip, _ = connected
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    caplog.set_level(logging.DEBUG, logger="kazoo")
+    started = time.monotonic()
+    with pytest.raises(UsageError) as raised:
+        ip.run_line_magic("flink", f"connect zookeeper://127.0.0.1:{port}/prod "
+                                   "-D 'high-availability.zookeeper.client.connection-timeout=2 s'")
+    elapsed = time.monotonic() - started
+    message = str(raised.value)
+    assert message == (f"%flink connect: Could not connect to the ZooKeeper quorum '127.0.0.1:{port}' "
+                       "('high-availability.zookeeper.quorum') within 2 s "
+                       "('high-availability.zookeeper.client.connection-timeout'): Connection dropped: socket "
+                       "connection error: Connection refused")
+    assert elapsed < 10, elapsed  # 2 s and a loaded machine's margin; kazoo's own wait is 15 s
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("kazoo")] == []
+    assert "kazoo" not in capsys.readouterr().err
+    assert ip.user_ns.get("cluster") is None
+
+
 def test_start_ha_makes_the_kernel_a_contender_that_recovers_its_jobs_after_a_restart(
         shell: Any, zookeeper: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     """``%flink start --ha``: the kernel's JobManager leads; its job is persisted; ``%flink stop`` (what a

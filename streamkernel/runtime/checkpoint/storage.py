@@ -13,7 +13,10 @@ checkpoint directory is complete only once its ``_metadata`` exists, and its sta
 must match the sizes and SHA-256 checksums recorded there. :meth:`CheckpointStorage.latest_completed`
 skips a torn or corrupt checkpoint (missing metadata, a missing, truncated or modified
 file), falls back to the previous complete one and keeps the reasons in
-:attr:`CheckpointStorage.skipped_checkpoints` for the JobMaster to tell the user.
+:attr:`CheckpointStorage.skipped_checkpoints` for the JobMaster to tell the user. A local
+directory of the storage that became a file while the job ran (the base directory or the
+job's) fails writing, listing and restoring with :class:`~streamkernel.errors.CheckpointStorageError`
+naming the directory and its configuration key, not the operating system's ``[Errno 20]``.
 
 Tasks write their state files directly (``write_task_state``); the JobMaster, once every
 subtask acknowledged, writes the metadata (``finalize``) — or, for a savepoint, moves the
@@ -36,12 +39,13 @@ import pickle
 import re
 import time
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Iterator, Mapping, Optional, Union
 
 from streamkernel.common.config_options import ConfigOption
 from streamkernel.common.options import CheckpointingOptions
-from streamkernel.errors import CheckpointCorruptedError, IllegalConfigurationError
+from streamkernel.errors import CheckpointCorruptedError, CheckpointStorageError, IllegalConfigurationError
 from streamkernel.runtime.checkpoint import filesystem as fs
 from streamkernel.runtime.checkpoint.channel_state import snapshot_channel_stats
 from streamkernel.runtime.checkpoint.metadata import (
@@ -158,13 +162,16 @@ class CheckpointStorage:
     True
     """
 
-    def __init__(self, base_dir: PathLike, job_id: str, num_retained: int = 1) -> None:
+    def __init__(self, base_dir: PathLike, job_id: str, num_retained: int = 1,
+                 directory_key: str = CHECKPOINTS_DIRECTORY[0]) -> None:
         if num_retained < 1:
             raise IllegalConfigurationError(
                 f"{NUM_RETAINED[0]}: at least one completed checkpoint must be retained, got {num_retained}")
         self.base_dir = fs.normalize(base_dir)
         self.job_id = str(job_id)
         self.num_retained = num_retained
+        #: the configuration key ``base_dir`` came from, named in errors about it
+        self.directory_key = directory_key
         #: the checkpoints the last ``latest_completed`` refused (newest first), with reasons
         self.skipped_checkpoints: list[SkippedCheckpoint] = []
 
@@ -173,7 +180,9 @@ class CheckpointStorage:
         """A job's storage as configured (directory and ``execution.checkpointing.num-retained``);
         also the ``(job_id, configuration) -> storage`` factory tasks use."""
         set_keys = {k: conf[k] for k in NUM_RETAINED if conf.get(k) not in (None, "")}  # "": unset
-        return cls(resolve_checkpoint_dir(conf), job_id, CheckpointingOptions.MAX_RETAINED_CHECKPOINTS.get(set_keys))
+        key, _ = _configured(conf, CheckpointingOptions.CHECKPOINTS_DIRECTORY, DEFAULT_CHECKPOINT_DIR)
+        return cls(resolve_checkpoint_dir(conf), job_id, CheckpointingOptions.MAX_RETAINED_CHECKPOINTS.get(set_keys),
+                   key)
 
     @property
     def job_dir(self) -> str:
@@ -188,10 +197,11 @@ class CheckpointStorage:
     def write_task_state(self, checkpoint_id: int, vertex_id: int, subtask_index: int, snapshot: dict) -> StateHandle:
         """Write one subtask's snapshot (atomically) into ``chk-<n>``; called by the task."""
         directory = self.checkpoint_dir(checkpoint_id)
-        fs.makedirs(directory)
         path = fs.join(directory, state_file_name(vertex_id, subtask_index))
         try:
-            size, sha256 = fs.write_pickle(path, snapshot)
+            with self._directory_in_use(directory):
+                fs.makedirs(directory)
+                size, sha256 = fs.write_pickle(path, snapshot)
         except (pickle.PicklingError, TypeError, AttributeError) as error:  # say whose state it was
             raise TypeError(f"checkpoint {checkpoint_id}: the state of subtask {subtask_index} of vertex "
                             f"{vertex_id} cannot be pickled: {error}") from error
@@ -205,10 +215,11 @@ class CheckpointStorage:
         caller does, with :meth:`apply_retention`, once the checkpoint is recorded elsewhere: with
         high availability an older checkpoint is deleted only after ZooKeeper points past it)."""
         directory = self.checkpoint_dir(checkpoint_id)
-        fs.makedirs(directory)
-        files = [self._place(directory, checkpoint_id, subtask, handle, move=False)
-                 for subtask, handle in sorted(handles.items())]
-        completed = self._write_metadata(directory, checkpoint_id, files, job_info, timestamp, False)
+        with self._directory_in_use(directory):
+            fs.makedirs(directory)
+            files = [self._place(directory, checkpoint_id, subtask, handle, move=False)
+                     for subtask, handle in sorted(handles.items())]
+            completed = self._write_metadata(directory, checkpoint_id, files, job_info, timestamp, False)
         if apply_retention:
             self.apply_retention()
         return completed
@@ -269,7 +280,8 @@ class CheckpointStorage:
     # ------------------------------------------------------------------ reading
     def checkpoint_ids(self) -> list[int]:
         """The ids of every ``chk-<n>`` folder of the job (complete or not), newest first."""
-        names = fs.listdir(self.job_dir)
+        with self._directory_in_use(self.job_dir):
+            names = fs.listdir(self.job_dir)
         return sorted((int(m.group(1)) for m in map(_CHECKPOINT_DIR.match, names) if m), reverse=True)
 
     def max_checkpoint_id(self) -> int:
@@ -342,6 +354,39 @@ class CheckpointStorage:
             deleted.append(self.checkpoint_dir(checkpoint_id))
         fs.remove_empty_dir(self.job_dir)
         return deleted
+
+    # ------------------------------------------------------------------ errors
+    @contextmanager
+    def _directory_in_use(self, path: str) -> Iterator[None]:
+        """Work below ``path``: an OSError there becomes a CheckpointStorageError naming the directory
+        and :attr:`directory_key` when a directory on the way is a file now (else it passes unchanged)."""
+        try:
+            yield
+        except OSError as error:
+            problem = None if isinstance(error, CheckpointStorageError) else self._not_a_directory(path)
+            if problem is None:
+                raise
+            raise problem from None
+
+    def _not_a_directory(self, path: str) -> Optional[CheckpointStorageError]:
+        """The error about the first of the base directory, the job's directory ... down to ``path``
+        that exists and is not a directory (local storage only), or None."""
+        if not fs.is_local(self.base_dir):
+            return None
+        relative = os.path.relpath(fs.normalize(path), self.base_dir)
+        parts = [] if relative == "." or relative.startswith("..") else relative.split(os.sep)
+        candidate = self.base_dir
+        for part in [""] + parts:
+            candidate = os.path.join(candidate, part) if part else candidate
+            if os.path.lexists(candidate) and not os.path.isdir(candidate):
+                where = (f"({self.directory_key})" if candidate == self.base_dir
+                         else f"(below {self.directory_key} '{self.base_dir}')")
+                return CheckpointStorageError(
+                    f"The checkpoint directory '{candidate}' {where} is no longer a directory: a file is there now, "
+                    f"so the checkpoints of job {self.job_id} can be neither written, restored nor cleaned up; "
+                    f"remove the file (the checkpoints it replaced are gone) or set {self.directory_key} to "
+                    "another directory")
+        return None
 
     def __repr__(self) -> str:
         return f"CheckpointStorage({self.job_dir!r}, num_retained={self.num_retained})"

@@ -5,6 +5,8 @@
     DIR/cluster.secret                                   the cluster secret (hex, mode 0600)
     DIR/jobmanager.json                                  written by the JobManager once it serves:
                                                          pid, REST URL, RPC address, backend
+    DIR/standalonesession.lock                           locked by the running JobManager (one per DIR)
+    DIR/taskexecutor.lock                                locked while a TaskManager takes its number
     DIR/pid/standalonesession-0.pid                      the JobManager's pid
     DIR/pid/taskexecutor-N.pid                           each TaskManager's pid (N from 0)
     DIR/log/streamkernel-USER-standalonesession-0-HOST.log / .out
@@ -13,7 +15,8 @@
 The log names are Flink's (``flink-USER-standalonesession-0-HOST.log``); ``env.log.dir``
 moves ``log/`` elsewhere. A pid counts as running only while the process with that pid is
 one of ours (its command line names the entry point), so a pid reused by another program
-is never signalled.
+is never signalled. The lock files are :mod:`.directory_lock` locks: a dead process's
+lock is released with it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from typing import Any, Mapping, Optional
 
 from streamkernel.common.options import CoreOptions
 from streamkernel.arguments import parse_dynamic_properties
+from streamkernel.runtime.entrypoint.directory_lock import FileLock
+from streamkernel.runtime.rpc.secret_file import write_private_file
 from streamkernel.runtime.rpc.transport import new_cluster_secret
 
 __all__ = ["ClusterDir", "DEFAULT_DIR", "LOG_DIR_KEY", "LOG_FILE_KEY", "JOBMANAGER", "TASKEXECUTOR",
@@ -91,6 +96,11 @@ class ClusterDir:
         """The pid file of the ``index``-th process of ``kind``."""
         return self.pid_dir / f"{kind}-{index}.pid"
 
+    def lock(self, kind: str) -> FileLock:
+        """The (not yet taken) lock of ``kind``: the JobManager's, held by the running JobManager; the
+        TaskManagers', held while one takes its number (:mod:`.directory_lock`)."""
+        return FileLock(self.path / f"{kind}.lock")
+
     def prepare(self) -> None:
         """Create the directory, ``log/`` and ``pid/`` (the secret file alone is private: mode 0600)."""
         self.path.mkdir(parents=True, exist_ok=True)
@@ -101,16 +111,12 @@ class ClusterDir:
         """A new cluster secret (or ``secret``: a highly available cluster's, shared by its JobManagers),
         written to :attr:`secret_file` with mode 0600."""
         secret = secret if secret is not None else new_cluster_secret()
-        fd = os.open(self.secret_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, secret.hex().encode("ascii") + b"\n")
-        finally:
-            os.close(fd)
+        write_private_file(self.secret_file, secret.hex().encode("ascii") + b"\n")  # never through a link
         return secret
 
     def read_secret(self) -> bytes:
-        """The secret of :attr:`secret_file` (SecretError when missing, malformed or readable by others)."""
+        """The secret of :attr:`secret_file` (SecretError when missing, malformed, a symbolic link, another
+        user's or open to others: :func:`~streamkernel.runtime.rpc.secret_file.read_secret_file`)."""
         from streamkernel.runtime.rest.cluster_secret import read_secret_file
 
         return read_secret_file(self.secret_file)

@@ -12,6 +12,8 @@ ResourceManager, JobMasters and REST endpoint), whose TaskManagers are
 * ``spark``: ``T`` TaskManagers in Spark tasks of the Spark application this process drives
   (``-D spark.master=...`` and the other ``spark.*`` keys, as the spark backend reads them).
 
+It holds the directory's JobManager lock (``DIR/standalonesession.lock``, handed over by the
+starting command with ``--lock-fd``) while it runs: one JobManager per directory.
 The cluster secret is read from ``DIR/cluster.secret``; once the REST API serves, the
 process writes ``DIR/jobmanager.json`` (pid, REST URL, RPC address) and the secret is in the
 user's registry for the REST address (:mod:`~streamkernel.runtime.rest.cluster_secret`). It
@@ -36,6 +38,7 @@ from streamkernel.runtime.entrypoint.cluster_dir import (
     ClusterDir,
     parse_dynamic_properties,
 )
+from streamkernel.runtime.entrypoint.directory_lock import FileLock
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
 __all__ = ["StandaloneSessionCluster", "main", "STANDALONE_BACKENDS"]
@@ -90,7 +93,22 @@ def _parse(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--taskmanagers", type=int, default=1, help="TaskManagers to start (spark backend)")
     parser.add_argument("--slots", type=int, default=1, help="slots per TaskManager")
     parser.add_argument("-D", dest="dynamic", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--lock-fd", type=int, default=None,
+                        help="a descriptor holding the directory's JobManager lock, handed over by the starting "
+                             "command (default: take the lock here)")
     return parser.parse_args(argv)
+
+
+def _hold_directory_lock(directory: ClusterDir, fd: Optional[int]) -> FileLock:
+    """The directory's JobManager lock, held until this process ends: the descriptor the starting command
+    handed over (kept from the processes this one spawns), else taken here (refused while another runs)."""
+    lock = directory.lock(JOBMANAGER)
+    if fd is not None:
+        os.set_inheritable(fd, False)
+        lock.fd = fd
+    elif not lock.try_acquire():
+        raise RuntimeError(f"another JobManager runs in {directory.path}: it holds {lock.path}")
+    return lock
 
 
 def _configure_logging(log_file: str) -> None:
@@ -124,6 +142,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         configuration = parse_dynamic_properties(args.dynamic)
         directory = ClusterDir(args.dir, configuration)
+        _hold_directory_lock(directory, args.lock_fd)  # released when this process ends
         configuration.setdefault(LOG_DIR_KEY, str(directory.log_dir))
         configuration.setdefault(LOG_FILE_KEY, str(directory.log_file(JOBMANAGER, 0)))
         _configure_logging(configuration[LOG_FILE_KEY])

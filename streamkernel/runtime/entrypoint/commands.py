@@ -4,7 +4,8 @@ Each function starts or stops processes of one cluster directory (:mod:`.cluster
 returns the lines to print, and raises :class:`StandaloneClusterError` with a one-line
 message (the command prints it and exits 1) for bad input: a second cluster in a directory
 whose cluster runs, no cluster to stop, no JobManager at ``-m``, a JobManager that rejected
-its configuration (its own first line of error).
+its configuration (its own first line of error). Starts racing in one directory are ordered
+by the directory's locks (:mod:`.directory_lock`): one JobManager, distinct TaskManager numbers.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from streamkernel.runtime.entrypoint.cluster_dir import (
     host_name,
     process_alive,
 )
+from streamkernel.runtime.entrypoint.directory_lock import FileLock, LockError
 from streamkernel.runtime.entrypoint.jobmanager_rest import (
     StandaloneClusterError,
     get_json,
@@ -70,11 +72,14 @@ def _environment(secret: Optional[bytes] = None) -> dict[str, str]:
     return env
 
 
-def _spawn(module: str, arguments: list[str], out_file: Path, env: Mapping[str, str]) -> subprocess.Popen:
-    """Start ``python -m module`` detached: its own session, stdin closed, stdout+stderr to ``out_file``."""
+def _spawn(module: str, arguments: list[str], out_file: Path, env: Mapping[str, str],
+           pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
+    """Start ``python -m module`` detached: its own session, stdin closed, stdout+stderr to ``out_file``,
+    no descriptor of ours but ``pass_fds``."""
     with open(out_file, "ab") as out:
         return subprocess.Popen([sys.executable, "-m", module, *arguments], stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, env=dict(env), start_new_session=True, close_fds=True)
+                                stderr=subprocess.STDOUT, env=dict(env), start_new_session=True, close_fds=True,
+                                pass_fds=pass_fds)
 
 
 def _last_line(path: Path) -> str:
@@ -133,23 +138,68 @@ def _running_jobmanager(directory: ClusterDir) -> Optional[int]:
 def start_jobmanager(directory: ClusterDir, configuration: Mapping[str, str], backend: str = "process",
                      taskmanagers: int = 1, slots: int = 1, timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
     """Start the JobManager process of ``directory``; returns what it published (pid, rest_url, rpc_*)
-    once its REST API serves (with the spark backend: once its TaskManagers registered)."""
-    running = _running_jobmanager(directory)
-    if running is not None:
+    once its REST API serves (with the spark backend: once its TaskManagers registered).
+
+    One JobManager per directory: this takes the directory's JobManager lock before it touches
+    anything and hands it to the process it spawns, which holds it while it runs. A start that
+    finds the lock taken (another start at the same moment, or a running cluster) is refused,
+    naming the running JobManager's pid and REST address once it serves."""
+    directory.path.mkdir(parents=True, exist_ok=True)
+    lock = directory.lock(JOBMANAGER)
+    try:
+        if not lock.try_acquire():
+            _await_lock_or_refuse(directory, lock, timeout)
+        running = _running_jobmanager(directory)  # one started before the directory had a lock
+        if running is not None:
+            raise _already_running(directory, running, directory.jobmanager_info() or {})
+        return _spawn_jobmanager(directory, configuration, backend, taskmanagers, slots, timeout, lock)
+    except LockError as error:
+        raise StandaloneClusterError(str(error)) from None
+    finally:
+        lock.release()  # the JobManager holds it through the descriptor it inherited
+
+
+def _already_running(directory: ClusterDir, pid: int, info: Mapping[str, Any]) -> StandaloneClusterError:
+    return StandaloneClusterError(
+        f"a cluster is already running in {directory.path} (JobManager pid {pid}"
+        f"{', REST ' + str(info['rest_url']) if info.get('rest_url') else ''}); stop it first with "
+        f"`streamkernel cluster stop --dir {directory.path}`")
+
+
+def _await_lock_or_refuse(directory: ClusterDir, lock: FileLock, timeout: float) -> None:
+    """Another JobManager holds the directory's lock: raise naming it once it published its addresses;
+    return holding the lock if that JobManager died meanwhile (a start that failed)."""
+    deadline = time.monotonic() + timeout
+    while True:
         info = directory.jobmanager_info() or {}
-        raise StandaloneClusterError(
-            f"a cluster is already running in {directory.path} (JobManager pid {running}"
-            f"{', REST ' + info['rest_url'] if info.get('rest_url') else ''}); stop it first with "
-            f"`streamkernel cluster stop --dir {directory.path}`")
+        pid = int(info.get("pid", 0) or 0)
+        if info.get("rest_url") and process_alive(pid):
+            raise _already_running(directory, pid, info)
+        if lock.try_acquire():
+            return
+        if time.monotonic() > deadline:
+            starting = directory.pids(JOBMANAGER).get(0)
+            raise StandaloneClusterError(
+                f"another JobManager{f' (pid {starting})' if starting else ''} holds {lock.path} and has not served "
+                f"its REST API for {timeout:.0f} s; see {directory.log_file(JOBMANAGER, 0)}, or stop it with "
+                f"`streamkernel cluster stop --dir {directory.path}`")
+        time.sleep(_POLL_S)
+
+
+def _spawn_jobmanager(directory: ClusterDir, configuration: Mapping[str, str], backend: str, taskmanagers: int,
+                      slots: int, timeout: float, lock: FileLock) -> dict[str, Any]:
+    """Start the JobManager process (handing it ``lock``) and wait until it serves."""
+    assert lock.fd is not None
     directory.prepare()
     directory.remove_jobmanager_info()
     directory.new_secret(_high_availability_secret(configuration))
     arguments = ["--dir", str(directory.path), "--backend", backend, "--taskmanagers", str(taskmanagers),
-                 "--slots", str(slots)]
+                 "--slots", str(slots), "--lock-fd", str(lock.fd)]
     for key, value in configuration.items():
         arguments += ["-D", f"{key}={value}"]
     out_file = directory.log_file(JOBMANAGER, 0, "out")
-    process = _spawn("streamkernel.runtime.entrypoint.cluster_entrypoint", arguments, out_file, _environment())
+    process = _spawn("streamkernel.runtime.entrypoint.cluster_entrypoint", arguments, out_file, _environment(),
+                     pass_fds=(lock.fd,))
     directory.write_pid(JOBMANAGER, 0, process.pid)
     deadline = time.monotonic() + timeout
     while True:
@@ -245,17 +295,25 @@ def _start_taskmanager(directory: ClusterDir, configuration: Mapping[str, str], 
                        registered: Callable[[], set[str]], where: str) -> StartedTaskManager:
     """Spawn the TaskManager (``rpc_address`` None: it follows the leader) and wait until ``registered()`` lists it."""
     directory.prepare()
-    index = directory.next_index(TASKEXECUTOR)
-    taskmanager_id = f"taskmanager-{host_name()}-{index}-{secrets.token_hex(3)}"
-    conf = {LOG_FILE_KEY: str(directory.log_file(TASKEXECUTOR, index)), **configuration}
-    arguments = ["--taskmanager-id", taskmanager_id, "--slots", str(slots)]
-    if rpc_address is not None:
-        arguments = ["--jobmanager", f"{rpc_address[0]}:{rpc_address[1]}", *arguments]
-    for key, value in conf.items():
-        arguments += ["-D", f"{key}={value}"]
-    out_file = directory.log_file(TASKEXECUTOR, index, "out")
-    process = _spawn("streamkernel.runtime.entrypoint.taskmanager_runner", arguments, out_file, _environment(secret))
-    directory.write_pid(TASKEXECUTOR, index, process.pid)
+    lock = directory.lock(TASKEXECUTOR)  # two starts in one directory never take the same number
+    try:
+        lock.acquire(timeout)
+        index = directory.next_index(TASKEXECUTOR)
+        taskmanager_id = f"taskmanager-{host_name()}-{index}-{secrets.token_hex(3)}"
+        conf = {LOG_FILE_KEY: str(directory.log_file(TASKEXECUTOR, index)), **configuration}
+        arguments = ["--taskmanager-id", taskmanager_id, "--slots", str(slots)]
+        if rpc_address is not None:
+            arguments = ["--jobmanager", f"{rpc_address[0]}:{rpc_address[1]}", *arguments]
+        for key, value in conf.items():
+            arguments += ["-D", f"{key}={value}"]
+        out_file = directory.log_file(TASKEXECUTOR, index, "out")
+        process = _spawn("streamkernel.runtime.entrypoint.taskmanager_runner", arguments, out_file,
+                         _environment(secret))
+        directory.write_pid(TASKEXECUTOR, index, process.pid)
+    except (LockError, TimeoutError) as error:
+        raise StandaloneClusterError(str(error)) from None
+    finally:
+        lock.release()
     if wait:
         _await_registration(directory, index, process, taskmanager_id, registered, where, timeout)
     return StartedTaskManager(process.pid, taskmanager_id, index)

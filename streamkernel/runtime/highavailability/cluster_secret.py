@@ -36,12 +36,13 @@ def ha_secret_path(configuration: Mapping[str, Any]) -> str:
 
 
 def read_ha_secret(configuration: Mapping[str, Any]) -> bytes:
-    """The cluster's secret (SecretError naming the file when it is missing, unreadable or too open:
-    no JobManager of this cluster id has started yet, or the storage directory is another)."""
+    """The cluster's secret (SecretError naming the file when it is missing: no JobManager of this cluster
+    id has started yet, or the storage directory is another; or unreadable, a symbolic link, another
+    user's or too open: :func:`~streamkernel.runtime.rpc.secret_file.read_secret_file`)."""
     path = ha_secret_path(configuration)
     if fs.is_local(path):
         local = fs.normalize(path)
-        if not os.path.exists(local):
+        if not os.path.lexists(local):
             raise SecretError(f"no cluster secret at '{local}': no JobManager of this high-availability cluster "
                               f"has started (or high-availability.storageDir / cluster-id differ from its)")
         from pathlib import Path
@@ -62,7 +63,9 @@ def read_or_create_ha_secret(configuration: Mapping[str, Any]) -> bytes:
         local = fs.normalize(path)
         secret = new_cluster_secret()
         temporary = f"{local}.{os.getpid()}.tmp"
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        if os.path.lexists(temporary):
+            os.unlink(temporary)  # a leftover of a process with our pid that died
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         try:
             os.write(fd, secret.hex().encode("ascii") + b"\n")
             os.fsync(fd)

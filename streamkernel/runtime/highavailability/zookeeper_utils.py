@@ -10,10 +10,16 @@ The layout under ``<path.root>/<cluster-id>/`` (Flink 2.x's)::
     jobs/<job-id>/checkpoints/<id>            pointer to a completed checkpoint (JSON)
 
 kazoo is imported here only when a client is made: ``import streamkernel`` never imports it.
+While a client makes its first connection, kazoo's log records are held back (:class:`_HeldBackLog`):
+a quorum that cannot be reached is one :class:`ZooKeeperConnectionError` line, not kazoo's
+"Connecting to ..." / "Connection dropped: ..." per attempt; once connected they are logged as usual.
 """
 
 from __future__ import annotations
 
+import logging
+import sys
+import threading
 from collections.abc import Mapping
 from typing import Any, Callable, Optional
 
@@ -88,10 +94,11 @@ def start_zookeeper_client(configuration: Mapping[str, Any]) -> Any:
     connect_s = options.ZOOKEEPER_CONNECTION_TIMEOUT.get(configuration).to_milliseconds() / 1000
     wait_s = options.ZOOKEEPER_RETRY_WAIT.get(configuration).to_milliseconds() / 1000
     attempts = options.ZOOKEEPER_MAX_RETRY_ATTEMPTS.get(configuration)
+    log = _HeldBackLog()
     client = KazooClient(
         hosts=quorum, timeout=session_s, handler=_bounded_wait_handler(min(session_s, connect_s)),
         connection_retry=KazooRetry(max_tries=-1, delay=min(wait_s, 1.0), max_delay=wait_s),
-        command_retry=KazooRetry(max_tries=attempts, delay=wait_s, max_delay=wait_s * 8))
+        command_retry=KazooRetry(max_tries=attempts, delay=wait_s, max_delay=wait_s * 8), logger=log)
     try:
         client.start(timeout=connect_s)
     except Exception as error:  # noqa: BLE001 - kazoo's timeout or a resolver error: one message either way
@@ -100,11 +107,60 @@ def start_zookeeper_client(configuration: Mapping[str, Any]) -> Any:
             client.close()
         except Exception:  # noqa: BLE001 - nothing more to release
             pass
+        finally:
+            log.release(replay=False)  # the error below says it all
         raise ZooKeeperConnectionError(
             f"Could not connect to the ZooKeeper quorum {quorum!r} ('{options.HA_ZOOKEEPER_QUORUM.key()}') within "
             f"{connect_s:g} s ('{options.ZOOKEEPER_CONNECTION_TIMEOUT.key()}'): "
-            f"{type(error).__name__}: {error}") from None
+            f"{log.last_problem or f'{type(error).__name__}: {error}'}") from None
+    log.release(replay=True)
     return client
+
+
+#: How kazoo's last warning of a failed start begins; the one before it says what went wrong.
+_GAVE_UP = "Failed connecting to Zookeeper"
+
+
+class _HeldBackLog(logging.LoggerAdapter):
+    """The logger one kazoo client logs to (``kazoo.client``'s): while the client makes its first
+    connection its records are held back, then :meth:`release` logs them (connected) or drops them
+    (the connection failed: one ZooKeeperConnectionError instead, quoting :attr:`last_problem`).
+    Afterwards records pass straight through; other kazoo clients are never affected."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.getLogger("kazoo.client"), {})
+        self._lock = threading.Lock()
+        self._held: Optional[list[tuple[int, object, tuple, dict]]] = []  # guarded by _lock; None: released
+        #: the last problem kazoo reported while connecting ("Connection dropped: ... Connection refused")
+        self.last_problem = ""
+
+    def log(self, level: int, msg: object, *args: Any, **kwargs: Any) -> None:
+        """Hold the record back until :meth:`release`, or log it once released."""
+        with self._lock:
+            if self._held is not None:
+                if level >= logging.WARNING and not str(msg).startswith(_GAVE_UP):
+                    self.last_problem = _formatted(msg, args)
+                if self.isEnabledFor(level):
+                    if kwargs.get("exc_info") is True:  # the exception being handled now, not at replay
+                        kwargs["exc_info"] = sys.exc_info()
+                    self._held.append((level, msg, args, kwargs))
+                return
+        super().log(level, msg, *args, **kwargs)
+
+    def release(self, replay: bool) -> None:
+        """Stop holding back; ``replay``: log what was held (in order), else drop it."""
+        with self._lock:
+            held, self._held = self._held or [], None
+            if replay:
+                for level, msg, args, kwargs in held:
+                    self.logger.log(level, msg, *args, **kwargs)
+
+
+def _formatted(msg: object, args: tuple) -> str:
+    try:
+        return str(msg) % args if args else str(msg)
+    except (TypeError, ValueError):
+        return str(msg)
 
 
 def _bounded_wait_handler(timeout_s: float) -> Any:

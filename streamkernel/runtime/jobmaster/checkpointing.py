@@ -237,6 +237,8 @@ class JobCheckpointing:
             self.services.shutdown(status.name)
         try:
             self.storage.on_job_end(status, self.retention)
+        except OSError as error:  # the directory is unusable (CheckpointStorageError says why): one line
+            _LOG.warning("could not clean up the checkpoints of job %s: %s", self.storage.job_id, error)
         except Exception:  # noqa: BLE001 - a directory we cannot clean must not break the job's end
             _LOG.exception("could not clean up the checkpoints of job %s", self.storage.job_id)
 

@@ -10,7 +10,8 @@ client on the same machine finds it from the cluster's address alone.
 
 A client takes, in order: ``--secret-file`` (:data:`SECRET_FILE_ENV`), the hex secret in
 :data:`SECRET_ENV` (the variable TaskManager processes get it through), the file of the
-address. A secret file that others may read is refused, as ssh refuses such a key.
+address. A secret file that others may read, another user's, or a symbolic link is refused, as
+ssh refuses such a key (:mod:`~streamkernel.runtime.rpc.secret_file`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import socket
 from pathlib import Path
 from typing import Optional
 
-from streamkernel.runtime.rpc.secret_file import SecretError, read_secret_file
+from streamkernel.runtime.rpc.secret_file import SecretError, read_secret_file, write_private_file
 from streamkernel.runtime.rpc.secret_file import secret_from_hex as _from_hex
 from streamkernel.runtime.rpc.transport import AUTHKEY_ENV
 
@@ -58,14 +59,7 @@ def write_secret_file(host: str, port: int, secret: bytes) -> Path:
     path = secret_path(host, port)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(path.parent, 0o700)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, secret.hex().encode("ascii") + b"\n")
-    finally:
-        os.close(fd)
-    os.replace(temporary, path)  # a reader never sees a half-written secret
+    write_private_file(path, secret.hex().encode("ascii") + b"\n")  # atomically, never through a link
     return path
 
 
@@ -95,7 +89,7 @@ def find_secret(host: str, port: int, secret_file: Optional[str] = None) -> byte
         if path not in candidates:
             candidates.append(path)
     for path in candidates:
-        if path.exists():
+        if os.path.lexists(path):  # a link there is refused by name, not skipped
             return read_secret_file(path)
     looked = ", ".join(f"'{p}'" for p in candidates)
     raise SecretError(f"no secret found for the cluster at {host}:{port}: looked in --secret-file, "

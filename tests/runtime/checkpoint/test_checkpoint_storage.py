@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from streamkernel.errors import CheckpointCorruptedError, IllegalConfigurationError
+from streamkernel.errors import CheckpointCorruptedError, CheckpointStorageError, IllegalConfigurationError
 from streamkernel.runtime.checkpoint.metadata import JobCheckpointInfo, OperatorMetadata, VertexMetadata
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage, StateHandle, load_checkpoint
 from streamkernel.testing import wait_until
@@ -164,6 +164,36 @@ def test_load_accepts_the_metadata_file_and_the_job_directory(tmp_path) -> None:
 def test_checkpoint_corrupted_error_survives_pickling() -> None:
     error = pickle.loads(pickle.dumps(CheckpointCorruptedError("/x/1-0.state", "is missing")))
     assert error.path == "/x/1-0.state" and "is missing" in str(error)
+
+
+def test_a_directory_replaced_by_a_file_is_named_with_its_key_when_listing_writing_or_cleaning(tmp_path) -> None:
+    """The base directory (or the job's) replaced by a file while the job runs: every use of the storage
+    says so, naming the path and the key the user set, instead of the raw `[Errno 20] Not a directory`."""
+    from streamkernel.common.job_status import JobStatus
+    from streamkernel.datastream.externalized_checkpoint_retention import ExternalizedCheckpointRetention
+
+    base = tmp_path / "checkpoints"
+    storage = CheckpointStorage.from_configuration(JOB, {"state.checkpoints.dir": str(base)})  # the 1.x key
+    _checkpoint(storage, 1)
+    storage.discard(1)
+    os.rmdir(storage.job_dir)
+    os.rmdir(base)
+    base.write_text("not a directory\n")
+    expected = re.escape(f"The checkpoint directory '{base}' (state.checkpoints.dir) is no longer a directory: ")
+    for use in (storage.checkpoint_ids, storage.latest_completed, lambda: _checkpoint(storage, 2),
+                lambda: storage.on_job_end(JobStatus.FAILED, ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS)):
+        with pytest.raises(CheckpointStorageError, match=expected) as raised:
+            use()
+        assert "\n" not in str(raised.value) and "Errno" not in str(raised.value)
+    assert isinstance(raised.value, OSError)  # callers catching OSError keep working
+
+    base.unlink()
+    base.mkdir()
+    with open(storage.job_dir, "w") as job_file:  # the job's own directory
+        job_file.write("x")
+    with pytest.raises(CheckpointStorageError, match=re.escape(
+            f"The checkpoint directory '{storage.job_dir}' (below state.checkpoints.dir '{base}') is no longer")):
+        storage.checkpoint_ids()
 
 
 # ------------------------------------------------------------------ retention

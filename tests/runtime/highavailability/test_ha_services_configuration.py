@@ -7,6 +7,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ha_testkit import RecordingContender, RecordingListener, wait_until
@@ -85,6 +86,33 @@ def test_an_unreachable_quorum_fails_within_the_connection_timeout_naming_it(tmp
                                                        r"\('high-availability.zookeeper.quorum'\) within 1 s"):
         create_ha_services(conf)
     assert time.monotonic() - started < 30  # bounded by the timeout (generous: a loaded machine)
+
+
+def test_kazoo_is_quiet_while_a_connection_fails_and_logs_as_usual_once_connected(
+        tmp_path: Path, zookeeper: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 29, item 10: kazoo's records of a failed first connection (a line per retry) are dropped for
+    the one error; a client that connects logs them as before, and so does every other kazoo client."""
+    import logging
+
+    from streamkernel.runtime.highavailability.zookeeper_utils import start_zookeeper_client
+
+    caplog.set_level(logging.DEBUG, logger="kazoo")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with pytest.raises(ZooKeeperConnectionError, match="within 2 s .*: Connection dropped: .*Connection refused$"):
+        start_zookeeper_client(_zk(**{"high-availability.zookeeper.quorum": f"127.0.0.1:{port}",
+                                      "high-availability.zookeeper.client.connection-timeout": "2 s"}))
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("kazoo")] == []
+
+    client = start_zookeeper_client(_zk(**{"high-availability.zookeeper.quorum": zookeeper.connect_string}))
+    try:
+        messages = [r.getMessage() for r in caplog.records if r.name == "kazoo.client"]
+        assert any(m.startswith("Connecting to ") for m in messages), messages
+    finally:
+        client.stop()
+        client.close()
+    assert any("session closed" in r.getMessage() for r in caplog.records if r.name == "kazoo.client")
 
 
 def test_the_none_services_give_the_same_interface_in_one_process() -> None:

@@ -148,3 +148,50 @@ def test_recovery_names_retained_checkpoints_whose_directory_is_gone(tmp_path) -
     with pytest.raises(CheckpointCorruptedError, match=r"checkpoint 7 .*chk-7\): its directory is missing; "
                                                        r"checkpoint 6 .*directory is missing"):
         recovery.choose(1, completed_ids={5, 6, 7})
+
+
+def test_a_checkpoint_directory_replaced_by_a_file_fails_the_restarts_naming_it_and_its_key(
+        tmp_path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 29, item 6: the restarts of a job whose checkpoint directory became a file say so (the
+    path and execution.checkpointing.dir) in the exception history and the failure, not `[Errno 20]`,
+    and cleaning up its checkpoints at the end logs one line, no traceback."""
+    import logging
+    import shutil
+
+    gate = Gate()
+    base = tmp_path / "checkpoints"
+    env = StreamExecutionEnvironment.get_execution_environment(Configuration.from_dict({
+        "execution.checkpointing.dir": str(base),
+        "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "2",
+        "restart-strategy.fixed-delay.delay": "10 ms"}))
+    env.enable_checkpointing(3_600_000)  # on, but only the checkpoint the test triggers
+    env.set_parallelism(1)
+    (env.from_source(ScriptedSource(RECORDS[:10] + [gate] + RECORDS[10:20]), WatermarkStrategy.no_watermarks(),
+                     "records").uid("records")
+        .map(lambda r: r).uid("copy").add_sink(lambda r: None).uid("out"))
+    caplog.set_level(logging.INFO)
+    with MiniCluster(1, 1) as cluster:
+        client = env.execute_async("directory replaced")
+        job_id = client.get_job_id()
+        wait_until(lambda: gate.reached and running(client), message="the source at the gate")
+        cluster.checkpoints.trigger_checkpoint(job_id)
+        shutil.rmtree(base)
+        base.write_text("a file where the checkpoints were\n")
+        assert cluster.failures.fail_operator(job_id, "out")
+        gate.open()
+        with pytest.raises(JobExecutionError) as caught:
+            client.get_job_execution_result().result(60)
+        details = client.get_job_details()
+        wait_until(lambda: any("could not clean up the checkpoints" in r.getMessage() for r in caplog.records),
+                   message="the clean-up of the failed job's checkpoints to be logged")
+
+    expected = f"The checkpoint directory '{base}' (execution.checkpointing.dir) is no longer a directory: "
+    assert details.status is JobStatus.FAILED
+    assert expected in str(caught.value) and "Errno" not in str(caught.value)
+    restores = details.exception_history[1:]
+    assert [(e.exception_name, e.restarted) for e in restores] == [("CheckpointStorageError", True),
+                                                                    ("CheckpointStorageError", False)]
+    assert all(e.message.startswith(expected) for e in restores)
+    cleanup = [r for r in caplog.records if "could not clean up the checkpoints" in r.getMessage()]
+    assert [(r.levelname, r.exc_info) for r in cleanup] == [("WARNING", None)] and expected in cleanup[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info and r.name.startswith("streamkernel.runtime")]
