@@ -364,9 +364,9 @@ class CheckpointCoordinator:
         return self._abort(pending, f"declined by subtask {_name(subtask)}: {reason}", now_ms, counted=not subsumed)
 
     # ------------------------------------------------------------------ completion
-    def finalized(self, checkpoint_id: int, now_ms: int, external_path: Optional[str] = None
-                  ) -> list[CheckpointAction]:
-        """The driver wrote the metadata of ``checkpoint_id``: it is complete.
+    def finalized(self, checkpoint_id: int, now_ms: int, external_path: Optional[str] = None,
+                  metadata_size: int = 0) -> list[CheckpointAction]:
+        """The driver wrote the metadata of ``checkpoint_id`` (``metadata_size`` bytes): it is complete.
 
         Resets the failure count, subsumes older pending checkpoints, and (if the job
         attempt that took it still runs) notifies the subtasks.
@@ -375,7 +375,7 @@ class CheckpointCoordinator:
         if pending is None or not pending.finalizing:
             return []
         del self._pending[checkpoint_id]
-        self.history.report_completed(checkpoint_id, now_ms, external_path)
+        self.history.report_completed(checkpoint_id, now_ms, external_path, metadata_size)
         self._latest_completed_id = max(self._latest_completed_id, checkpoint_id)
         self._last_completion = now_ms
         self._consecutive_failures = 0

@@ -67,7 +67,8 @@ class SubtaskCheckpointStats:
 
 @dataclass(frozen=True)
 class CheckpointStats:
-    """The statistics of one checkpoint or savepoint (Flink's ``AbstractCheckpointStats``)."""
+    """The statistics of one checkpoint or savepoint (Flink's ``AbstractCheckpointStats``);
+    ``metadata_size``: the bytes of its ``_metadata`` once completed."""
 
     checkpoint_id: int
     trigger_timestamp: int
@@ -78,6 +79,7 @@ class CheckpointStats:
     end_timestamp: Optional[int] = None
     failure_reason: Optional[str] = None
     external_path: Optional[str] = None
+    metadata_size: int = 0
 
     @property
     def num_acknowledged(self) -> int:
@@ -223,9 +225,10 @@ class CheckpointStatsHistory:
                 unaligned, persisted_data)
             self._entries[checkpoint_id] = replace(stats, acknowledged=MappingProxyType(acknowledged))
 
-    def report_completed(self, checkpoint_id: int, end_timestamp: int, external_path: Optional[str] = None) -> None:
-        """The checkpoint completed (its metadata is written)."""
-        self._finish(checkpoint_id, CheckpointStatus.COMPLETED, end_timestamp, None, external_path)
+    def report_completed(self, checkpoint_id: int, end_timestamp: int, external_path: Optional[str] = None,
+                         metadata_size: int = 0) -> None:
+        """The checkpoint completed (its metadata, of ``metadata_size`` bytes, is written)."""
+        self._finish(checkpoint_id, CheckpointStatus.COMPLETED, end_timestamp, None, external_path, metadata_size)
 
     def report_failed(self, checkpoint_id: int, end_timestamp: int, reason: str) -> None:
         """The checkpoint was aborted (timeout, decline, subsumed, job stopped ...)."""
@@ -239,7 +242,7 @@ class CheckpointStatsHistory:
                                                             external_path)
 
     def _finish(self, checkpoint_id: int, status: CheckpointStatus, end_timestamp: int,
-                reason: Optional[str], external_path: Optional[str]) -> None:
+                reason: Optional[str], external_path: Optional[str], metadata_size: int = 0) -> None:
         with self._lock:
             stats = self._entries.get(checkpoint_id)
             if stats is not None and stats.status is not CheckpointStatus.IN_PROGRESS:
@@ -249,7 +252,7 @@ class CheckpointStatsHistory:
             if stats is None:
                 return
             stats = replace(stats, status=status, end_timestamp=end_timestamp, failure_reason=reason,
-                            external_path=external_path)
+                            external_path=external_path, metadata_size=metadata_size)
             self._entries[checkpoint_id] = stats
             if status is CheckpointStatus.COMPLETED:
                 self._latest_completed = stats

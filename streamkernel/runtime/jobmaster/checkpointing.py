@@ -300,7 +300,7 @@ class JobCheckpointing:
             self.storage.apply_retention()  # only now: ZooKeeper points past the checkpoints it deletes
         if not action.is_savepoint:
             self.completed_ids.add(checkpoint_id)
-        actions = self.coordinator.finalized(checkpoint_id, _now_ms(), completed.path)
+        actions = self.coordinator.finalized(checkpoint_id, _now_ms(), completed.path, completed.metadata_size)
         request = self._requests.pop(checkpoint_id, None)
         if request is not None:
             if request.stop:
