@@ -9,6 +9,8 @@ sink, checkpointing every 500 ms, on 2 TaskManagers x 2 slots.
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
 from typing import Any, Iterator
 
 from streamkernel.common.job_status import JobStatus
@@ -24,7 +26,7 @@ from streamkernel.testing.waiting import wait_until
 __all__ = ["CountPerKey", "OPERATOR_GROUPS", "shaped_job"]
 
 #: Our metric groups of the job's operators (as metric ids spell them) -> their role.
-OPERATOR_GROUPS = {"Source__numbers": "source", "plus_one": "map", "count_per_key": "process", "discard": "sink"}
+OPERATOR_GROUPS = {"Source__numbers": "source", "plus_one": "map", "count_per_key": "process", "Sink__discard": "sink"}
 
 
 class CountPerKey(KeyedProcessFunction):
@@ -46,12 +48,14 @@ class CountPerKey(KeyedProcessFunction):
 def shaped_job() -> Iterator[tuple[MiniCluster, str]]:
     """The cluster and the job's id, once the job ran with three checkpoints completed and
     every subtask's metrics in a heartbeat."""
+    checkpoints = tempfile.mkdtemp(prefix="rest-shaped-job-")
     cluster = MiniCluster(2, 2, backend="local", configuration={"rest.port": "0"}).start(make_current=False)
     try:
         set_current_cluster(cluster)
         env = StreamExecutionEnvironment.get_execution_environment()
         env.set_parallelism(2)
         env.enable_checkpointing(500)
+        env.get_checkpoint_config().set_checkpoint_storage_dir(checkpoints)
         numbers = env.from_source(
             DataGeneratorSource(lambda i: i, None, 200.0),
             WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda value, ts: value), "numbers")
@@ -74,3 +78,4 @@ def shaped_job() -> Iterator[tuple[MiniCluster, str]]:
     finally:
         set_current_cluster(None)
         cluster.stop()
+        shutil.rmtree(checkpoints, ignore_errors=True)

@@ -16,6 +16,7 @@ task thread between two batches.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -157,7 +158,9 @@ class Task:
         try:
             self._reserve_network_buffers()
             self._report(ExecutionState.INITIALIZING)
+            started = self.metrics.initialization_started_ns = time.perf_counter_ns()
             invokable.restore()
+            self.metrics.initialization_ns = time.perf_counter_ns() - started
             if self._cancelled.is_set():
                 raise TaskCancelledError(self.tdd.name_with_subtask)
             self._report(ExecutionState.RUNNING)

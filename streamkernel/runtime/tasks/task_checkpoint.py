@@ -110,6 +110,7 @@ class TaskCheckpointer:
         savepoint's outcome; with ``drain`` its operators end their input before the snapshot."""
         task = self.task
         responder = task.services.checkpoint_responder
+        task.metrics.checkpoint_started(barrier.checkpoint_id, barrier.timestamp)
         if barrier.synchronous and barrier.drain:
             task.drain_for_savepoint()
         try:
@@ -143,6 +144,7 @@ class TaskCheckpointer:
     # --------------------------------------------------------------- unaligned
     def start_unaligned(self, barrier: CheckpointBarrier) -> None:
         """First barrier of an unaligned checkpoint: snapshot now (frozen), forward the barrier."""
+        self.task.metrics.checkpoint_started(barrier.checkpoint_id, barrier.timestamp)
         try:
             frozen: Any = pickle.dumps(self.snapshot(barrier.checkpoint_id), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - declined when the checkpoint finishes

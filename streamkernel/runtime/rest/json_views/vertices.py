@@ -197,10 +197,18 @@ def _per_subtask(vertex: VertexDetails, metrics_of: MetricsOf) -> dict[int, dict
 
 def metric_list(values: Mapping[str, Any], wanted: Optional[Iterable[str]]) -> list[dict]:
     """Flink's metric collection: without ``wanted`` the ids, else ``{"id", "value"}`` of each
-    wanted id that exists, the value as a string."""
+    wanted id that exists, the value as a string as Java writes it (``true``, ``NaN``)."""
     if wanted is None:
         return [{"id": name} for name in sorted(values)]
-    return [{"id": name, "value": str(values[name])} for name in wanted if name in values]
+    return [{"id": name, "value": _metric_text(values[name])} for name in wanted if name in values]
+
+
+def _metric_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    return str(value)
 
 
 def vertex_metrics(vertex: VertexDetails, metrics_of: MetricsOf, wanted: Optional[list[str]]) -> list[dict]:
