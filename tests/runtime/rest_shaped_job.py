@@ -45,11 +45,11 @@ class CountPerKey(KeyedProcessFunction):
 
 
 @contextlib.contextmanager
-def shaped_job() -> Iterator[tuple[MiniCluster, str]]:
-    """The cluster and the job's id, once the job ran with three checkpoints completed and
-    every subtask's metrics in a heartbeat."""
+def shaped_job(backend: str = "local") -> Iterator[tuple[MiniCluster, str]]:
+    """The cluster (its TaskManagers on ``backend``) and the job's id, once the job ran with three
+    checkpoints completed and every subtask's metrics in a heartbeat."""
     checkpoints = tempfile.mkdtemp(prefix="rest-shaped-job-")
-    cluster = MiniCluster(2, 2, backend="local", configuration={"rest.port": "0"}).start(make_current=False)
+    cluster = MiniCluster(2, 2, backend=backend, configuration={"rest.port": "0"}).start(make_current=False)
     try:
         set_current_cluster(cluster)
         env = StreamExecutionEnvironment.get_execution_environment()
