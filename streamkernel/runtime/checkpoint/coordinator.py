@@ -73,6 +73,7 @@ from streamkernel.runtime.checkpoint.actions import (
     TriggerRejected,
 )
 from streamkernel.runtime.checkpoint.channel_state import channel_state_stats
+from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
 from streamkernel.runtime.checkpoint.history import CheckpointStatsHistory
 from streamkernel.runtime.checkpoint.settings import CheckpointCoordinatorConfiguration, CheckpointPlan
 
@@ -327,10 +328,10 @@ class CheckpointCoordinator:
         return actions
 
     # ------------------------------------------------------------------ acknowledgements
-    def acknowledge(self, checkpoint_id: int, subtask: SubtaskKey, state_handle: Any, now_ms: int
-                    ) -> list[CheckpointAction]:
-        """``subtask`` stored its state for ``checkpoint_id``; when it is the last one the
-        checkpoint is complete and :class:`CompleteCheckpoint` asks for its metadata."""
+    def acknowledge(self, checkpoint_id: int, subtask: SubtaskKey, state_handle: Any, now_ms: int,
+                    metrics: Optional[CheckpointMetrics] = None) -> list[CheckpointAction]:
+        """``subtask`` stored its state for ``checkpoint_id`` (having measured ``metrics``); when it
+        is the last one the checkpoint is complete and :class:`CompleteCheckpoint` asks for its metadata."""
         subtask = (subtask[0], subtask[1])
         pending = self._pending.get(checkpoint_id)
         if pending is None:
@@ -344,7 +345,7 @@ class CheckpointCoordinator:
         size = getattr(state_handle, "size", None)
         unaligned, persisted = channel_state_stats(state_handle)
         self.history.report_acknowledged(checkpoint_id, subtask, now_ms, size if isinstance(size, int) else None,
-                                         unaligned=unaligned, persisted_data=persisted)
+                                         unaligned=unaligned, persisted_data=persisted, metrics=metrics)
         if not pending.is_fully_acknowledged():
             return []
         pending.finalizing = True

@@ -41,7 +41,8 @@ class TaskServices:
     clock: Clock
     taskmanager_id: str
     working_dir: str
-    #: ``acknowledge(attempt_id, checkpoint_id, handle)`` / ``decline(attempt_id, checkpoint_id, reason)``
+    #: ``acknowledge(attempt_id, checkpoint_id, handle, metrics)`` (metrics: a CheckpointMetrics) /
+    #: ``decline(attempt_id, checkpoint_id, reason)``
     checkpoint_responder: Any = None
     #: ``(job_id, configuration) -> CheckpointStorage`` (None: snapshots are handed over in memory)
     checkpoint_storage: Any = None

@@ -290,3 +290,18 @@ def test_a_vertexs_checkpoint_summary_writes_nan_as_flink_does(running_job: Runn
     assert duration["p50"] == duration["p999"] == "NaN"  # Jackson's NaN: a string
     assert duration["min"] <= duration["avg"] <= duration["max"]
     assert body["summary"]["alignment"]["buffered"]["p50"] == 0.0
+
+
+def test_each_subtask_says_what_it_measured_of_a_checkpoint(running_job: RunningJob) -> None:
+    """Flink's CheckpointMetrics of an acknowledgement: sync and async parts, alignment, start delay."""
+    base = f"/jobs/{running_job.job_id}/checkpoints"
+    latest = running_job.client.ok(base)["latest"]["completed"]
+    for vertex in _vertices(running_job):
+        body = running_job.client.ok(f"{base}/details/{latest['id']}/subtasks/{vertex['id']}")
+        for sub in body["subtasks"]:
+            assert sub["checkpoint"]["sync"] >= 0 and sub["checkpoint"]["async"] >= 0  # measured, not -1
+            assert sub["alignment"]["duration"] >= 0 and sub["start_delay"] >= 0
+            assert sub["start_delay"] <= sub["end_to_end_duration"]  # the barrier came before the acknowledgement
+        sync = [s["checkpoint"]["sync"] for s in body["subtasks"]]
+        assert body["summary"]["checkpoint_duration"]["sync"]["max"] == max(sync)
+        assert body["summary"]["start_delay"]["min"] == min(s["start_delay"] for s in body["subtasks"])

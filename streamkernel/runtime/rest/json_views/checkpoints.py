@@ -126,24 +126,31 @@ def task_checkpoint_details(stats: CheckpointStats, vertex: VertexDetails) -> di
                              "className": "pending_or_failed"})
             continue
         size = ack.state_size or 0
+        measured = ack.metrics  # what the subtask measured (-1: not measured, e.g. an older TaskManager)
         subtasks.append({"index": sub.subtask_index, "status": "completed", "ack_timestamp": ack.ack_timestamp,
                          "end_to_end_duration": ack.duration_ms, "state_size": size, "checkpointed_size": size,
-                         # sync/async parts, alignment and start delay are not measured: Flink's unknown, -1 / 0
-                         "checkpoint": {"sync": -1, "async": -1},
-                         "alignment": {"buffered": 0, "processed": 0, "persisted": ack.persisted_data, "duration": -1},
-                         "start_delay": -1, "unaligned_checkpoint": ack.unaligned, "aborted": False,
-                         "className": "completed"})
+                         "checkpoint": {"sync": measured.sync_ms, "async": measured.async_ms},
+                         # bytes buffered or processed during alignment are not measured (objects, not bytes)
+                         "alignment": {"buffered": 0, "processed": 0, "persisted": ack.persisted_data,
+                                       "duration": measured.alignment_ms},
+                         "start_delay": measured.start_delay_ms, "unaligned_checkpoint": ack.unaligned,
+                         "aborted": False, "className": "completed"})
     done = [a for a in acks.values()]
+
+    def measured_of(field: str) -> list[float]:
+        return [float(v) for v in (getattr(a.metrics, field) for a in done) if v >= 0]
+
     body["summary"] = {
         "checkpointed_size": min_max_avg_summary([float(a.state_size or 0) for a in done]),
         "state_size": min_max_avg_summary([float(a.state_size or 0) for a in done]),
         "end_to_end_duration": min_max_avg_summary([float(a.duration_ms) for a in done]),
-        "checkpoint_duration": {"sync": min_max_avg_summary([]), "async": min_max_avg_summary([])},
+        "checkpoint_duration": {"sync": min_max_avg_summary(measured_of("sync_ms")),
+                                "async": min_max_avg_summary(measured_of("async_ms"))},
         # Flink's "buffered" is a fixed zero summary (quantiles 0.0, not NaN)
         "alignment": {"buffered": stats_summary([]), "processed": min_max_avg_summary([]),
                       "persisted": min_max_avg_summary([float(a.persisted_data) for a in done]),
-                      "duration": min_max_avg_summary([])},
-        "start_delay": min_max_avg_summary([])}
+                      "duration": min_max_avg_summary(measured_of("alignment_ms"))},
+        "start_delay": min_max_avg_summary(measured_of("start_delay_ms"))}
     body["subtasks"] = subtasks
     return body
 
