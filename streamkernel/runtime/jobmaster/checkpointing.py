@@ -55,6 +55,7 @@ from streamkernel.runtime.checkpoint.actions import (
     TriggerCheckpoint,
     TriggerRejected,
 )
+from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
 from streamkernel.runtime.checkpoint.coordinator import CheckpointCoordinator
 from streamkernel.runtime.checkpoint.history import CheckpointStatsSnapshot
 from streamkernel.runtime.checkpoint.metadata import CompletedCheckpoint, JobCheckpointInfo
@@ -190,14 +191,14 @@ class JobCheckpointing:
         self._carry_out(a for a in actions if not isinstance(a, TriggerRejected))
 
     def acknowledge(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, handle: Any, current: bool,
-                    now_ms: int) -> None:
-        """A subtask stored its state; ``current`` False: an attempt that no longer runs (its
-        state is deleted, it never counts)."""
+                    now_ms: int, metrics: Optional[CheckpointMetrics] = None) -> None:
+        """A subtask stored its state (having measured ``metrics``); ``current`` False: an attempt
+        that no longer runs (its state is deleted, it never counts)."""
         if not current:
             self.storage.discard_state(handle)
             return
         key = (attempt_id.vertex_id, attempt_id.subtask_index)
-        self._carry_out(self.coordinator.acknowledge(checkpoint_id, key, handle, now_ms))
+        self._carry_out(self.coordinator.acknowledge(checkpoint_id, key, handle, now_ms, metrics))
 
     def decline(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str, current: bool,
                 now_ms: int) -> None:
@@ -300,7 +301,7 @@ class JobCheckpointing:
             self.storage.apply_retention()  # only now: ZooKeeper points past the checkpoints it deletes
         if not action.is_savepoint:
             self.completed_ids.add(checkpoint_id)
-        actions = self.coordinator.finalized(checkpoint_id, _now_ms(), completed.path)
+        actions = self.coordinator.finalized(checkpoint_id, _now_ms(), completed.path, completed.metadata_size)
         request = self._requests.pop(checkpoint_id, None)
         if request is not None:
             if request.stop:

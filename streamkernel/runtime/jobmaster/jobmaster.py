@@ -45,6 +45,7 @@ from streamkernel.errors import CheckpointFailedError
 from streamkernel.graph.execution_graph import build_execution_graph
 from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
+from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage, resolve_checkpoint_dir, resolve_savepoint_dir
 from streamkernel.runtime.highavailability.stores import CheckpointRecoveryFactory
 from streamkernel.runtime.jobmaster.checkpoint_services import JobCheckpointServices
@@ -166,9 +167,10 @@ class JobMaster:
         """A subtask changed state (from its thread): queued for the JobMaster's thread."""
         self._events.put(TaskStateChanged(update))
 
-    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any) -> None:
+    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any,
+                               checkpoint_metrics: Optional[CheckpointMetrics] = None) -> None:
         """A subtask stored its checkpoint state (from its thread): queued for the JobMaster's thread."""
-        self._events.put(CheckpointAcknowledged(attempt_id, checkpoint_id, state_handle))
+        self._events.put(CheckpointAcknowledged(attempt_id, checkpoint_id, state_handle, checkpoint_metrics))
 
     def decline_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
         """A subtask could not take a checkpoint (from its thread): queued."""
@@ -341,7 +343,8 @@ class JobMaster:
             execution = machine.executions.get((attempt_id.vertex_id, attempt_id.subtask_index))
             current = execution is not None and execution.attempt_number == attempt_id.attempt_number
             if isinstance(event, CheckpointAcknowledged):
-                self._checkpointing.acknowledge(attempt_id, event.checkpoint_id, event.state_handle, current, now)
+                self._checkpointing.acknowledge(attempt_id, event.checkpoint_id, event.state_handle, current, now,
+                                                event.checkpoint_metrics)
             else:
                 self._checkpointing.decline(attempt_id, event.checkpoint_id, event.reason, current, now)
             self._publish()

@@ -45,6 +45,7 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Union
@@ -407,7 +408,8 @@ class MiniCluster:
         """Every job of this cluster (running and ended), in submission order."""
         if self._dispatcher is None:
             return []
-        return [JobInfo(JobID.from_hex_string(d.job_id), d.job_name, d.status, d.start_time, d.duration_ms,
+        now = time.time_ns() // 1_000_000
+        return [JobInfo(JobID.from_hex_string(d.job_id), d.job_name, d.status, d.start_time, d.duration_at(now),
                         d.end_time) for d in self._dispatcher.list_jobs()]
 
     def get_job(self, job_id: Union[JobID, str]) -> MiniClusterJobClient:

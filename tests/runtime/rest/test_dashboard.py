@@ -168,7 +168,7 @@ def test_an_ended_jobs_application_has_its_state_and_when_it_entered_it(running_
         ended = dataclasses.replace(details, status=status, end_time=details.start_time + 5,
                                     status_timestamps={**details.status_timestamps, status.name: details.start_time + 5})
         assert application_status(ended) == state
-        view = application_details(ended, {})
+        view = application_details(ended, {}, details.start_time + 10)
         assert view["status"] == state and view["jobs"][0]["state"] == status.name
         if state != "RUNNING":
             assert view["timestamps"][state] == details.start_time + 5

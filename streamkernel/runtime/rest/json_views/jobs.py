@@ -1,6 +1,8 @@
 """Jobs as Flink's REST API shows them: ``/jobs``, ``/jobs/overview``, ``/jobs/:jobid`` and its
-``plan``, ``config``, ``exceptions``, ``accumulators`` and ``metrics``, built from a job's
-published :class:`~streamkernel.runtime.jobmaster.job_status.JobDetails`."""
+``plan``, ``config``, ``exceptions`` and ``accumulators``, built from a job's published
+:class:`~streamkernel.runtime.jobmaster.job_status.JobDetails` and the reader's ``now`` (a
+running job's duration runs to it). The job's metrics are the JobMaster's
+(:mod:`~streamkernel.runtime.jobmaster.job_metrics`)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from streamkernel.runtime.rest.json_views.ids import vertex_hex_ids
 from streamkernel.runtime.rest.json_views.io_metrics import io_metrics, sum_io
 
 __all__ = ["job_ids_with_status", "job_overview", "job_details", "job_plan", "job_config", "job_exceptions",
-           "job_accumulators", "job_metric_values", "vertex_state", "job_type"]
+           "job_accumulators", "vertex_state", "job_type"]
 
 _STATES = [s.value for s in ExecutionState] + ["RECONCILING"]  # Flink's ExecutionState (RECONCILING: never here)
 
@@ -32,7 +34,7 @@ def _last_modification(details: JobDetails) -> int:
     return max([details.start_time, *details.status_timestamps.values()])
 
 
-def job_overview(details: JobDetails, configuration: Mapping[str, str]) -> dict:
+def job_overview(details: JobDetails, configuration: Mapping[str, str], now: int) -> dict:
     """One entry of ``/jobs/overview`` (Flink 2.3's JobDetails JSON, what ``flink list`` reads)."""
     counts = {state.lower(): 0 for state in _STATES}
     for sub in details.subtasks:
@@ -41,7 +43,7 @@ def job_overview(details: JobDetails, configuration: Mapping[str, str]) -> dict:
     counts["pending"] = counts["created"] + counts["scheduled"] + counts["deploying"] + counts["initializing"]
     return {"jid": details.job_id, "name": details.job_name, "jobType": job_type(configuration),
             "schedulerType": "Default", "start-time": details.start_time,
-            "end-time": _end_time(details), "duration": details.duration_ms,
+            "end-time": _end_time(details), "duration": details.duration_at(now),
             "last-modification": _last_modification(details), "state": details.status.name,
             "tasks": {"total": total, **counts}, "pending-operators": 0}
 
@@ -99,7 +101,7 @@ def job_details(details: JobDetails, live_metrics: Mapping[tuple[int, int], Opti
         "jid": details.job_id, "application-id": details.job_id,  # Flink 2.3: its SingleJobApplication's id
         "name": details.job_name, "isStoppable": False, "state": details.status.name,
         "job-type": job_type(configuration), "schedulerType": "Default", "start-time": details.start_time, "end-time": _end_time(details),
-        "duration": details.duration_ms,
+        "duration": details.duration_at(now),
         "maxParallelism": max((int(v["maxParallelism"]) for v in vertices), default=-1),
         "now": now, "timestamps": timestamps, "vertices": vertices, "status-counts": status_counts,
         "plan": job_plan(details, configuration)["plan"],
@@ -180,25 +182,3 @@ def job_accumulators(accumulators: Mapping[str, Any]) -> dict:
             "user-task-accumulators": [{"name": k, "type": type(v).__name__, "value": str(v)}
                                        for k, v in sorted(accumulators.items())],
             "serialized-user-task-accumulators": {}}
-
-
-def job_metric_values(details: JobDetails) -> dict[str, Any]:
-    """The job-level metrics (Flink's JobManager job metrics) by name."""
-    values: dict[str, Any] = {
-        "numRestarts": details.num_restarts, "fullRestarts": details.num_restarts,
-        "uptime": details.duration_ms if details.status is JobStatus.RUNNING else 0,
-        "downtime": 0, "restartingTime": 0,
-    }
-    stats = details.checkpoints
-    if stats is not None:
-        latest = stats.latest_completed
-        values.update({
-            "totalNumberOfCheckpoints": stats.num_triggered, "numberOfInProgressCheckpoints": stats.num_in_progress,
-            "numberOfCompletedCheckpoints": stats.num_completed, "numberOfFailedCheckpoints": stats.num_failed,
-            "lastCheckpointDuration": (latest.duration_ms or 0) if latest else -1,
-            "lastCheckpointSize": latest.state_size if latest else -1,
-            "lastCheckpointFullSize": latest.state_size if latest else -1,
-            "lastCheckpointExternalPath": latest.external_path if latest and latest.external_path else "n/a",
-            "lastCheckpointRestoreTimestamp": stats.latest_restored.restore_timestamp if stats.latest_restored else -1,
-        })
-    return values
