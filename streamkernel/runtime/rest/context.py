@@ -50,6 +50,7 @@ class RestContext:
     stops the whole cluster (``DELETE /cluster``; None: the cluster cannot be shut down that
     way); it is called from a thread of its own, never the endpoint's. ``operations`` holds
     the savepoints and checkpoints triggered through the API (kept ``rest.async.store-duration``).
+    ``log_file`` is the JobManager's log file (None: the configuration's ``log.file``, if any).
     ``cluster_secret`` is the key job submissions are signed with (:mod:`.job_signature`; empty:
     none accepted). ``answer_max_age`` is how many seconds a snapshot's answer may be reused
     (``Cache-Control: max-age``, honoured by the front process): ``min(web.refresh-interval,
@@ -66,6 +67,7 @@ class RestContext:
     operations: Optional[AsyncOperations] = None
     cluster_secret: bytes = field(default=b"", repr=False)
     replay_guard: ReplayGuard = field(default_factory=ReplayGuard, repr=False)
+    log_file: Optional[str] = None
     answer_max_age: int = field(init=False, default=0)
     _samples: dict = field(default_factory=dict, repr=False)
     _samples_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
