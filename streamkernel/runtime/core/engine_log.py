@@ -45,6 +45,7 @@ _lock = threading.Lock()
 _installed: list["EngineLog"] = []
 _forwarder: Optional["UserProgramForwarder"] = None
 _level_before: Optional[int] = None
+_propagate_before = True
 _process_log: Optional[Path] = None
 
 
@@ -98,7 +99,7 @@ class EngineLog:
             if _forwarder is not None:
                 logger.removeHandler(_forwarder)
                 _forwarder = None
-            logger.propagate = True
+            logger.propagate = _propagate_before
             if _level_before is not None and logger.level == logging.INFO:  # unless the user set one meanwhile
                 logger.setLevel(_level_before)
             _level_before = None
@@ -113,7 +114,7 @@ def install_engine_log(path: Union[str, Path]) -> EngineLog:
     In a process whose log was configured by :func:`configure_process_log`, that file already
     has every record: nothing is installed and the EngineLog names the process's file.
     """
-    global _forwarder, _level_before
+    global _forwarder, _level_before, _propagate_before
     with _lock:
         if _process_log is not None:
             log = EngineLog(_process_log, None)
@@ -127,7 +128,7 @@ def install_engine_log(path: Union[str, Path]) -> EngineLog:
         if _forwarder is None:
             _forwarder = UserProgramForwarder()
             logger.addHandler(_forwarder)
-            logger.propagate = False
+            _propagate_before, logger.propagate = logger.propagate, False
             if logger.level == logging.NOTSET:  # the user's level, if they set one, wins
                 _level_before = logging.NOTSET
                 logger.setLevel(logging.INFO)
