@@ -198,8 +198,13 @@ class MiniCluster:
 
     def _start_locked(self) -> None:
         # first: every record of the cluster goes to its log file, none to the program's logger (cluster_log.py)
-        self._engine_log = install_engine_log(cluster_log_file(self.configuration))
-        self._log_file = self._engine_log.path
+        try:
+            self._engine_log = install_engine_log(cluster_log_file(self.configuration))
+            self._log_file = self._engine_log.path
+        except (OSError, RuntimeError) as error:  # a read-only home, no home at all: the logs go where they went
+            self._log_file = None
+            _LOG.warning("the cluster cannot write its log file (%s): the engine logs to the program's logger; "
+                         "set env.log.dir or log.file to a writable place", error, extra=CONCERNS_USER)
         _LOG.info("Starting MiniCluster: backend %s, %d TaskManagers x %d slots", self.backend,
                   self.number_of_taskmanagers, self.slots_per_taskmanager)
         try:
@@ -220,8 +225,8 @@ class MiniCluster:
         self._dispatcher = Dispatcher(self._resource_manager, self.configuration, ha_services=self.ha_services)
         try:
             self._backend = self._create_taskmanager_backend()
-            if isinstance(self._backend, LocalTaskManagers):  # threads of this process: its log is theirs
-                self._backend.log_file = str(self._log_file)
+            if isinstance(self._backend, LocalTaskManagers) and self._log_file is not None:
+                self._backend.log_file = str(self._log_file)  # threads of this process: its log is theirs
             self._backend.start(self._resource_manager, self.number_of_taskmanagers, self.slots_per_taskmanager)
         except BaseException:
             self._abort_start(with_taskmanagers=False)
@@ -241,10 +246,10 @@ class MiniCluster:
                 # with high availability, every JobManager of the cluster refuses a submission one of them
                 # accepted (a standalone JobManager makes a new secret at each start: old signatures fail)
                 replay_guard = ReplayGuard(store_next_to(self._ha.secret_directory if self._ha else None, MAX_SKEW_MS))
-                self._rest = RestServerEndpoint(RestContext(self._dispatcher, self._resource_manager,
-                                                            self.configuration, shutdown_cluster=self._shut_down_cluster,
-                                                            cluster_secret=secret, replay_guard=replay_guard,
-                                                            log_file=str(self._log_file))).start()
+                context = RestContext(self._dispatcher, self._resource_manager, self.configuration,
+                                      shutdown_cluster=self._shut_down_cluster, cluster_secret=secret,
+                                      replay_guard=replay_guard, log_file=str(self._log_file) if self._log_file else None)
+                self._rest = RestServerEndpoint(context).start()
                 self._secret_file = _publish_secret(self._rest, secret)
             except BaseException:
                 self._abort_start(with_taskmanagers=True)

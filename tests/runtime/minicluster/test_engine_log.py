@@ -197,3 +197,18 @@ def test_pruning_keeps_the_newest_files_and_those_of_live_processes(tmp_path: Pa
     os.utime(mine, (10, 10))  # the oldest, but its process runs
     assert sorted(prune_log_files(tmp_path, keep=2)) == sorted(paths[:3])
     assert sorted(tmp_path.iterdir()) == sorted([*paths[3:], mine])
+
+
+def test_a_log_file_that_cannot_be_written_leaves_the_engine_logging_to_the_program(tmp_path: Path,
+                                                                                   engine_logger) -> None:
+    (tmp_path / "a file").write_text("not a directory")
+    conf = {"env.log.dir": str(tmp_path / "a file" / "log")}
+    root, seen = logging.getLogger(), _Records()
+    root.addHandler(seen)
+    try:
+        with MiniCluster(1, 1, backend="local", configuration=conf) as cluster:
+            assert cluster.log_file is None and engine_logger.propagate is True
+    finally:
+        root.removeHandler(seen)
+    warnings = [r.getMessage() for r in seen.records if r.levelno == logging.WARNING]
+    assert any(m.startswith("the cluster cannot write its log file") and "env.log.dir" in m for m in warnings)
