@@ -164,7 +164,8 @@ def test_without_the_front_every_answer_is_the_jobmanagers_own(monkeypatch: pyte
 
 
 def test_a_killed_front_leaves_the_jobmanager_answering_and_stop_leaves_no_front(
-        caplog: pytest.LogCaptureFixture) -> None:
+        engine_caplog: pytest.LogCaptureFixture) -> None:
+    caplog = engine_caplog  # an engine record, not the program's: it goes to the cluster's log file
     assert front_pids(os.getpid()) == []
     cluster = MiniCluster(1, 1, backend="local", configuration={"rest.port": "0"}).start(make_current=False)
     try:
@@ -173,15 +174,9 @@ def test_a_killed_front_leaves_the_jobmanager_answering_and_stop_leaves_no_front
         assert client.ok("/overview")["taskmanagers"] == 1
         fronts = front_pids(os.getpid())
         assert len(fronts) == 1
-        endpoint_log = logging.getLogger("streamkernel.runtime.rest.endpoint")
-        endpoint_log.addHandler(caplog.handler)  # an engine record, not the program's: it stays in the cluster's log
-        try:
-            with caplog.at_level(logging.WARNING, logger="streamkernel.runtime.rest.endpoint"):
-                os.kill(fronts[0], signal.SIGKILL)
-                wait_until(lambda: "answers the REST API" in caplog.text,
-                           message="the endpoint noticing its front's loss")
-        finally:
-            endpoint_log.removeHandler(caplog.handler)
+        with caplog.at_level(logging.WARNING, logger="streamkernel.runtime.rest.endpoint"):
+            os.kill(fronts[0], signal.SIGKILL)
+            wait_until(lambda: "answers the REST API" in caplog.text, message="the endpoint noticing its front's loss")
         assert "REST front process" in caplog.text and "exited with code -9" in caplog.text
         assert client.ok("/overview")["slots-total"] == 1  # the same port, answered by the JobManager's process
     finally:
