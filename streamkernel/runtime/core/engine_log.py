@@ -9,8 +9,8 @@ process when the cluster runs there (a notebook's kernel, a script's ``env.execu
   the ``streamkernel`` logger does not propagate to the root logger: its records go to the
   cluster's log file (at INFO unless the ``streamkernel`` logger has a level of its own), and
   to handlers a user put on ``streamkernel`` itself.
-* Records that concern the user's program (a task of their job failed, their job failed,
-  their checkpoint or configuration is unusable) are marked with ``extra=CONCERNS_USER``; at
+* Records that concern the user's program (their job restarts or failed, their checkpoint or
+  configuration is unusable: ``docs/architecture.md`` lists them) are marked with ``extra=CONCERNS_USER``; at
   WARNING and above they are forwarded to the root logger as well, so they reach the
   notebook or the program's own logging (one line: the full trace stays in the log file).
 * A standalone cluster's process (:func:`configure_process_log`) logs everything, its root
