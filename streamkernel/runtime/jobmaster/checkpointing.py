@@ -39,6 +39,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+from streamkernel.runtime.core.engine_log import CONCERNS_USER
 from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options import ExecutionOptions
@@ -239,9 +240,10 @@ class JobCheckpointing:
         try:
             self.storage.on_job_end(status, self.retention)
         except OSError as error:  # the directory is unusable (CheckpointStorageError says why): one line
-            _LOG.warning("could not clean up the checkpoints of job %s: %s", self.storage.job_id, error)
+            _LOG.warning("could not clean up the checkpoints of job %s: %s", self.storage.job_id, error,
+                         extra=CONCERNS_USER)
         except Exception:  # noqa: BLE001 - a directory we cannot clean must not break the job's end
-            _LOG.exception("could not clean up the checkpoints of job %s", self.storage.job_id)
+            _LOG.exception("could not clean up the checkpoints of job %s", self.storage.job_id, extra=CONCERNS_USER)
 
     # ------------------------------------------------------------------ actions
     def _carry_out(self, actions: Iterable[CheckpointAction]) -> None:
@@ -288,7 +290,7 @@ class JobCheckpointing:
                                                   timestamp=action.timestamp, apply_retention=self.services is None)
         except Exception as error:  # noqa: BLE001 - disk full, unpicklable state ...: the checkpoint fails
             _LOG.warning("could not complete checkpoint %d of job %s: %s", checkpoint_id, self.job_info.job_name,
-                         error)
+                         error, extra=CONCERNS_USER)
             return self.coordinator.finalize_failed(checkpoint_id, f"{type(error).__name__}: {error}", _now_ms())
         if not action.is_savepoint and self.services is not None:
             try:  # complete only once the next leader would find it (Flink's CompletedCheckpointStore)

@@ -46,6 +46,7 @@ class RestContext:
     stops the whole cluster (``DELETE /cluster``; None: the cluster cannot be shut down that
     way); it is called from a thread of its own, never the endpoint's. ``operations`` holds
     the savepoints and checkpoints triggered through the API (kept ``rest.async.store-duration``).
+    ``log_file`` is the JobManager's log file (None: the configuration's ``log.file``, if any).
     ``cluster_secret`` is the key job submissions are signed with (:mod:`.job_signature`; empty:
     none accepted). ``answer_max_age`` is how many seconds a snapshot's answer may be reused
     (``Cache-Control: max-age``, honoured by the front process): ``min(web.refresh-interval,
@@ -62,6 +63,7 @@ class RestContext:
     operations: Optional[AsyncOperations] = None
     cluster_secret: bytes = field(default=b"", repr=False)
     replay_guard: ReplayGuard = field(default_factory=ReplayGuard, repr=False)
+    log_file: Optional[str] = None
     answer_max_age: int = field(init=False, default=0)
     sampler: MetricSampler = field(default_factory=MetricSampler, repr=False)
 
