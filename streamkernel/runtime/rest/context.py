@@ -8,14 +8,13 @@ no handler can stall a task or a JobMaster.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from streamkernel.common.options import RestOptions, WebOptions
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
+from streamkernel.runtime.metrics.recent import RECENT_WINDOW_NS, RecentTimes
 from streamkernel.runtime.rest.async_operations import AsyncOperations
 from streamkernel.runtime.rest.job_signature import ReplayGuard
 
@@ -25,10 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway, TaskManagerSnapshot
 
 __all__ = ["RestContext", "now_ms", "subtask_metrics", "RECENT_WINDOW_NS"]
-
-#: How far back the "recent" busy / idle / backpressured ratios look at least (Flink's are per second).
-RECENT_WINDOW_NS = 1_000_000_000
-_TIMES = ("uptime_ns", "backpressured_ns", "idle_ns", "busy_ns")
 
 #: The longest a snapshot's answer is reused (seconds), whatever ``web.refresh-interval`` says:
 #: a client polling for a change that is no status change (a checkpoint count, records) sees it
@@ -67,8 +62,7 @@ class RestContext:
     cluster_secret: bytes = field(default=b"", repr=False)
     replay_guard: ReplayGuard = field(default_factory=ReplayGuard, repr=False)
     answer_max_age: int = field(init=False, default=0)
-    _samples: dict = field(default_factory=dict, repr=False)
-    _samples_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _recent: RecentTimes = field(default_factory=RecentTimes, repr=False)
 
     def __post_init__(self) -> None:
         self.answer_max_age = min(MAX_ANSWER_AGE_S, WebOptions.REFRESH_INTERVAL.get(self.configuration) // 1000)
@@ -92,24 +86,8 @@ class RestContext:
             if tm.last_heartbeat is not None:
                 for task in tm.last_heartbeat.tasks:
                     live[task.attempt_id] = (tm.taskmanager_id, task.metrics)
-        with self._samples_lock:
-            for attempt in [a for a in self._samples if a not in live]:
-                del self._samples[attempt]
-            return {attempt: (tm, self._with_recent(attempt, metrics)) for attempt, (tm, metrics) in live.items()}
-
-    def _with_recent(self, attempt: ExecutionAttemptId, metrics: Mapping[str, Any]) -> Mapping[str, Any]:
-        if not all(isinstance(metrics.get(k), int) for k in _TIMES):
-            return metrics
-        sample = tuple(int(metrics[k]) for k in _TIMES)
-        samples = self._samples.setdefault(attempt, deque(maxlen=64))
-        if not samples or samples[-1][0] != sample[0]:
-            samples.append(sample)
-        while len(samples) > 2 and sample[0] - samples[1][0] >= RECENT_WINDOW_NS:
-            samples.popleft()  # the oldest kept is the newest one at least a window old
-        base = samples[0]
-        if sample[0] - base[0] < RECENT_WINDOW_NS // 5:
-            return metrics
-        return {**metrics, "recent": {k: now - then for k, now, then in zip(_TIMES, sample, base)}}
+        self._recent.retain(live)
+        return {attempt: (tm, self._recent.with_recent(attempt, metrics)) for attempt, (tm, metrics) in live.items()}
 
     def job_configuration(self, details: "JobDetails") -> dict[str, str]:
         """The job's effective configuration: the cluster's keys, overridden by the job's own."""

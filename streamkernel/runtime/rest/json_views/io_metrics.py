@@ -1,4 +1,5 @@
-"""A subtask's metrics as Flink's REST API shows them: IO metrics, metric ids and values.
+"""A subtask's metrics as Flink's REST API shows them: IO metrics, metric ids and values (by Flink's
+names: :mod:`streamkernel.runtime.metrics.flink_metrics`, re-exported here).
 
 The figures come from a :meth:`~streamkernel.runtime.core.metrics.TaskMetrics.snapshot`:
 the live one of the TaskManager's last heartbeat (the ResourceManager's snapshot) while the
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Optional
 
-from streamkernel.common.watermark_strategy import MIN_WATERMARK
 from streamkernel.runtime.core.metrics import backpressure_level as core_backpressure_level
+from streamkernel.runtime.metrics.flink_metrics import ratios, task_metric_values
 
 __all__ = ["io_metrics", "task_metric_values", "aggregate", "backpressure_level", "ratios", "EMPTY_IO"]
 
@@ -54,55 +55,9 @@ def sum_io(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     return total
 
 
-def ratios(metrics: Optional[Mapping[str, Any]]) -> tuple[float, float, float]:
-    """(backpressured, idle, busy) shares of the subtask's recent time (0 when unknown).
-
-    Flink's ratios are over the last second: these are over the ``"recent"`` figures the REST
-    context adds (about a second, or since the previous request), else, on a first look,
-    averages over the subtask's whole run.
-    """
-    if not metrics:
-        return 0.0, 0.0, 0.0
-    metrics = metrics.get("recent") or metrics
-    if not metrics.get("uptime_ns"):
-        return 0.0, 0.0, 0.0
-    uptime = float(metrics["uptime_ns"])
-    return tuple(round(min(max(float(metrics.get(k, 0)) / uptime, 0.0), 1.0), 3)  # type: ignore[return-value]
-                 for k in ("backpressured_ns", "idle_ns", "busy_ns"))
-
-
 def backpressure_level(ratio: float) -> str:
     """Flink's level of a backpressure ratio as the REST API writes it: ``ok``, ``low`` or ``high``."""
     return core_backpressure_level(ratio).lower()
-
-
-def task_metric_values(metrics: Optional[Mapping[str, Any]]) -> dict[str, float]:
-    """A subtask's metrics by Flink's names (``numRecordsIn``, ``busyTimeMsPerSecond`` ...;
-    a chained operator's as ``<operator>.numRecordsIn``). Per-second figures average over
-    the subtask's run so far."""
-    if not metrics:
-        return {}
-    seconds = float(metrics.get("uptime_ns", 0)) / 1e9
-    back, idle, busy = ratios(metrics)
-    values: dict[str, float] = {
-        "numRecordsIn": metrics.get("records_in", 0), "numRecordsOut": metrics.get("records_out", 0),
-        "numBytesIn": metrics.get("bytes_in", 0), "numBytesOut": metrics.get("bytes_out", 0),
-        "numRecordsInPerSecond": round(metrics.get("records_in", 0) / seconds, 3) if seconds else 0.0,
-        "numRecordsOutPerSecond": round(metrics.get("records_out", 0) / seconds, 3) if seconds else 0.0,
-        "numBytesInPerSecond": round(metrics.get("bytes_in", 0) / seconds, 3) if seconds else 0.0,
-        "numBytesOutPerSecond": round(metrics.get("bytes_out", 0) / seconds, 3) if seconds else 0.0,
-        "busyTimeMsPerSecond": round(busy * 1000, 1), "idleTimeMsPerSecond": round(idle * 1000, 1),
-        "backPressuredTimeMsPerSecond": round(back * 1000, 1),
-        "accumulatedBusyTime": int(metrics.get("busy_ns", 0)) // 1_000_000,
-        "accumulatedIdleTime": int(metrics.get("idle_ns", 0)) // 1_000_000,
-        "accumulatedBackpressuredTime": int(metrics.get("backpressured_ns", 0)) // 1_000_000,
-        "currentInputWatermark": metrics.get("input_watermark", MIN_WATERMARK),
-        "currentOutputWatermark": metrics.get("output_watermark", MIN_WATERMARK),
-    }
-    for name, op in (metrics.get("operators") or {}).items():
-        values[f"{name}.numRecordsIn"] = op.get("records_in", 0)
-        values[f"{name}.numRecordsOut"] = op.get("records_out", 0)
-    return values
 
 
 def aggregate(values: list[float], modes: Iterable[str]) -> dict[str, float]:

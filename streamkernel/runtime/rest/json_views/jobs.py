@@ -10,6 +10,7 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options import ExecutionOptions, PipelineOptions
 from streamkernel.runtime.core.deployment import ExecutionState
 from streamkernel.runtime.jobmaster.job_status import JobDetails, VertexDetails
+from streamkernel.runtime.metrics.flink_metrics import job_metric_values
 from streamkernel.runtime.rest.json_views.ids import vertex_hex_ids
 from streamkernel.runtime.rest.json_views.io_metrics import io_metrics, sum_io
 
@@ -180,25 +181,3 @@ def job_accumulators(accumulators: Mapping[str, Any]) -> dict:
             "user-task-accumulators": [{"name": k, "type": type(v).__name__, "value": str(v)}
                                        for k, v in sorted(accumulators.items())],
             "serialized-user-task-accumulators": {}}
-
-
-def job_metric_values(details: JobDetails) -> dict[str, Any]:
-    """The job-level metrics (Flink's JobManager job metrics) by name."""
-    values: dict[str, Any] = {
-        "numRestarts": details.num_restarts, "fullRestarts": details.num_restarts,
-        "uptime": details.duration_ms if details.status is JobStatus.RUNNING else 0,
-        "downtime": 0, "restartingTime": 0,
-    }
-    stats = details.checkpoints
-    if stats is not None:
-        latest = stats.latest_completed
-        values.update({
-            "totalNumberOfCheckpoints": stats.num_triggered, "numberOfInProgressCheckpoints": stats.num_in_progress,
-            "numberOfCompletedCheckpoints": stats.num_completed, "numberOfFailedCheckpoints": stats.num_failed,
-            "lastCheckpointDuration": (latest.duration_ms or 0) if latest else -1,
-            "lastCheckpointSize": latest.state_size if latest else -1,
-            "lastCheckpointFullSize": latest.state_size if latest else -1,
-            "lastCheckpointExternalPath": latest.external_path if latest and latest.external_path else "n/a",
-            "lastCheckpointRestoreTimestamp": stats.latest_restored.restore_timestamp if stats.latest_restored else -1,
-        })
-    return values

@@ -1,0 +1,142 @@
+"""What a TaskManager reports to metric reporters: its own metrics, its subtasks' and their operators'.
+
+:class:`TaskManagerMetricGroups` is the TaskManager's source for a
+:class:`~streamkernel.runtime.metrics.registry.MetricRegistry`: on each report (a Prometheus scrape)
+it reads what the TaskExecutor publishes anyway (its heartbeat answer: slots, memory, network
+buffers, each task's metrics snapshot) and each running task's deployment descriptor and user
+metric groups, and names them as Flink does (:mod:`streamkernel.runtime.metrics.flink_metrics`):
+
+* ``taskmanager`` (and ``taskmanager.Status...``): ``<host>``, ``<tm_id>``;
+* ``taskmanager.job.task``, one group per running subtask: also ``<job_id>``, ``<job_name>``,
+  ``<task_id>`` (the JobVertexID), ``<task_name>``, ``<task_attempt_id>``, ``<task_attempt_num>``,
+  ``<subtask_index>``;
+* ``taskmanager.job.task.operator``, one per chained operator: also ``<operator_id>``,
+  ``<operator_name>``; a user function's metrics (``get_metric_group().counter(...)``, ``add_group``)
+  are below its operator's group, a key/value group adding its key to the scope and its value as a variable.
+
+Nothing runs between reports; a task's counters are read as the REST API reads them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
+
+from streamkernel.runtime.core.deployment import TaskDeploymentDescriptor, hex_id
+from streamkernel.runtime.core.metrics import MetricGroup, TaskMetrics
+from streamkernel.runtime.metrics.flink_metrics import (
+    metric_type,
+    operator_metric_values,
+    subtask_metric_values,
+    taskmanager_metric_values,
+)
+from streamkernel.runtime.metrics.groups import (
+    OPERATOR,
+    TASK,
+    TASKMANAGER,
+    MetricGroupSnapshot,
+    MetricType,
+    groups_of,
+    host_name,
+)
+from streamkernel.runtime.metrics.recent import RecentTimes
+from streamkernel.runtime.taskmanager.gateway import TaskExecutorHeartbeat
+
+if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
+
+__all__ = ["TaskManagerMetricGroups", "ReportingTask"]
+
+_LOG = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class ReportingTask(Protocol):
+    """A running task as the reporters read it (the runtime's Task)."""
+
+    tdd: TaskDeploymentDescriptor
+    metrics: TaskMetrics
+
+
+@dataclass(frozen=True)
+class _OwnFigures:
+    """The TaskManager's view of itself, in the shape the ResourceManager's snapshot has."""
+
+    number_of_slots: int
+    free_slots: int
+    last_heartbeat: Optional[TaskExecutorHeartbeat]
+
+
+class TaskManagerMetricGroups:
+    """The metric groups of ``task_executor`` now (a :data:`~streamkernel.runtime.metrics.groups.MetricSource`);
+    ``host`` is Flink's ``<host>`` (default: this machine's name)."""
+
+    def __init__(self, task_executor: "TaskExecutor", host: Optional[str] = None) -> None:
+        self._task_executor = task_executor
+        self._host = host or host_name()
+        self._recent = RecentTimes()
+
+    def __call__(self) -> list[MetricGroupSnapshot]:
+        """Its groups now: none once the TaskManager stopped (or plays dead)."""
+        tm = self._task_executor
+        if not tm.is_running:
+            return []
+        try:
+            heartbeat = tm.heartbeat()
+        except Exception:  # noqa: BLE001 - stopped meanwhile: nothing to report
+            return []
+        variables = {"host": self._host, "tm_id": tm.taskmanager_id}
+        free = sum(1 for slot in heartbeat.slot_report.slots if slot.job_id is None)
+        groups = groups_of(TASKMANAGER, variables, taskmanager_metric_values(
+            _OwnFigures(tm.number_of_slots, free, heartbeat)), lambda name: MetricType.GAUGE)
+        snapshots = {status.attempt_id: status.metrics for status in heartbeat.tasks}
+        running = [t for t in tm.running_tasks() if isinstance(t, ReportingTask)]
+        self._recent.retain(t.tdd.attempt_id for t in running)
+        for task in running:
+            snapshot = snapshots.get(task.tdd.attempt_id)
+            if snapshot is not None:
+                groups.extend(self._task_groups(task, self._recent.with_recent(task.tdd.attempt_id, snapshot),
+                                                variables))
+        return groups
+
+    def _task_groups(self, task: ReportingTask, snapshot: Any, tm_variables: dict[str, str]) -> list[MetricGroupSnapshot]:
+        tdd = task.tdd
+        nodes = {node.id: node for node in tdd.nodes}
+        head = nodes.get(tdd.job_vertex.head_id)
+        task_id = hex_id(head.operator_id if head is not None else str(tdd.job_vertex.id))
+        variables = {**tm_variables, "job_id": tdd.job_id, "job_name": tdd.job_name, "task_id": task_id,
+                     "task_name": tdd.job_vertex.name, "subtask_index": str(tdd.subtask_index),
+                     "task_attempt_num": str(tdd.attempt_number),
+                     "task_attempt_id": f"{tdd.job_id}_{task_id}_{tdd.subtask_index}_{tdd.attempt_number}"}
+        groups = groups_of(TASK, variables, subtask_metric_values(snapshot), metric_type)
+        by_name = {node.name: node for node in tdd.nodes}
+        live = task.metrics.operators
+        for name, figures in (snapshot.get("operators") or {}).items():
+            node = by_name.get(name)
+            operator = {**variables, "operator_name": name,
+                        "operator_id": hex_id(node.operator_id) if node is not None else hex_id(name)}
+            groups.extend(groups_of(OPERATOR, operator, operator_metric_values(figures), metric_type))
+            if name in live:
+                groups.extend(_user_groups(live[name].user, operator))
+        return groups
+
+
+def _user_groups(group: MetricGroup, operator_variables: dict[str, str]) -> list[MetricGroupSnapshot]:
+    """A user function's metric group and its sub-groups, below its operator's group."""
+    found: list[MetricGroupSnapshot] = []
+    values: dict[str, Any] = {}
+    types: dict[str, MetricType] = {}
+    for name, counter in list(group.counters.items()):
+        values[name], types[name] = counter.get_count(), MetricType.COUNTER
+    for name, gauge in list(group.gauges.items()):
+        try:
+            values[name], types[name] = gauge(), MetricType.GAUGE
+        except Exception:  # noqa: BLE001 - a user's gauge that raises is left out of this report
+            _LOG.debug("gauge %s of %s raised; not reported", name, group.scope, exc_info=True)
+    if values:
+        found.append(MetricGroupSnapshot(OPERATOR + group.logical_scope, {**operator_variables, **group.variables},
+                                         values, types))
+    for child in list(group.children.values()):
+        found.extend(_user_groups(child, operator_variables))
+    return found
