@@ -33,7 +33,7 @@ def replace_invalid_chars(text: str) -> str:
     """``text`` with every character Prometheus does not allow in a name replaced by ``_``.
 
         >>> replace_invalid_chars("Source: Collection -> Map")
-        'Source__Collection____Map'
+        'Source:_Collection____Map'
     """
     return _INVALID.sub("_", text)
 
