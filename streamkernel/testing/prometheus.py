@@ -143,9 +143,12 @@ class PrometheusServer:
 
     def wait_for_targets_up(self, count: int, timeout: float = DEADLINE_S) -> list[str]:
         """Wait until ``count`` targets are up; returns them."""
-        return wait_until(lambda: (lambda up: up if len(up) >= count else None)(self.targets_up()), timeout=timeout,
-                          message=f"{count} scraped targets to be up (the last scrapes: "
-                                  f"{self.targets_file.read_text()})")
+        def enough() -> list[str]:
+            up = self.targets_up()
+            return up if len(up) >= count else []
+
+        return wait_until(enough, timeout=timeout,
+                          message=f"{count} scraped targets to be up (targets: {self.targets_file.read_text()})")
 
     def close(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL if it lingers) and wait for it."""
