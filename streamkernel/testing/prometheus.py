@@ -31,8 +31,8 @@ from typing import Any, Optional, Sequence
 
 from streamkernel.testing.waiting import wait_until
 
-__all__ = ["PrometheusServer", "prometheus_missing_reason", "require_prometheus", "PROMETHEUS_BINARY",
-           "SCRAPE_INTERVAL"]
+__all__ = ["PrometheusServer", "prometheus_missing_reason", "require_prometheus", "nothing_listens_on",
+           "PROMETHEUS_BINARY", "SCRAPE_INTERVAL"]
 
 #: The Prometheus server binary (Debian's ``prometheus`` package); ``$STREAMKERNEL_PROMETHEUS`` overrides it.
 PROMETHEUS_BINARY = os.environ.get("STREAMKERNEL_PROMETHEUS") or shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -57,6 +57,19 @@ def require_prometheus() -> None:
     reason = prometheus_missing_reason()
     if reason is not None:
         pytest.skip(reason)
+
+
+def nothing_listens_on(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether no socket listens on ``host:port`` (a reporter stopped). Connections the server closed
+    linger in TIME_WAIT; they do not count (the probe binds with SO_REUSEADDR, as servers do)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+            sock.listen()
+        except OSError:
+            return False
+    return True
 
 
 def _free_port() -> int:

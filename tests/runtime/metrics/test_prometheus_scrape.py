@@ -19,7 +19,7 @@ from streamkernel.datastream.connectors import DataGeneratorSource
 from streamkernel.datastream.functions import MapFunction, RuntimeContext
 from streamkernel.runtime.metrics.reporter_setup import PROMETHEUS_REPORTER_FACTORY
 from streamkernel.runtime.minicluster.minicluster import MiniCluster, set_current_cluster
-from streamkernel.testing.prometheus import PrometheusServer, require_prometheus
+from streamkernel.testing.prometheus import PrometheusServer, nothing_listens_on, require_prometheus
 from streamkernel.testing.waiting import wait_until
 
 
@@ -78,18 +78,6 @@ def _series(prometheus: PrometheusServer, promql: str, count: int, positive: boo
     return wait_until(found, message=f"{count} series of {promql} in Prometheus")
 
 
-def _port_free(port: int) -> bool:
-    """Nothing listens on ``port`` (SO_REUSEADDR: the scrapes' connections in TIME_WAIT do not count)."""
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-            sock.listen()
-        except OSError:
-            return False
-    return True
-
-
 def test_a_local_cluster_serves_its_jobmanager_task_operator_and_user_metrics_to_prometheus(
         prometheus: PrometheusServer) -> None:
     with MiniCluster(2, 1, backend="local", configuration=_reporter(_free_range())) as cluster:
@@ -123,7 +111,7 @@ def test_a_local_cluster_serves_its_jobmanager_task_operator_and_user_metrics_to
         wait_until(lambda: sum(v for _, v in prometheus.query('flink_taskmanager_job_task_operator_app_seen')) > before,
                    message="the user counter to grow between scrapes")
         cluster.dispatcher.cancel_job(job_id).result(60)
-    assert _port_free(port), "the reporter's port is still taken after the cluster stopped"
+    assert nothing_listens_on(port), "the reporter's port is still taken after the cluster stopped"
     assert not [t.name for t in threading.enumerate() if t.name.startswith("streamkernel-metrics-")]
 
 
