@@ -5,12 +5,12 @@
 * :mod:`.groups`: metric groups as reporters see them (logical scope, scope variables, values).
 * :mod:`.reporter_setup`: ``metrics.reporters`` and ``metrics.reporter.<name>.*``, checked before a start;
   :mod:`.metric_filter`: Flink's ``filter.includes`` / ``filter.excludes``.
-* :mod:`.prometheus` and :mod:`.prometheus_families`: Flink's Prometheus reporter.
+* :mod:`.prometheus` and :mod:`.prometheus_text`: Flink's Prometheus reporter (an HTTP endpoint, the text format).
 * :mod:`.registry`: a process's reporters and the sources of its components' metric groups.
 
 The components' sources live with them: a TaskManager's in
 :mod:`streamkernel.runtime.taskmanager.metric_groups`, the JobManager's in
 :mod:`streamkernel.runtime.minicluster.metric_reporting`.
 
-prometheus_client is imported only once a reporter starts: a process without one never loads it.
+The reporter's modules are imported only once a reporter starts: a process without one never loads them.
 """

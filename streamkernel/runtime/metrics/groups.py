@@ -113,6 +113,8 @@ def groups_of(scope: tuple[str, ...], variables: Mapping[str, str], values: Mapp
         ...                                                           lambda name: MetricType.GAUGE)]
         [('taskmanager', {'a': 1}), ('taskmanager.Status', {'b': 2})]
     """
+    if not any("." in name for name in values):  # the common case: every metric in the group itself
+        return [MetricGroupSnapshot(scope, variables, values, {name: type_of(name) for name in values})]
     by_scope: dict[tuple[str, ...], dict[str, Any]] = {}
     for dotted, value in values.items():
         *sub, name = dotted.split(".")

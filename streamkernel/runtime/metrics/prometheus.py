@@ -4,13 +4,15 @@
 makes every process of the cluster (the JobManager, each TaskManager; on the ``local`` backend the
 kernel's whole cluster) serve its metrics on the first free port of ``metrics.reporter.<name>.port``
 (default 9249; a range such as ``9249-9260`` lets several processes of one machine share the
-setting). The names are Flink's (:mod:`.prometheus_families`).
+setting). The names are Flink's, the text Prometheus' exposition format (:mod:`.prometheus_text`).
 
 Nothing is counted for the reporter: a scrape asks the registry's sources for their groups now
 (each reads the snapshots its component publishes) and turns them into text; between scrapes the
-reporter costs nothing. The endpoint is prometheus_client's WSGI application on a small threaded
-HTTP server of its own; :meth:`PrometheusReporter.close` stops it and waits for the request in
-progress, leaving no thread and no port behind.
+reporter costs nothing. The endpoint is the standard library's HTTP server on one thread of its own,
+answering ``GET /metrics`` (and ``/``) one request after the other (a scrape takes about a millisecond;
+a thread per request, or WSGI, cost as much again); a client that sends nothing is dropped after 10 s.
+:meth:`PrometheusReporter.close` stops it and waits for the request in progress, leaving no thread and
+no port behind.
 """
 
 from __future__ import annotations
@@ -19,15 +21,12 @@ import errno
 import logging
 import socketserver
 import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, Callable, Iterable, Optional
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
-
-from prometheus_client import CollectorRegistry, make_wsgi_app
-from prometheus_client.metrics_core import Metric
 
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.metrics.groups import MetricGroupSnapshot
-from streamkernel.runtime.metrics.prometheus_families import prometheus_families
+from streamkernel.runtime.metrics.prometheus_text import CONTENT_TYPE, PrometheusText
 from streamkernel.runtime.metrics.reporter_setup import ReporterSetup
 
 __all__ = ["PrometheusReporter", "ReporterStartError"]
@@ -39,31 +38,47 @@ class ReporterStartError(StreamKernelError):
     """A metric reporter could not start (every configured port taken)."""
 
 
-class _Server(socketserver.ThreadingMixIn, WSGIServer):
-    """One thread per request, each joined when the server closes."""
-
-    daemon_threads = False
-    block_on_close = True
-
-
-class _QuietHandler(WSGIRequestHandler):
-    """Logs nothing per request; a client that sends nothing is dropped after 10 s."""
+class _Handler(BaseHTTPRequestHandler):
+    """``GET /metrics``: the reporter's text; anything else 404. Logs nothing (Prometheus scrapes every few seconds)."""
 
     timeout = 10
+    server: "_Server"
+
+    def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+        """The metrics (or 404)."""
+        self._answer(send_body=True)
+
+    def do_HEAD(self) -> None:  # noqa: N802 - the standard library's name
+        """The metrics' headers."""
+        self._answer(send_body=False)
+
+    def _answer(self, send_body: bool) -> None:
+        if self.path.split("?", 1)[0] not in ("/", "/metrics"):
+            body, status, kind = b"Not Found: the metrics are at /metrics\n", 404, "text/plain; charset=utf-8"
+        else:
+            body, status, kind = self.server.reporter.render().encode("utf-8"), 200, CONTENT_TYPE
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if send_body:
+            self.wfile.write(body)
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        """Nothing: Prometheus scrapes every few seconds."""
+        """Nothing."""
 
 
-class _Collector:
-    """prometheus_client's custom collector protocol: the families of the groups now."""
+class _Server(HTTPServer):
+    """One request at a time, in the server's own thread."""
 
-    def __init__(self, reporter: "PrometheusReporter") -> None:
-        self._reporter = reporter
+    def __init__(self, address: tuple[str, int], reporter: "PrometheusReporter") -> None:
+        self.reporter = reporter
+        super().__init__(address, _Handler)
 
-    def collect(self) -> Iterable[Metric]:
-        """Called once per scrape, in the request's thread."""
-        return self._reporter.families()
+    def server_bind(self) -> None:
+        """Bind as a TCP server does, without HTTPServer's reverse lookup of the host name (seconds without DNS)."""
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = str(self.server_address[0]), int(self.server_address[1])
 
 
 class PrometheusReporter:
@@ -78,8 +93,9 @@ class PrometheusReporter:
         self.setup = setup
         self._groups = groups
         self._bind_address = bind_address
-        self._registry = CollectorRegistry(auto_describe=False)
-        self._registry.register(_Collector(self))
+        self._text = PrometheusText(setup)
+        # The lock guards _text's caches: two scrapes at once (two Prometheus servers) take turns.
+        self._lock = threading.Lock()
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
 
@@ -95,16 +111,17 @@ class PrometheusReporter:
         port = self.port
         return None if port is None else f"http://{self._bind_address}:{port}/metrics"
 
-    def families(self) -> list[Metric]:
-        """The Prometheus metric families of every group now (what a scrape returns)."""
-        return prometheus_families(self._groups(), self.setup)
+    def render(self) -> str:
+        """The text of every group now (what a scrape returns)."""
+        groups = self._groups()
+        with self._lock:
+            return self._text.render(groups)
 
     def open(self) -> "PrometheusReporter":
         """Start serving on the first free port of the setup's ports; returns self."""
-        app = make_wsgi_app(self._registry)
         for port in self.setup.ports:
             try:
-                server = make_server(self._bind_address, port, app, _Server, handler_class=_QuietHandler)
+                server = _Server((self._bind_address, port), self)
             except OSError as error:
                 if error.errno in (errno.EADDRINUSE, errno.EACCES):
                     continue

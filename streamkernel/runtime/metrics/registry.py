@@ -58,7 +58,7 @@ class MetricRegistry:
         error (naming the key) raised. Returns self."""
         if not self.setups:
             return self
-        from streamkernel.runtime.metrics.prometheus import PrometheusReporter  # lazy: prometheus_client
+        from streamkernel.runtime.metrics.prometheus import PrometheusReporter  # lazy: an HTTP server
 
         try:
             for setup in self.setups:

@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 
-from streamkernel.runtime.core.deployment import TaskDeploymentDescriptor, hex_id
+from streamkernel.runtime.core.deployment import ExecutionAttemptId, TaskDeploymentDescriptor, hex_id
 from streamkernel.runtime.core.metrics import MetricGroup, TaskMetrics
 from streamkernel.runtime.metrics.flink_metrics import (
     metric_type,
@@ -76,6 +76,8 @@ class TaskManagerMetricGroups:
         self._task_executor = task_executor
         self._host = host or host_name()
         self._recent = RecentTimes()
+        # each running attempt's variables, and its operators' by name: worked out once per attempt
+        self._variables: dict[ExecutionAttemptId, tuple[dict[str, str], dict[str, dict[str, str]]]] = {}
 
     def __call__(self) -> list[MetricGroupSnapshot]:
         """Its groups now: none once the TaskManager stopped (or plays dead)."""
@@ -92,7 +94,10 @@ class TaskManagerMetricGroups:
             _OwnFigures(tm.number_of_slots, free, heartbeat)), lambda name: MetricType.GAUGE)
         snapshots = {status.attempt_id: status.metrics for status in heartbeat.tasks}
         running = [t for t in tm.running_tasks() if isinstance(t, ReportingTask)]
-        self._recent.retain(t.tdd.attempt_id for t in running)
+        attempts = [t.tdd.attempt_id for t in running]
+        self._recent.retain(attempts)
+        for attempt in [a for a in self._variables if a not in set(attempts)]:
+            del self._variables[attempt]
         for task in running:
             snapshot = snapshots.get(task.tdd.attempt_id)
             if snapshot is not None:
@@ -101,25 +106,32 @@ class TaskManagerMetricGroups:
         return groups
 
     def _task_groups(self, task: ReportingTask, snapshot: Any, tm_variables: dict[str, str]) -> list[MetricGroupSnapshot]:
-        tdd = task.tdd
-        nodes = {node.id: node for node in tdd.nodes}
-        head = nodes.get(tdd.job_vertex.head_id)
-        task_id = hex_id(head.operator_id if head is not None else str(tdd.job_vertex.id))
-        variables = {**tm_variables, "job_id": tdd.job_id, "job_name": tdd.job_name, "task_id": task_id,
-                     "task_name": tdd.job_vertex.name, "subtask_index": str(tdd.subtask_index),
-                     "task_attempt_num": str(tdd.attempt_number),
-                     "task_attempt_id": f"{tdd.job_id}_{task_id}_{tdd.subtask_index}_{tdd.attempt_number}"}
+        known = self._variables.get(task.tdd.attempt_id)
+        if known is None:
+            known = self._variables[task.tdd.attempt_id] = _task_variables(task.tdd, tm_variables)
+        variables, operators = known
         groups = groups_of(TASK, variables, subtask_metric_values(snapshot), metric_type)
-        by_name = {node.name: node for node in tdd.nodes}
         live = task.metrics.operators
         for name, figures in (snapshot.get("operators") or {}).items():
-            node = by_name.get(name)
-            operator = {**variables, "operator_name": name,
-                        "operator_id": hex_id(node.operator_id) if node is not None else hex_id(name)}
+            operator = operators.get(name) or {**variables, "operator_name": name, "operator_id": hex_id(name)}
             groups.extend(groups_of(OPERATOR, operator, operator_metric_values(figures), metric_type))
             if name in live:
                 groups.extend(_user_groups(live[name].user, operator))
         return groups
+
+
+def _task_variables(tdd: TaskDeploymentDescriptor,
+                    tm_variables: dict[str, str]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """A subtask attempt's scope variables, and each of its operators' (by name)."""
+    head = next((node for node in tdd.nodes if node.id == tdd.job_vertex.head_id), None)
+    task_id = hex_id(head.operator_id if head is not None else str(tdd.job_vertex.id))
+    variables = {**tm_variables, "job_id": tdd.job_id, "job_name": tdd.job_name, "task_id": task_id,
+                 "task_name": tdd.job_vertex.name, "subtask_index": str(tdd.subtask_index),
+                 "task_attempt_num": str(tdd.attempt_number),
+                 "task_attempt_id": f"{tdd.job_id}_{task_id}_{tdd.subtask_index}_{tdd.attempt_number}"}
+    operators = {node.name: {**variables, "operator_name": node.name, "operator_id": hex_id(node.operator_id)}
+                 for node in tdd.nodes}
+    return variables, operators
 
 
 def _user_groups(group: MetricGroup, operator_variables: dict[str, str]) -> list[MetricGroupSnapshot]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import urllib.error
 import urllib.request
 from typing import Iterator
 
@@ -56,7 +57,10 @@ def test_it_takes_the_first_free_port_of_its_range_and_reads_the_groups_per_scra
         assert reporter.port == first + 1 and not reads  # nothing is read until someone scrapes
         for expected in (1, 2):
             with urllib.request.urlopen(reporter.url, timeout=10) as answer:
-                assert f'flink_jobmanager_numRunningJobs{{host="h"}} {expected}.0' in answer.read().decode()
+                assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+                assert f'flink_jobmanager_numRunningJobs{{host="h"}} {expected}\n' in answer.read().decode()
+        with pytest.raises(urllib.error.HTTPError, match="404"):
+            urllib.request.urlopen(reporter.url.replace("/metrics", "/other"), timeout=10)
     finally:
         reporter.close()
     assert reporter.port is None and nothing_listens_on(first + 1)
