@@ -49,20 +49,26 @@ PROM = {"metrics.reporter.prom.factory.class": "org.apache.flink.metrics.prometh
         "metrics.reporter.prom.port": "0"}
 
 
-def scraper(url: str, interval: float, ready: Any, stop: Any, results: Any) -> None:
-    """The other process: fetch ``url`` every ``interval`` s until ``stop``; report (count, median ms, samples)."""
+TASK_METRIC = b"flink_taskmanager_job_task_numRecordsIn"
+
+
+def scraper(url: str, interval: float, ready: Any, stop: Any, results: Any, count: int = 0) -> None:
+    """The other process: fetch ``url`` every ``interval`` s until ``stop`` (or ``count`` times); report
+    (scrapes, median ms, largest answer in bytes, scrapes whose answer had a running task's metrics)."""
     ready.set()
     times: list[float] = []
-    size = 0
+    largest = with_tasks = 0
     next_at = time.monotonic()
-    while not stop.is_set():
+    while not stop.is_set() and (not count or len(times) < count):
         start = time.perf_counter()
         with urllib.request.urlopen(url, timeout=10) as answer:
-            size = len(answer.read())
+            body = answer.read()
         times.append((time.perf_counter() - start) * 1000)
+        largest = max(largest, len(body))
+        with_tasks += TASK_METRIC in body
         next_at += interval
         stop.wait(max(0.0, next_at - time.monotonic()))
-    results.put((len(times), statistics.median(times) if times else 0.0, size))
+    results.put((len(times), statistics.median(times) if times else 0.0, largest, with_tasks))
 
 
 def scrape_cpu_ms(reporter: Any, samples: list[float], stop: threading.Event) -> None:
@@ -71,6 +77,25 @@ def scrape_cpu_ms(reporter: Any, samples: list[float], stop: threading.Event) ->
         start = time.thread_time()
         reporter.render()
         samples.append((time.thread_time() - start) * 1000)
+
+
+def idle_scrape_cpu(url: str, count: int = 50) -> float:
+    """CPU seconds the reporter's thread takes per scrape while no job runs (``count`` scrapes from another process)."""
+    context = multiprocessing.get_context("spawn")
+    stop, ready, results = context.Event(), context.Event(), context.Queue()
+    before = thread_cpu("streamkernel-metrics-prom")
+    process = context.Process(target=scraper, args=(url, 0.0, ready, stop, results, count), daemon=True)
+    process.start()
+    results.get(timeout=120)
+    process.join(60)
+    return (thread_cpu("streamkernel-metrics-prom") - before) / count
+
+
+def thread_cpu(name_prefix: str) -> float:
+    """CPU seconds the thread of this process whose name starts with ``name_prefix`` used so far."""
+    [thread] = [t for t in threading.enumerate() if t.name.startswith(name_prefix)]
+    assert thread.ident is not None
+    return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
 
 
 def run(cluster: MiniCluster, records: int, scrape: tuple[str, float] | None) -> tuple[float, float, Any]:
@@ -115,23 +140,29 @@ def main() -> None:
     variants = {"none": (plain, None), "idle": (reporting, None), "scraped": (reporting, (reporter.url, args.interval))}
     times: dict[str, list[float]] = {name: [] for name in variants}
     cpus: dict[str, list[float]] = {name: [] for name in variants}
+    per_scrape: list[float] = []  # CPU seconds of the reporter's thread per scrape while W2 runs
     scrapes: list[Any] = []
     cpu: list[float] = []
     try:
         for cluster, _ in variants.values():  # warm-up: imports, first deployments
             run(cluster, min(args.records, 20_000), None)
+        idle_cpu = idle_scrape_cpu(reporter.url)
         names = list(variants)
         for index in range(args.repeat):
             order = names[index % 3:] + names[:index % 3]  # each variant first, second and last alike
             for name in order:
                 cluster, scrape = variants[name]
+                before = thread_cpu("streamkernel-metrics-prom")
                 seconds, cpu_seconds, scraped = run(cluster, args.records, scrape)
+                if scraped is not None and scraped[3]:  # scrapes before the job (records being made) cost idle_cpu each
+                    used = thread_cpu("streamkernel-metrics-prom") - before
+                    per_scrape.append(max(0.0, used - (scraped[0] - scraped[3]) * idle_cpu) / scraped[3])
                 times[name].append(seconds)
                 cpus[name].append(cpu_seconds)
                 if scraped is not None:
                     scrapes.append(scraped)
                 print(f"  run {index + 1} {name:7}: {seconds:.3f} s, CPU {cpu_seconds:.3f} s" +
-                      (f"  ({scraped[0]} scrapes, median {scraped[1]:.1f} ms, {scraped[2]:,} bytes)" if scraped else ""),
+                      (f"  ({scraped[0]} scrapes, median {scraped[1]:.1f} ms, up to {scraped[2]:,} bytes)" if scraped else ""),
                       flush=True)
         stop = threading.Event()
         measuring = threading.Thread(target=scrape_cpu_ms, args=(reporter, cpu, stop), daemon=True)
@@ -153,9 +184,14 @@ def main() -> None:
         print(f"  cost of being scraped ({what}): {(figures['scraped'] / figures['idle'] - 1) * 100:+.2f}% against the "
               f"idle reporter, {(figures['scraped'] / figures['none'] - 1) * 100:+.2f}% against no reporter "
               f"(target: under 2%)")
+    if per_scrape:
+        each = statistics.median(per_scrape)
+        print(f"  the reporter's thread took {each * 1000:.2f} ms of CPU per scrape while W2 ran (HTTP, groups, text; "
+              f"median of {len(per_scrape)} runs; {idle_cpu * 1000:.2f} ms with no job): every {args.interval:g} s that "
+              f"is {each / args.interval * 100:.2f}% of the time, time it holds the GIL the task needs (target: under 2%)")
     if scrapes:
         print(f"  scrapes per run: {statistics.median(s[0] for s in scrapes):.0f} (median), answered in "
-              f"{statistics.median(s[1] for s in scrapes):.1f} ms (median of medians), {scrapes[-1][2]:,} bytes each")
+              f"{statistics.median(s[1] for s in scrapes):.1f} ms (median of medians), up to {max(s[2] for s in scrapes):,} bytes each")
     if cpu:
         per = statistics.median(cpu)
         print(f"  CPU to build one answer while W2 runs: {per:.2f} ms (median of {len(cpu)}); every {args.interval:g} s "
