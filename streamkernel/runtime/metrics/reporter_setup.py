@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from streamkernel.common.options import MetricOptions
 from streamkernel.errors import IllegalConfigurationError
 from streamkernel.runtime.metrics.metric_filter import DEFAULT_INCLUDES, MetricFilter
 
@@ -30,7 +31,7 @@ __all__ = ["ReporterSetup", "reporter_setups", "port_candidates", "PROMETHEUS_RE
            "REPORTER_FACTORIES", "REPORTERS_LIST", "REPORTER_PREFIX"]
 
 #: The configuration key listing the reporters to start (Flink's ``MetricOptions.REPORTERS_LIST``).
-REPORTERS_LIST = "metrics.reporters"
+REPORTERS_LIST = MetricOptions.REPORTERS_LIST.key()
 #: Every reporter's keys start with this, then its name.
 REPORTER_PREFIX = "metrics.reporter."
 #: Flink's Prometheus reporter factory, the one streamkernel has.
