@@ -24,18 +24,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, Callable, Iterable, Optional
 
-from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.metrics.groups import MetricGroupSnapshot
 from streamkernel.runtime.metrics.prometheus_text import CONTENT_TYPE, PrometheusText
-from streamkernel.runtime.metrics.reporter_setup import ReporterSetup
+from streamkernel.runtime.metrics.reporter_setup import ReporterSetup, ReporterStartError
 
 __all__ = ["PrometheusReporter", "ReporterStartError"]
 
 _LOG = logging.getLogger(__name__)
-
-
-class ReporterStartError(StreamKernelError):
-    """A metric reporter could not start (every configured port taken)."""
 
 
 class _Handler(BaseHTTPRequestHandler):

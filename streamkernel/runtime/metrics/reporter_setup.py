@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from streamkernel.common.options import MetricOptions
-from streamkernel.errors import IllegalConfigurationError
+from streamkernel.errors import IllegalConfigurationError, StreamKernelError
 from streamkernel.runtime.metrics.metric_filter import DEFAULT_INCLUDES, MetricFilter
 
-__all__ = ["ReporterSetup", "reporter_setups", "port_candidates", "PROMETHEUS_REPORTER_FACTORY",
+__all__ = ["ReporterSetup", "ReporterStartError", "reporter_setups", "port_candidates", "PROMETHEUS_REPORTER_FACTORY",
            "REPORTER_FACTORIES", "REPORTERS_LIST", "REPORTER_PREFIX"]
 
 #: The configuration key listing the reporters to start (Flink's ``MetricOptions.REPORTERS_LIST``).
@@ -40,6 +40,12 @@ PROMETHEUS_REPORTER_FACTORY = "org.apache.flink.metrics.prometheus.PrometheusRep
 REPORTER_FACTORIES = (PROMETHEUS_REPORTER_FACTORY,)
 #: Flink's PrometheusReporterFactory's default port.
 DEFAULT_PROMETHEUS_PORT = "9249"
+
+
+
+class ReporterStartError(StreamKernelError):
+    """A metric reporter could not start (every port of its range taken); the message names the key."""
+
 
 _NAMED_KEY = re.compile(re.escape(REPORTER_PREFIX) + r"([^.\s]+)\.(factory\.class|class)$")
 _TRUE, _FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")

@@ -28,6 +28,7 @@ import threading
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from streamkernel.common.options import CoreOptions, RpcOptions, TaskManagerOptions
+from streamkernel.runtime.metrics.reporter_setup import ReporterStartError
 from streamkernel.runtime.rpc.connection import GatewayRef, RpcConnection
 from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, ConnectionRefusedByPeerError, bind_host, connect
 from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RESOURCE_MANAGER
@@ -285,7 +286,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         run_taskmanager((host, int(port)), bytes.fromhex(secret_hex), args.taskmanager_id, args.slots, configuration,
                         stop_event=stop, enforce_process_size=True)
-    except ConnectionRefusedByPeerError as error:  # the JobManager is gone (stopped while we started)
+    except (ConnectionRefusedByPeerError, ReporterStartError) as error:  # the JobManager is gone; no free port
         print(f"streamkernel worker {args.taskmanager_id}: {error}", file=sys.stderr)
         return 1
     return 0

@@ -12,7 +12,8 @@ from typing import Iterator
 import pytest
 
 from streamkernel.runtime.metrics.groups import MetricGroupSnapshot
-from streamkernel.runtime.metrics.prometheus import PrometheusReporter, ReporterStartError
+from streamkernel.runtime.metrics.prometheus import PrometheusReporter
+from streamkernel.runtime.metrics.reporter_setup import ReporterStartError
 from streamkernel.runtime.metrics.registry import MetricRegistry
 from streamkernel.runtime.metrics.reporter_setup import PROMETHEUS_REPORTER_FACTORY, reporter_setups
 from streamkernel.testing.prometheus import nothing_listens_on
@@ -82,3 +83,17 @@ def test_a_registry_that_cannot_start_a_reporter_closes_the_ones_it_started(take
         registry.start()
     assert registry.reporters == []
     assert not [t for t in threading.enumerate() if t.name.startswith("streamkernel-metrics-")]
+
+
+def test_a_taskmanager_process_without_a_free_port_fails_the_start_naming_the_key() -> None:
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
+    from streamkernel.runtime.resourcemanager.remote_taskmanagers import TaskManagerStartError
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # free once closed: the JobManager's reporter takes it, none is left
+    cluster = MiniCluster(1, 1, backend="process", configuration={
+        "metrics.reporter.prom.factory.class": PROMETHEUS_REPORTER_FACTORY, "metrics.reporter.prom.port": str(port)})
+    with pytest.raises(TaskManagerStartError, match=rf"Ports: {port} \(key 'metrics.reporter.prom.port'"):
+        cluster.start(make_current=False)
+    assert not cluster.is_running and nothing_listens_on(port)
