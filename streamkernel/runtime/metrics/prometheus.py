@@ -70,6 +70,10 @@ class _Server(HTTPServer):
         self.reporter = reporter
         super().__init__(address, _Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client gone mid-answer (or the like): logged, not printed to stderr."""
+        _LOG.debug("the metrics endpoint could not answer %s", client_address, exc_info=True)
+
     def server_bind(self) -> None:
         """Bind as a TCP server does, without HTTPServer's reverse lookup of the host name (seconds without DNS)."""
         socketserver.TCPServer.server_bind(self)

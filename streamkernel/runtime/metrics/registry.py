@@ -14,6 +14,7 @@ Without a configured reporter it starts nothing and costs nothing.
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence
 
@@ -24,6 +25,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.metrics.prometheus import PrometheusReporter
 
 __all__ = ["MetricRegistry"]
+
+_LOG = logging.getLogger(__name__)
 
 
 class MetricRegistry:
@@ -48,10 +51,17 @@ class MetricRegistry:
             self._sources.append(source)
 
     def groups(self) -> list[MetricGroupSnapshot]:
-        """Every source's groups now."""
+        """Every source's groups now (a source that raises, e.g. its component stopping meanwhile, is left
+        out of this report and logged)."""
         with self._lock:
             sources = list(self._sources)
-        return [group for source in sources for group in source()]
+        found: list[MetricGroupSnapshot] = []
+        for source in sources:
+            try:
+                found.extend(source())
+            except Exception:  # noqa: BLE001 - one component's trouble must not cost the others' metrics
+                _LOG.debug("metric source %r failed; left out of this report", source, exc_info=True)
+        return found
 
     def start(self) -> "MetricRegistry":
         """Start every reporter (each binds its port); on a failure the started ones are closed and the

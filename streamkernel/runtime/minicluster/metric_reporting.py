@@ -17,6 +17,7 @@ JobManager's process, bound to ``jobmanager.bind-host`` (default loopback). They
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from streamkernel.common.options import JobManagerOptions
@@ -67,15 +68,18 @@ class LocalTaskManagersMetricGroups:
     def __init__(self, backend: LocalTaskManagers, host: Optional[str] = None) -> None:
         self._backend = backend
         self._host = host
+        # The lock guards _sources (two reporters may ask at once).
+        self._lock = threading.Lock()
         self._sources: dict[str, TaskManagerMetricGroups] = {}
 
     def __call__(self) -> list[MetricGroupSnapshot]:
         """Every running local TaskManager's groups."""
         groups: list[MetricGroupSnapshot] = []
         for tm in list(self._backend.taskmanagers):
-            source = self._sources.get(tm.taskmanager_id)
-            if source is None:
-                source = self._sources[tm.taskmanager_id] = TaskManagerMetricGroups(tm, self._host)
+            with self._lock:
+                source = self._sources.get(tm.taskmanager_id)
+                if source is None:
+                    source = self._sources[tm.taskmanager_id] = TaskManagerMetricGroups(tm, self._host)
             groups.extend(source())
         return groups
 

@@ -20,6 +20,7 @@ Nothing runs between reports; a task's counters are read as the REST API reads t
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 
@@ -76,11 +77,17 @@ class TaskManagerMetricGroups:
         self._task_executor = task_executor
         self._host = host or host_name()
         self._recent = RecentTimes()
+        # Reports take turns (two reporters may ask at once); the lock guards _variables.
+        self._lock = threading.Lock()
         # each running attempt's variables, and its operators' by name: worked out once per attempt
         self._variables: dict[ExecutionAttemptId, tuple[dict[str, str], dict[str, dict[str, str]]]] = {}
 
     def __call__(self) -> list[MetricGroupSnapshot]:
         """Its groups now: none once the TaskManager stopped (or plays dead)."""
+        with self._lock:
+            return self._groups()
+
+    def _groups(self) -> list[MetricGroupSnapshot]:
         tm = self._task_executor
         if not tm.is_running:
             return []

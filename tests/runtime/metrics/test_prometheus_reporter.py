@@ -97,3 +97,21 @@ def test_a_taskmanager_process_without_a_free_port_fails_the_start_naming_the_ke
     with pytest.raises(TaskManagerStartError, match=rf"Ports: {port} \(key 'metrics.reporter.prom.port'"):
         cluster.start(make_current=False)
     assert not cluster.is_running and nothing_listens_on(port)
+
+
+def test_a_source_that_raises_costs_only_its_own_metrics() -> None:
+    registry = MetricRegistry(reporter_setups({"metrics.reporter.prom.factory.class": PROMETHEUS_REPORTER_FACTORY,
+                                               "metrics.reporter.prom.port": "0"}))
+
+    def stopping() -> list:
+        raise RuntimeError("the Dispatcher stopped meanwhile")
+
+    registry.add_source(stopping)
+    registry.add_source(lambda: [MetricGroupSnapshot(("jobmanager",), {}, {"numRunningJobs": 3})])
+    reporter = registry.start().reporter("prom")
+    try:
+        assert reporter is not None and reporter.url is not None
+        with urllib.request.urlopen(reporter.url, timeout=10) as answer:
+            assert "flink_jobmanager_numRunningJobs 3\n" in answer.read().decode()
+    finally:
+        registry.close()
