@@ -21,6 +21,8 @@ import errno
 import logging
 import socketserver
 import threading
+import time
+from collections import deque
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any, Callable, Iterable, Optional
 
@@ -37,6 +39,7 @@ class _Handler(BaseHTTPRequestHandler):
     """``GET /metrics``: the reporter's text; anything else 404. Logs nothing (Prometheus scrapes every few seconds)."""
 
     timeout = 10
+    wbufsize = -1  # the headers and the text leave in one send when the request ends (one GIL hand-over, not two)
     server: "_Server"
 
     def do_GET(self) -> None:  # noqa: N802 - the standard library's name
@@ -48,6 +51,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._answer(send_body=False)
 
     def _answer(self, send_body: bool) -> None:
+        started = time.thread_time()
         if self.path.split("?", 1)[0] not in ("/", "/metrics"):
             body, status, kind = b"Not Found: the metrics are at /metrics\n", 404, "text/plain; charset=utf-8"
         else:
@@ -58,6 +62,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if send_body:
             self.wfile.write(body)
+        self.server.reporter.answers.append((time.thread_time() - started, len(body)))
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         """Nothing."""
@@ -84,7 +89,8 @@ class PrometheusReporter:
     """Serves the groups ``groups()`` returns at ``http://<bind_address>:<port>/metrics`` (see the module).
 
     :meth:`open` binds the first free port of the setup's ports (ReporterStartError naming the key
-    when every one is taken); :attr:`port` and :attr:`url` tell where it serves.
+    when every one is taken); :attr:`port` and :attr:`url` tell where it serves. :attr:`answers` keeps
+    the CPU seconds and the size in bytes of its last 1,000 answers (what a scrape costs the process).
     """
 
     def __init__(self, setup: ReporterSetup, groups: Callable[[], Iterable[MetricGroupSnapshot]],
@@ -95,6 +101,7 @@ class PrometheusReporter:
         self._text = PrometheusText(setup)
         # The lock guards _text's caches: two scrapes at once (two Prometheus servers) take turns.
         self._lock = threading.Lock()
+        self.answers: deque[tuple[float, int]] = deque(maxlen=1000)
         self._server: Optional[_Server] = None
         self._thread: Optional[threading.Thread] = None
 
