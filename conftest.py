@@ -49,6 +49,7 @@ LONGEST_FIRST = (
     "tests/runtime/test_backend_matrix_process_end_to_end.py",  # 40
     "tests/jupyter/test_backend_magics.py",  # 35
     "notebooks/07_the_rest_api_and_web_ui.ipynb",  # 30
+    "tests/runtime/highavailability/test_ha_chaos.py",  # 30 (added 2026-11-29: four JobManager/TaskManager processes)
     "tests/compat/test_pyflink_programs.py",  # 30
     "tests/browser/test_jupyterlab_cockpit.py",  # 30
 )

@@ -10,8 +10,9 @@ Four parts, on one local cluster (two TaskManager threads of two slots):
    part of it). Printed: the first record's and the median of the first 20 (target: the first
    under 150 ms; with ``execution.buffer-timeout`` 100 ms, a record waits for its batch, at most
    one time budget, then for the flush).
-2. **Cancel** of that job while it runs: from ``cancel()`` to the job CANCELED and no task
-   thread left (target: under 1 s, none left).
+2. **Savepoint and cancel** of that job while it runs: how long a savepoint takes (its barrier
+   enters the source task between two records of the slow map), and from ``cancel()`` to the job
+   CANCELED and no task thread left (target: under 1 s, none left).
 3. **Checkpoints completed** in ``S`` seconds at a 300 ms interval behind a keyed operator of
    2 ms a record (``bench_unaligned.py``'s job), aligned / debloated / unaligned, at the default
    batch size (target: unaligned completes at least 80% of those triggered).
@@ -72,8 +73,11 @@ def _task_threads() -> list[str]:
     return [t.name for t in threading.enumerate() if "(" in t.name and "/" in t.name]
 
 
-def cancel_time() -> tuple[float, list[str]]:
-    """Seconds from cancel() to CANCELED with no task thread left, and the task threads left then."""
+def savepoint_and_cancel_time() -> tuple[float, float, list[str]]:
+    """Seconds a savepoint of the running job takes; seconds from cancel() to CANCELED with no task
+    thread left; the task threads left then."""
+    import tempfile
+
     from streamkernel.common.job_status import JobStatus
     from streamkernel.testing import wait_until
 
@@ -82,11 +86,15 @@ def cancel_time() -> tuple[float, list[str]]:
     stream.add_sink(seen.append)
     client = stream.get_execution_environment().execute_async("cancel me")
     wait_until(lambda: len(seen) >= 3, timeout=60, message="the job's first records")
+    with tempfile.TemporaryDirectory(prefix="bench-latency-") as directory:
+        start = time.perf_counter()
+        client.trigger_savepoint(directory).result()
+        savepoint_s = time.perf_counter() - start
     start = time.perf_counter()
     client.cancel().result()
     wait_until(lambda: client.get_job_status().result() is JobStatus.CANCELED and not _task_threads(),
                timeout=30, message="the job canceled and its task threads gone")
-    return time.perf_counter() - start, _task_threads()
+    return savepoint_s, time.perf_counter() - start, _task_threads()
 
 
 def main() -> None:
@@ -106,7 +114,9 @@ def main() -> None:
         first, median = first_record_latency()
         print(f"first-record latency behind a 25 ms/record map: first {first * 1000:.0f} ms, median of 20 "
               f"{median * 1000:.0f} ms (target: first < 150 ms)")
-        took, left = cancel_time()
+        savepoint, took, left = savepoint_and_cancel_time()
+        print(f"a savepoint of that job (its barrier enters the source task between two records): "
+              f"{savepoint * 1000:.0f} ms")
         print(f"cancel of that job: {took * 1000:.0f} ms to CANCELED with no task thread left "
               f"(target < 1000 ms); threads left: {left or 'none'}")
     with MiniCluster(1, 2) as cluster:

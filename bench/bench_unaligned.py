@@ -20,6 +20,7 @@ goes out without credit and is announced to the receiving gate.
 from __future__ import annotations
 
 import argparse
+import shutil
 import tempfile
 import time
 from typing import Any
@@ -104,6 +105,8 @@ def measure(cluster: MiniCluster, mode: str, seconds: float, batch_size: int, wa
     time.sleep(seconds)
     completed = cluster.checkpoints.checkpoint_stats(job_id).num_completed - before
     client.cancel().result()
+    for leftover in (directory, directory + "-periodic"):  # the checkpoints the bench wrote
+        shutil.rmtree(leftover, ignore_errors=True)
     return {"mode": mode, "checkpoint_s": triggered_s,
             "unaligned": stats.unaligned, "persisted_bytes": stats.persisted_data,
             "completed_in_window": completed}

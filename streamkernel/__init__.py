@@ -6,16 +6,48 @@ ExecutionGraph drawn, and drive it from a notebook with ``%load_ext streamkernel
 the ``%%flink`` cell magic.
 
 Importing this package is cheap: it loads neither IPython nor pandas nor PySpark; each is
-imported where it is used.
+imported where it is used. The clusters and job clients it names (``from streamkernel import
+MiniCluster``) are imported on first use. docs/public-api.md lists every stable import path.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - imported on first use (__getattr__)
+    from streamkernel.common.job_client import JobClient
+    from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient
+    from streamkernel.runtime.minicluster.minicluster import MiniCluster
+    from streamkernel.runtime.rest.remote_cluster import RemoteCluster, RemoteJobClient
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension", "MiniCluster", "MiniClusterJobClient",
+           "RemoteCluster", "RemoteJobClient", "JobClient"]
+
+#: name -> the module defining it: imported when the name is first asked for.
+_LAZY = {
+    "MiniCluster": "streamkernel.runtime.minicluster.minicluster",
+    "MiniClusterJobClient": "streamkernel.runtime.minicluster.job_client",
+    "RemoteCluster": "streamkernel.runtime.rest.remote_cluster",
+    "RemoteJobClient": "streamkernel.runtime.rest.remote_cluster",
+    "JobClient": "streamkernel.common.job_client",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The names of :data:`_LAZY`, imported on first use (``import streamkernel`` stays cheap)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'streamkernel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def load_ipython_extension(ipython: Any) -> None:

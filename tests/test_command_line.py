@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -127,13 +129,19 @@ def test_install_kernel_writes_a_kernelspec_whose_kernel_has_the_magics_and_env(
     from jupyter_client.manager import KernelManager
 
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "share" / "jupyter"))  # where Jupyter finds kernelspecs
-    manager = KernelManager(kernel_name="streamkernel")
+    # Over IPC, in a directory of its own: TCP ports picked by jupyter_client (bound, closed, then handed to
+    # the kernel) can be taken meanwhile by another test worker ("Address already in use"). The directory is
+    # short: a socket's path has at most 107 bytes.
+    sockets = Path(tempfile.mkdtemp(prefix="sk-kernel-", dir="/tmp"))
+    manager = KernelManager(kernel_name="streamkernel", transport="ipc", ip=str(sockets / "kernel"))
     assert manager.kernel_spec.resource_dir == str(spec_dir)
     manager.start_kernel()
     client = manager.client()
     client.start_channels()
     try:
         client.wait_for_ready(timeout=60)
+        info = manager.get_connection_info()
+        assert info["transport"] == "ipc" and Path(f"{info['ip']}-{info['shell_port']}").is_socket()
         outputs: list[str] = []
 
         def keep(message: dict) -> None:
@@ -147,6 +155,7 @@ def test_install_kernel_writes_a_kernelspec_whose_kernel_has_the_magics_and_env(
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
+        shutil.rmtree(sockets, ignore_errors=True)
     text = "".join(outputs)
     assert text.startswith("StreamExecutionEnvironment\n")  # env is bound without %load_ext
     assert "%flink SUBCOMMAND" in text and "kill-taskmanager" in text  # the magics are loaded

@@ -4,7 +4,9 @@ Window sizes, gaps, trigger intervals, state TTLs and checkpoint timeouts are gi
 ``Duration`` or a ``Time`` (anything with ``to_milliseconds()``: duck-typed, so objects of
 other libraries work too), a ``datetime.timedelta``, or a plain ``int`` number of
 milliseconds. :func:`_to_millis` turns each into an ``int`` and names the argument when it
-cannot. (Configuration strings such as ``'10 s'`` are parsed by
+cannot: an argument of another type is an InvalidArgumentTypeError (a ``TypeError``; PyFlink fails
+there with an ``AttributeError`` on ``to_milliseconds``, an accident of duck typing).
+(Configuration strings such as ``'10 s'`` are parsed by
 ``streamkernel.common.configuration.parse_duration_ms``.)
 """
 
@@ -13,16 +15,17 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from streamkernel.errors import InvalidProgramError
+from streamkernel.errors import InvalidArgumentTypeError, InvalidProgramError
 
 
 def _to_millis(value: Any, argument_name: str) -> int:
     """Return ``value`` (Duration, Time, timedelta or int milliseconds) as int milliseconds.
 
-    Raises :class:`InvalidProgramError` naming ``argument_name`` for anything else.
+    Raises :class:`InvalidArgumentTypeError` naming ``argument_name`` for anything else, and
+    :class:`InvalidProgramError` when ``to_milliseconds()`` is no whole number.
     """
     if isinstance(value, bool):
-        raise InvalidProgramError(
+        raise InvalidArgumentTypeError(
             f"{argument_name} must be a Duration, a Time or an int number of milliseconds, "
             f"got the bool {value!r}"
         )
@@ -41,7 +44,7 @@ def _to_millis(value: Any, argument_name: str) -> int:
             f"{argument_name}: to_milliseconds() of {value!r} returned {millis!r}, "
             "not a whole number of milliseconds"
         )
-    raise InvalidProgramError(
+    raise InvalidArgumentTypeError(
         f"{argument_name} must be a Duration, a Time, a datetime.timedelta or an int number "
         f"of milliseconds, got {type(value).__name__} {value!r}"
     )

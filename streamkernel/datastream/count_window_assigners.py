@@ -14,16 +14,19 @@ from streamkernel.datastream.state import ValueStateDescriptor
 from streamkernel.datastream.window_assigners import WindowAssigner
 from streamkernel.datastream.window_triggers import CountTrigger
 from streamkernel.datastream.windows import CountWindow, CountWindowSerializer
-from streamkernel.errors import InvalidProgramError
+from streamkernel.errors import InvalidArgumentTypeError, InvalidProgramError
 
 __all__ = ["CountTumblingWindowAssigner", "CountSlidingWindowAssigner"]
 
 
 def _positive_count(value: Any, argument: str, assigner: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidProgramError(
-            f"{assigner}: {argument} must be a positive int (number of elements), got {value!r}"
-        )
+    """``value`` when it is an int >= 1. PyFlink checks nothing here (a window of 0 elements fails in the
+    job with a ZeroDivisionError): the mistake is named at the call instead."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgumentTypeError(
+            f"{assigner}: {argument} must be an int (a number of elements), got {type(value).__name__} {value!r}")
+    if value <= 0:
+        raise InvalidProgramError(f"{assigner}: {argument} must be a positive number of elements, got {value}")
     return value
 
 

@@ -113,9 +113,12 @@ class KeyedStream(DataStream):
         """Count windows per key: tumbling of ``size`` elements, or sliding by ``slide``."""
         from streamkernel.datastream.window import CountSlidingWindowAssigner, CountTumblingWindowAssigner
 
-        for arg, value, low in (("size", size, 1), ("slide", slide, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise InvalidProgramError(f"count_window(): {arg} must be an int >= {low}, got {value!r}")
+        for arg, value, low in (("size", size, 1), ("slide", slide, 0)):  # PyFlink checks neither (see
+            if isinstance(value, bool) or not isinstance(value, int):      # count_window_assigners.py)
+                raise InvalidArgumentTypeError(f"count_window(): {arg} must be an int (a number of elements), got "
+                                               f"{type(value).__name__} {value!r}")
+            if value < low:
+                raise InvalidProgramError(f"count_window(): {arg} must be an int >= {low}, got {value}")
         if slide == 0:
             return self.window(CountTumblingWindowAssigner.of(size))
         return self.window(CountSlidingWindowAssigner.of(size, slide))

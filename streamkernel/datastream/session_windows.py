@@ -84,8 +84,8 @@ class _DynamicGapSessions(_SessionWindows):
         gap = _to_millis(self._extract(element), f"{type(self).__name__}: extracted session gap")
         if gap <= 0:
             raise InvalidProgramError(
-                f"{type(self).__name__}: dynamic session time gap must satisfy 0 < gap, "
-                f"the extractor returned {gap} ms for element {element!r}"
+                f"Dynamic session time gap must satisfy 0 < gap: the extractor of {type(self).__name__} "
+                f"returned {gap} ms for element {element!r}; return a positive gap for every element"
             )
         return [TimeWindow(start, start + gap)]
 

@@ -112,41 +112,32 @@ class SessionWindowTimeGapExtractor(ABC):
 
 
 def _require_timestamp(timestamp: Optional[int], assigner: WindowAssigner) -> int:
-    """Event-time assigners need a record timestamp: raise a clear error when there is none."""
+    """Event-time assigners need a record timestamp: raise PyFlink's error when there is none."""
     if timestamp is None or timestamp <= MIN_LONG_VALUE:
         raise InvalidProgramError(
-            f"{assigner!r} got a record without a timestamp (timestamp={timestamp!r}). "
-            "Event-time windows need event timestamps: call "
-            "data_stream.assign_timestamps_and_watermarks(WatermarkStrategy...) before the "
-            "window, or use a processing-time assigner such as TumblingProcessingTimeWindows."
+            "Record has Java Long.MIN_VALUE timestamp (= no timestamp marker). Is the time characteristic set to "
+            "'ProcessingTime', or did you forget to call 'data_stream.assign_timestamps_and_watermarks(...)'? "
+            f"{assigner!r} got a record without a timestamp (timestamp={timestamp!r}): event-time windows need "
+            "event timestamps (a WatermarkStrategy with a timestamp assigner, or a source that sets them); or use "
+            "a processing-time assigner such as TumblingProcessingTimeWindows."
         )
     return timestamp
 
 
-def _positive_millis(value: Any, argument: str, assigner: str) -> int:
-    millis = _to_millis(value, f"{assigner}: {argument}")
-    if millis <= 0:
-        raise InvalidProgramError(
-            f"{assigner} parameters must satisfy {argument} > 0: {assigner}: {argument} must be positive, "
-            f"got {millis} ms")
-    return millis
-
-
-def _offset_millis(offset: Any, bound: int, bound_name: str, assigner: str) -> int:
-    millis = 0 if offset is None else _to_millis(offset, f"{assigner}: offset")
-    if abs(millis) >= bound:
-        raise InvalidProgramError(
-            f"{assigner} parameters must satisfy abs(offset) < {bound_name}: "
-            f"got offset={millis} ms, {bound_name}={bound} ms"
-        )
-    return millis
+def _checked(condition: bool, assigner: str, rule: str, values: str, fix: str) -> None:
+    """Flink's check of an assigner's parameters: ``X parameters must satisfy RULE``, then the values and the fix."""
+    if not condition:
+        raise InvalidProgramError(f"{assigner} parameters must satisfy {rule}: got {values}; {fix}")
 
 
 class _TumblingWindows(WindowAssigner[Any, TimeWindow]):
     def __init__(self, size: Any, offset: Any = 0) -> None:
         name = type(self).__name__
-        self._size = _positive_millis(size, "size", name)
-        self._offset = _offset_millis(offset, self._size, "size", name)
+        self._size = _to_millis(size, f"{name}: size")
+        self._offset = 0 if offset is None else _to_millis(offset, f"{name}: offset")
+        _checked(abs(self._offset) < self._size, name, "abs(offset) < size",
+                 f"size={self._size} ms, offset={self._offset} ms",
+                 "the size must be positive and the offset shorter than it")
 
     def get_size(self) -> int:
         """The window size in milliseconds."""
@@ -220,9 +211,12 @@ class TumblingProcessingTimeWindows(_TumblingWindows):
 class _SlidingWindows(WindowAssigner[Any, TimeWindow]):
     def __init__(self, size: Any, slide: Any, offset: Any = 0) -> None:
         name = type(self).__name__
-        self._size = _positive_millis(size, "size", name)
-        self._slide = _positive_millis(slide, "slide", name)
-        self._offset = _offset_millis(offset, self._slide, "slide", name)
+        self._size = _to_millis(size, f"{name}: size")
+        self._slide = _to_millis(slide, f"{name}: slide")
+        self._offset = 0 if offset is None else _to_millis(offset, f"{name}: offset")
+        _checked(abs(self._offset) < self._slide and self._size > 0, name, "abs(offset) < slide and size > 0",
+                 f"size={self._size} ms, slide={self._slide} ms, offset={self._offset} ms",
+                 "the size and the slide must be positive and the offset shorter than the slide")
 
     def get_size(self) -> int:
         """The window size in milliseconds."""

@@ -20,7 +20,7 @@ from typing import Any, Generic, TypeVar
 
 from streamkernel.datastream.state import ReducingState, ReducingStateDescriptor, State, StateDescriptor
 from streamkernel.datastream.windows import GlobalWindow, TimeWindow, Window
-from streamkernel.errors import InvalidProgramError
+from streamkernel.errors import InvalidArgumentTypeError, InvalidProgramError
 
 __all__ = [
     "TriggerResult",
@@ -237,11 +237,13 @@ class CountTrigger(Trigger[Any, Window]):
     """
 
     def __init__(self, window_size: int) -> None:
-        if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size <= 0:
+        # PyFlink checks nothing (a count of 0 fires on every element): the mistake is named here instead
+        if isinstance(window_size, bool) or not isinstance(window_size, int):
+            raise InvalidArgumentTypeError(f"CountTrigger: window_size (elements per firing) must be an int, got "
+                                           f"{type(window_size).__name__} {window_size!r}")
+        if window_size <= 0:
             raise InvalidProgramError(
-                f"CountTrigger: window_size (elements per firing) must be a positive int, "
-                f"got {window_size!r}"
-            )
+                f"CountTrigger: window_size (elements per firing) must be positive, got {window_size}")
         self._window_size = window_size
         self._count_state_descriptor = ReducingStateDescriptor("count", _sum_counts)
 
@@ -295,7 +297,7 @@ class PurgingTrigger(Trigger[Any, Window]):
 
     def __init__(self, nested_trigger: Trigger) -> None:
         if not isinstance(nested_trigger, Trigger):
-            raise InvalidProgramError(
+            raise InvalidArgumentTypeError(
                 f"PurgingTrigger.of: nested_trigger must be a Trigger, "
                 f"got {type(nested_trigger).__name__}"
             )

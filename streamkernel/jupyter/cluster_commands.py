@@ -150,6 +150,16 @@ class ClusterCommands:
 
         return current_cluster()
 
+    def logs(self, args: argparse.Namespace) -> None:
+        """``%flink logs [-n N]``: the last lines of the JobManager's log (``cluster.jobmanager_log()``)."""
+        cluster = self.cluster_or_usage("logs")
+        text = cluster.jobmanager_log()
+        where = getattr(cluster, "log_file", None) or f"{cluster.rest_url}/jobmanager/log"
+        lines = text.splitlines()
+        shown = lines[-args.lines:]
+        print(f"{where}: the last {len(shown)} of {len(lines)} lines" if len(shown) < len(lines) else f"{where}:")
+        print("\n".join(shown))
+
     # ---------------------------------------------------------------- jobs
     def jobs(self, args: argparse.Namespace) -> None:
         """``%flink jobs``: id, name, status and duration of every job of the cluster."""

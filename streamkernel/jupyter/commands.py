@@ -118,6 +118,10 @@ def line_parser() -> MagicArgumentParser:
     sub.add_parser("webui", add_help=False,
                    help="a link to the cluster's Flink Web UI and REST API (and the UI itself, in a notebook)")
     sub.add_parser("jobs", add_help=False, help="the jobs of the cluster with their status")
+    logs = sub.add_parser("logs", add_help=False,
+                          help="the last lines of the JobManager's log file (the engine's INFO lines go there, not to "
+                               "the notebook)")
+    logs.add_argument("-n", "--lines", type=positive_int, default=50, help="how many of the last lines (default 50)")
     submit = sub.add_parser("submit", add_help=False, help="submit the current dataflow (env.execute_async)")
     submit.add_argument("--name", "-n", type=nonblank, default=None, help="job name")
     cancel = sub.add_parser("cancel", add_help=False, help="cancel a job")

@@ -56,7 +56,7 @@ class FlinkMagics(Magics):
         ``%flink start [--taskmanagers N] [--slots S]``, ``%flink stop``, ``%flink cluster``,
         ``%flink connect HOST:PORT|zookeeper://HOST:PORT/CLUSTER-ID [--secret-file FILE]``, ``%flink disconnect``,
         ``%flink ha``,
-        ``%flink jobs``, ``%flink submit``, ``%flink cancel JOB``, ``%flink metrics [JOB]``,
+        ``%flink jobs``, ``%flink logs [-n N]``, ``%flink submit``, ``%flink cancel JOB``, ``%flink metrics [JOB]``,
         ``%flink kill-taskmanager TM``, ``%flink fail OPERATOR``, ``%flink checkpoint [JOB]``,
         ``%flink savepoint [JOB] [--dir D] [--stop [--drain]]``, ``%flink restore PATH [--parallelism N]``,
         ``%flink checkpoints [JOB]``, ``%flink slots``, ``%flink dashboard [JOB]``,
@@ -147,7 +147,7 @@ class FlinkMagics(Magics):
         elif args.subcommand in ("connect", "disconnect"):
             getattr(self.cluster_commands.connection, args.subcommand)(args)
         elif args.subcommand in ("start", "stop", "cluster", "webui", "jobs", "cancel", "metrics", "kill-taskmanager",
-                                 "fail"):
+                                 "fail", "logs"):
             getattr(self.cluster_commands, args.subcommand.replace("-", "_"))(args)
         else:  # pragma: no cover - argparse restricts the choices
             raise UsageError(f"%flink: unknown subcommand {args.subcommand!r}")

@@ -43,6 +43,7 @@ from streamkernel.runtime.core.clock import ManualClock
 from streamkernel.testing.markers import End, Fail, FileGate, Gate, InjectedFailure, Pause
 from streamkernel.testing.scripted_source import GatedSource, ScriptedSource
 from streamkernel.testing.waiting import DEFAULT_WAIT_TIMEOUT_SECONDS, wait_until
+from streamkernel.testing.zookeeper import ZooKeeperServer
 
 __all__ = ["ScriptedSource", "Pause", "Fail", "Gate", "FileGate", "End", "ManualClock", "InjectedFailure", "wait_until",
-           "DEFAULT_WAIT_TIMEOUT_SECONDS", "GatedSource"]
+           "DEFAULT_WAIT_TIMEOUT_SECONDS", "GatedSource", "ZooKeeperServer"]

@@ -4,6 +4,12 @@ Not a test module: the browser test loads it by path. Everything the server writ
 (runtime files, settings, the notebook) lives in a temporary directory; the news and
 update toasts are switched off (they would cover the page). See ../shared/FIELD-NOTES.md,
 "JupyterLab in a real browser".
+
+No port is picked here and handed over (another test worker could take it meanwhile): the
+server binds port 0 and says which port it got in its runtime file, and its kernels talk over
+IPC (``KernelManager.transport=ipc``: socket files in the runtime directory, a short one in /tmp
+since a socket's path has at most 107 bytes) instead of TCP ports jupyter_client picks the same
+racy way ("Address already in use").
 """
 
 from __future__ import annotations
@@ -13,9 +19,9 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -33,21 +39,16 @@ def chromium_path() -> Optional[str]:
     return found
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class LabServer:
     """``jupyter lab`` serving ``root`` (a directory) until :meth:`stop`."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.port = _free_port()
+        self.port = 0  # known once the server runs (start)
         self.token = secrets.token_hex(16)
         self.process: Optional[subprocess.Popen] = None
         self.log = root / "jupyterlab.log"
+        self.runtime_dir = Path(tempfile.mkdtemp(prefix="sk-lab-", dir="/tmp"))
 
     @property
     def base_url(self) -> str:
@@ -65,13 +66,14 @@ class LabServer:
         settings.mkdir(parents=True)
         (settings / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False}))
-        env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(home / "runtime"),
+        env = dict(os.environ, JUPYTER_CONFIG_DIR=str(home / "config"), JUPYTER_RUNTIME_DIR=str(self.runtime_dir),
                    JUPYTERLAB_SETTINGS_DIR=str(home / "lab-user-settings"),
                    JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"))
         env.pop("STREAMKERNEL_BACKEND", None)
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
+                [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", "--port=0",
+                 "--KernelManager.transport=ipc",
                  f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
                  "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False",
                  *(["--allow-root"] if os.geteuid() == 0 else [])],
@@ -80,6 +82,10 @@ class LabServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"jupyter lab exited with {self.process.returncode}:\n{self.log.read_text()[-3000:]}")
+            self.port = self.port or self._bound_port()
+            if not self.port:
+                time.sleep(0.25)
+                continue
             try:
                 with urllib.request.urlopen(f"{self.base_url}/api/status?token={self.token}", timeout=2) as answer:
                     if answer.status == 200:
@@ -88,8 +94,22 @@ class LabServer:
                 time.sleep(0.25)
         raise RuntimeError(f"jupyter lab did not answer in {timeout} s:\n{self.log.read_text()[-3000:]}")
 
+    def _bound_port(self) -> int:
+        """The port the server bound (from its ``jpserver-PID.json``), 0 until it wrote the file."""
+        assert self.process is not None
+        try:
+            return int(json.loads((self.runtime_dir / f"jpserver-{self.process.pid}.json").read_text())["port"])
+        except (OSError, ValueError, KeyError):
+            return 0
+
     def stop(self, timeout: float = 20.0) -> None:
         """Stop the server (it shuts its kernels down); kill its process group if it lingers."""
+        try:
+            self._stop(timeout)
+        finally:
+            shutil.rmtree(self.runtime_dir, ignore_errors=True)
+
+    def _stop(self, timeout: float) -> None:
         if self.process is None or self.process.poll() is not None:
             return
         self.process.send_signal(signal.SIGINT)

@@ -58,10 +58,11 @@ EXPECTED: dict[str, tuple[str, str]] = {
     "ds.window(...)": ("AttributeError", "'DataStream' object has no attribute 'window'"),
     "keyed.window().reduce(5)": ("TypeError", "ReduceFunction or a callable"),
     "keyed.window().aggregate(5)": ("TypeError", "AggregateFunction"),
-    "Tumbling size 0": ("Exception", "TumblingEventTimeWindows parameters must satisfy"),
+    "Tumbling size 0": ("Exception", "TumblingEventTimeWindows parameters must satisfy abs(offset) < size"),
     "Tumbling offset >= size": ("Exception", "TumblingProcessingTimeWindows parameters must satisfy "
                                              "abs(offset) < size"),
-    "Sliding slide 0": ("Exception", "SlidingEventTimeWindows parameters must satisfy"),
+    "Sliding slide 0": ("Exception", "SlidingEventTimeWindows parameters must satisfy abs(offset) < slide and "
+                                     "size > 0"),
     "Session gap 0": ("Exception", "EventTimeSessionWindows parameters must satisfy 0 < size"),
     "connect.map(lambda)": ("TypeError", "CoMapFunction"),
     "connect.process(ProcessFunction)": ("TypeError", "CoProcessFunction or KeyedCoProcessFunction"),

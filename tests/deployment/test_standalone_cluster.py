@@ -29,7 +29,6 @@ from typing import Any, Iterator
 
 import pytest
 
-from streamkernel.runtime.minicluster.minicluster import MiniCluster
 from streamkernel.testing.waiting import wait_until
 
 _spec = importlib.util.spec_from_file_location("flink_tools", Path(__file__).parents[1] / "flink_tools.py")
@@ -353,13 +352,3 @@ def test_taskmanager_start_m_at_a_server_that_is_no_jobmanager_is_one_line(tmp_p
     assert done.stderr.startswith(f"streamkernel taskmanager start: http://127.0.0.1:{port}/jobmanager/config "
                                   f"answered HTTP 404: is http://127.0.0.1:{port} a streamkernel JobManager's REST API?")
     assert not (tmp_path / "tm" / "pid").exists() or list((tmp_path / "tm" / "pid").iterdir()) == []
-
-
-def test_the_in_kernel_clusters_log_endpoints_say_it_has_no_log_file() -> None:
-    with MiniCluster(1, 1, backend="local", configuration={"rest.port": "0"}) as cluster:
-        assert cluster.rest_url is not None
-        for path in ("/jobmanager/log", "/jobmanager/logs", "/jobmanager/stdout", "/taskmanagers/taskmanager-1/log"):
-            with pytest.raises(urllib.error.HTTPError) as error:
-                get_text(cluster.rest_url + path)
-            assert error.value.code == 404
-            assert "has no log file (log.file is not set" in error.value.read().decode(), path

@@ -52,6 +52,25 @@ def test_submit_from_a_cell_runs_on_the_started_cluster_and_reports_metrics(shel
     assert len(metrics) == 2  # one chained vertex at parallelism 2
 
 
+def test_logs_shows_the_last_lines_of_the_clusters_log_file(shell, capsys) -> None:
+    ip, _ = shell
+    ip.run_line_magic("flink", "start --slots 1")
+    cluster = ip.user_ns["cluster"]
+    ip.run_cell_magic("flink", "--show none --parallelism 1 --name logged --reset",
+                      "env.from_collection([1, 2]).map(str).add_sink(lambda v: None)\nenv.execute('logged')")
+    capsys.readouterr()
+    ip.run_line_magic("flink", "logs -n 2")
+    header, *lines = capsys.readouterr().out.splitlines()
+    total = len(cluster.jobmanager_log().splitlines())
+    assert header == f"{cluster.log_file}: the last 2 of {total} lines"
+    assert len(lines) == 2 and "Job 'logged' (" in lines[-1] and "switched from state RUNNING to FINISHED." in lines[-1]
+    with pytest.raises(UsageError, match="expected a positive integer"):
+        ip.run_line_magic("flink", "logs -n 0")
+    ip.run_line_magic("flink", "stop")
+    with pytest.raises(UsageError, match="^%flink logs: no cluster is running"):
+        ip.run_line_magic("flink", "logs")
+
+
 def test_cancel_stops_an_unbounded_job(shell) -> None:
     ip, shown = shell
     ip.run_line_magic("flink", "start --slots 1")

@@ -177,6 +177,10 @@ def test_connect_submit_savepoint_disconnect_and_a_second_notebook_cancels(shell
     assert Path(ip.user_ns["checkpoint"]).name.startswith("chk-")
     ip.run_line_magic("flink", "webui")
     assert remote in capsys.readouterr().out
+    ip.run_line_magic("flink", "logs -n 100000")  # the cluster's log file, through GET /jobmanager/log
+    log = capsys.readouterr().out
+    assert log.startswith(f"{remote}/jobmanager/log:\n") and "Starting MiniCluster: backend process" in log
+    assert "Job 'shifted-numbers' (" in log and "switched from state CREATED to RUNNING." in log
 
     target = tmp_path / "savepoints"
     ip.run_line_magic("flink", f"savepoint --dir {target}")

@@ -21,10 +21,12 @@ class CoreOptions:
         "Directory for temporary files (TaskManager working directories); unset: the system's temp directory.")
     LOG_DIR = _key("env.log.dir").string_type().no_default_value().with_description(
         "Directory of a standalone cluster's log files (streamkernel cluster/jobmanager/taskmanager start); "
-        "unset: <--dir>/log. The REST API lists it at /jobmanager/logs.")
+        "unset: <--dir>/log. Also where a cluster in the program's process (%flink start, MiniCluster, the "
+        "cluster of env.execute()) writes its log file; unset: $STREAMKERNEL_HOME/log. The REST API lists it "
+        "at /jobmanager/logs.")
     LOG_FILE = _key("log.file").string_type().no_default_value().with_description(
         "The log file of one JobManager or TaskManager process (set by the entry points, as Flink's scripts "
-        "pass -Dlog.file); served at /jobmanager/log and /taskmanagers/:id/log.")
+        "pass -Dlog.file), or of a MiniCluster; served at /jobmanager/log and /taskmanagers/:id/log.")
 
 
 class PipelineOptions:

@@ -73,6 +73,7 @@ from streamkernel.runtime.checkpoint.actions import (
     TriggerRejected,
 )
 from streamkernel.runtime.checkpoint.channel_state import channel_state_stats
+from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
 from streamkernel.runtime.checkpoint.history import CheckpointStatsHistory
 from streamkernel.runtime.checkpoint.settings import CheckpointCoordinatorConfiguration, CheckpointPlan
 
@@ -327,10 +328,10 @@ class CheckpointCoordinator:
         return actions
 
     # ------------------------------------------------------------------ acknowledgements
-    def acknowledge(self, checkpoint_id: int, subtask: SubtaskKey, state_handle: Any, now_ms: int
-                    ) -> list[CheckpointAction]:
-        """``subtask`` stored its state for ``checkpoint_id``; when it is the last one the
-        checkpoint is complete and :class:`CompleteCheckpoint` asks for its metadata."""
+    def acknowledge(self, checkpoint_id: int, subtask: SubtaskKey, state_handle: Any, now_ms: int,
+                    metrics: Optional[CheckpointMetrics] = None) -> list[CheckpointAction]:
+        """``subtask`` stored its state for ``checkpoint_id`` (having measured ``metrics``); when it
+        is the last one the checkpoint is complete and :class:`CompleteCheckpoint` asks for its metadata."""
         subtask = (subtask[0], subtask[1])
         pending = self._pending.get(checkpoint_id)
         if pending is None:
@@ -344,7 +345,7 @@ class CheckpointCoordinator:
         size = getattr(state_handle, "size", None)
         unaligned, persisted = channel_state_stats(state_handle)
         self.history.report_acknowledged(checkpoint_id, subtask, now_ms, size if isinstance(size, int) else None,
-                                         unaligned=unaligned, persisted_data=persisted)
+                                         unaligned=unaligned, persisted_data=persisted, metrics=metrics)
         if not pending.is_fully_acknowledged():
             return []
         pending.finalizing = True
@@ -364,9 +365,9 @@ class CheckpointCoordinator:
         return self._abort(pending, f"declined by subtask {_name(subtask)}: {reason}", now_ms, counted=not subsumed)
 
     # ------------------------------------------------------------------ completion
-    def finalized(self, checkpoint_id: int, now_ms: int, external_path: Optional[str] = None
-                  ) -> list[CheckpointAction]:
-        """The driver wrote the metadata of ``checkpoint_id``: it is complete.
+    def finalized(self, checkpoint_id: int, now_ms: int, external_path: Optional[str] = None,
+                  metadata_size: int = 0) -> list[CheckpointAction]:
+        """The driver wrote the metadata of ``checkpoint_id`` (``metadata_size`` bytes): it is complete.
 
         Resets the failure count, subsumes older pending checkpoints, and (if the job
         attempt that took it still runs) notifies the subtasks.
@@ -375,7 +376,7 @@ class CheckpointCoordinator:
         if pending is None or not pending.finalizing:
             return []
         del self._pending[checkpoint_id]
-        self.history.report_completed(checkpoint_id, now_ms, external_path)
+        self.history.report_completed(checkpoint_id, now_ms, external_path, metadata_size)
         self._latest_completed_id = max(self._latest_completed_id, checkpoint_id)
         self._last_completion = now_ms
         self._consecutive_failures = 0

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping, Optional
 
+from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
+
 __all__ = [
     "CheckpointStatus",
     "SubtaskCheckpointStats",
@@ -53,7 +55,8 @@ class SubtaskCheckpointStats:
     ``duration_ms`` runs from the checkpoint's trigger to this acknowledgement;
     ``state_size`` is the size in bytes of what the subtask stored (None when unknown,
     e.g. a snapshot handed over in memory); ``unaligned``: the subtask took it unaligned,
-    storing ``persisted_data`` bytes of in-flight records (Flink's "Persisted data").
+    storing ``persisted_data`` bytes of in-flight records (Flink's "Persisted data");
+    ``metrics``: the durations it measured (its sync and async parts, alignment, start delay).
     """
 
     vertex_id: int
@@ -63,11 +66,13 @@ class SubtaskCheckpointStats:
     state_size: Optional[int]
     unaligned: bool = False
     persisted_data: int = 0
+    metrics: CheckpointMetrics = field(default_factory=CheckpointMetrics)
 
 
 @dataclass(frozen=True)
 class CheckpointStats:
-    """The statistics of one checkpoint or savepoint (Flink's ``AbstractCheckpointStats``)."""
+    """The statistics of one checkpoint or savepoint (Flink's ``AbstractCheckpointStats``);
+    ``metadata_size``: the bytes of its ``_metadata`` once completed."""
 
     checkpoint_id: int
     trigger_timestamp: int
@@ -78,6 +83,7 @@ class CheckpointStats:
     end_timestamp: Optional[int] = None
     failure_reason: Optional[str] = None
     external_path: Optional[str] = None
+    metadata_size: int = 0
 
     @property
     def num_acknowledged(self) -> int:
@@ -210,9 +216,11 @@ class CheckpointStatsHistory:
                 self._entries.popitem(last=False)
 
     def report_acknowledged(self, checkpoint_id: int, subtask: SubtaskKey, ack_timestamp: int,
-                            state_size: Optional[int], *, unaligned: bool = False, persisted_data: int = 0) -> None:
+                            state_size: Optional[int], *, unaligned: bool = False, persisted_data: int = 0,
+                            metrics: Optional[CheckpointMetrics] = None) -> None:
         """``subtask`` acknowledged ``checkpoint_id`` having stored ``state_size`` bytes (of which
-        ``persisted_data`` in-flight records, when it took the checkpoint ``unaligned``)."""
+        ``persisted_data`` in-flight records, when it took the checkpoint ``unaligned``), with the
+        durations it measured (``metrics``)."""
         with self._lock:
             stats = self._entries.get(checkpoint_id)
             if stats is None or stats.status is not CheckpointStatus.IN_PROGRESS:
@@ -220,12 +228,13 @@ class CheckpointStatsHistory:
             acknowledged = dict(stats.acknowledged)
             acknowledged[subtask] = SubtaskCheckpointStats(
                 subtask[0], subtask[1], ack_timestamp, ack_timestamp - stats.trigger_timestamp, state_size,
-                unaligned, persisted_data)
+                unaligned, persisted_data, metrics or CheckpointMetrics())
             self._entries[checkpoint_id] = replace(stats, acknowledged=MappingProxyType(acknowledged))
 
-    def report_completed(self, checkpoint_id: int, end_timestamp: int, external_path: Optional[str] = None) -> None:
-        """The checkpoint completed (its metadata is written)."""
-        self._finish(checkpoint_id, CheckpointStatus.COMPLETED, end_timestamp, None, external_path)
+    def report_completed(self, checkpoint_id: int, end_timestamp: int, external_path: Optional[str] = None,
+                         metadata_size: int = 0) -> None:
+        """The checkpoint completed (its metadata, of ``metadata_size`` bytes, is written)."""
+        self._finish(checkpoint_id, CheckpointStatus.COMPLETED, end_timestamp, None, external_path, metadata_size)
 
     def report_failed(self, checkpoint_id: int, end_timestamp: int, reason: str) -> None:
         """The checkpoint was aborted (timeout, decline, subsumed, job stopped ...)."""
@@ -239,7 +248,7 @@ class CheckpointStatsHistory:
                                                             external_path)
 
     def _finish(self, checkpoint_id: int, status: CheckpointStatus, end_timestamp: int,
-                reason: Optional[str], external_path: Optional[str]) -> None:
+                reason: Optional[str], external_path: Optional[str], metadata_size: int = 0) -> None:
         with self._lock:
             stats = self._entries.get(checkpoint_id)
             if stats is not None and stats.status is not CheckpointStatus.IN_PROGRESS:
@@ -249,7 +258,7 @@ class CheckpointStatsHistory:
             if stats is None:
                 return
             stats = replace(stats, status=status, end_timestamp=end_timestamp, failure_reason=reason,
-                            external_path=external_path)
+                            external_path=external_path, metadata_size=metadata_size)
             self._entries[checkpoint_id] = stats
             if status is CheckpointStatus.COMPLETED:
                 self._latest_completed = stats

@@ -188,12 +188,15 @@ class CheckpointMetadata:
 class CompletedCheckpoint:
     """A checkpoint or savepoint whose metadata was written: restorable (Flink's ``CompletedCheckpoint``).
 
-    ``path`` is its directory. :meth:`task_state` reads a subtask's snapshot, checking its
-    size and checksum first. Loading unpickles the files: restore only checkpoints you trust.
+    ``path`` is its directory; ``metadata_size`` the bytes of its ``_metadata`` file (0 when not
+    known: Flink's ``lastCheckpointMetadataSize``). :meth:`task_state` reads a subtask's snapshot,
+    checking its size and checksum first. Loading unpickles the files: restore only checkpoints
+    you trust.
     """
 
     path: str
     metadata: CheckpointMetadata
+    metadata_size: int = 0
 
     @property
     def checkpoint_id(self) -> int:

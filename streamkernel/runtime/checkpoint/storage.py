@@ -274,8 +274,9 @@ class CheckpointStorage:
             timestamp=int(time.time() * 1000) if timestamp is None else timestamp, is_savepoint=is_savepoint,
             operators=dict(job_info.operators), vertices=dict(job_info.vertices),
             files=tuple(f for f in files if f is not None))
-        fs.write_bytes(fs.join(directory, METADATA_FILE), metadata.to_json().encode("utf-8"))
-        return CompletedCheckpoint(directory, metadata)
+        data = metadata.to_json().encode("utf-8")
+        fs.write_bytes(fs.join(directory, METADATA_FILE), data)
+        return CompletedCheckpoint(directory, metadata, len(data))
 
     # ------------------------------------------------------------------ reading
     def checkpoint_ids(self) -> list[int]:
@@ -403,7 +404,8 @@ def _validated(directory: str) -> CompletedCheckpoint:
                            "written), so its state files are not a consistent checkpoint") from None
     except (OSError, UnicodeDecodeError) as error:
         raise CheckpointCorruptedError(metadata_path, f"cannot be read ({error})") from None
-    completed = CompletedCheckpoint(directory, CheckpointMetadata.from_json(text, metadata_path))
+    completed = CompletedCheckpoint(directory, CheckpointMetadata.from_json(text, metadata_path),
+                                    len(text.encode("utf-8")))
     match = _CHECKPOINT_DIR.match(fs.basename(directory))
     if match and int(match.group(1)) != completed.checkpoint_id:
         raise CheckpointCorruptedError(

@@ -9,4 +9,5 @@
 * :mod:`.keys`: the key selector's plain function, what the runtime calls per record.
 * :mod:`.registry`: class name -> "module:Class" tables resolved on first use (operators,
   source readers, sink writers).
+* :mod:`.engine_log`: where the engine logs (a cluster's log file, not the program's logger).
 """

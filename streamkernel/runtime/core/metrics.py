@@ -3,6 +3,11 @@
 Tasks only increment plain integer attributes (one add per batch on the hot path); a
 reader (the JobManager's snapshot, a widget) copies them. Under the GIL a read of an int
 attribute is atomic, so a snapshot is a consistent-enough picture without stopping the job.
+
+What a snapshot holds is raw: counts, accumulated times, gauges read at that moment (queue
+lengths, credits in use, watermarks) and a few recent samples (the mailbox's latencies, the
+backpressure periods of the last second). Flink's metrics are computed from snapshots when
+someone asks (:mod:`.task_metric_values`: rates, ratios, histogram statistics), never by the task.
 """
 
 from __future__ import annotations
@@ -87,19 +92,43 @@ class MetricGroup:
 
 
 class OperatorMetrics:
-    """Records in/out of one operator of a chain, plus the user's metric group."""
+    """Records in/out of one operator of a chain, the watermarks that passed it (recorded by
+    the chain's links), plus the user's metric group. A source operator also keeps when it
+    last emitted records (``last_emit_ms``, wall clock) and their newest event time
+    (``last_event_time``), once per batch."""
 
-    __slots__ = ("name", "records_in", "records_out", "user")
+    __slots__ = ("name", "records_in", "records_out", "user", "input_watermark", "output_watermark",
+                 "last_emit_ms", "last_event_time", "kind")
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.records_in = 0
         self.records_out = 0
         self.user = MetricGroup((name,), logical_scope=())  # below the operator's own scope
+        self.input_watermark = MIN_WATERMARK
+        self.output_watermark = MIN_WATERMARK
+        self.last_emit_ms = 0  # 0: never emitted
+        self.last_event_time: Optional[int] = None
+        self.kind = ""  # "source", "sink" or "" (set by the task that runs it)
+
+    def snapshot(self) -> dict:
+        """A copy of the figures (plain data)."""
+        return {"records_in": self.records_in, "records_out": self.records_out,
+                "input_watermark": self.input_watermark, "output_watermark": self.output_watermark,
+                "last_emit_ms": self.last_emit_ms, "last_event_time": self.last_event_time, "kind": self.kind}
+
+
+#: How long (ns) a finished backpressure period counts for ``maxHardBackPressureTimeMs`` (Flink:
+#: the longest single period of its last sampling period, a second).
+BACKPRESSURE_PERIOD_WINDOW_NS = 1_000_000_000
 
 
 class TaskMetrics:
-    """One subtask's metrics: records, bytes, busy/idle/backpressured time, watermarks, latency."""
+    """One subtask's metrics: records, bytes, buffers, busy/idle/backpressured time, watermarks,
+    latency, its mailbox, timers and checkpoints' alignment.
+
+    The task wires what it owns in once (its channels, writers, mailbox, timer services);
+    its loops add to the counters per batch; :meth:`snapshot` reads everything."""
 
     def __init__(self, task_name: str, subtask_index: int) -> None:
         self.task_name = task_name
@@ -110,6 +139,8 @@ class TaskMetrics:
         # crossed a process boundary serialized; an exchange inside one process moves objects
         self.input_channels: Sequence[Any] = ()
         self.output_channels: Sequence[Any] = ()
+        # an input channel's credits are its exclusive buffers plus a share of its gate's floating ones
+        self.exclusive_buffers_per_channel = 2
         self.busy_ns = 0
         self.idle_ns = 0
         self.backpressured_ns = 0
@@ -123,6 +154,22 @@ class TaskMetrics:
         self.latency_ms: deque[float] = deque(maxlen=128)
         self.started_ns = time.perf_counter_ns()
         self.operators: dict[str, OperatorMetrics] = {}
+        self.head_operator = ""  # the name of the chain's first operator (its input is the task's)
+        # what the task owns and the snapshot reads (wired once by the task)
+        self.writers: Sequence[Any] = ()  # RecordWriters: buffers_out
+        self.mailbox: Any = None  # TaskMailbox: queue, processed, latency_ms
+        self.timer_services: list[Any] = []  # InternalTimerServices: fired
+        # (end perf_counter_ns, duration ns) of the recent waits for credit (RecordWriter adds them)
+        self.backpressure_periods: deque[tuple[int, int]] = deque(maxlen=64)
+        # restore() of the operators (Flink's initializationTime): since when, and how long it took
+        self.initialization_started_ns = 0
+        self.initialization_ns = 0
+        # checkpoints: the alignment in progress (started, 0: none) and the last one's duration; the
+        # delay from the checkpoint's trigger to its first barrier here (wall clock, ns)
+        self.aligning_checkpoint = 0
+        self.alignment_started_ns = 0
+        self.checkpoint_alignment_ns = 0
+        self.checkpoint_start_delay_ns = 0
 
     def operator(self, name: str) -> OperatorMetrics:
         """The metrics of the chained operator ``name`` (created on first use)."""
@@ -130,6 +177,65 @@ class TaskMetrics:
         if metrics is None:
             metrics = self.operators[name] = OperatorMetrics(name)
         return metrics
+
+    def barrier_arrived(self, checkpoint_id: int, trigger_timestamp_ms: int) -> None:
+        """(Task thread) a barrier of ``checkpoint_id`` reached an input: the first one starts its
+        alignment and measures the checkpoint's start delay."""
+        if checkpoint_id == self.aligning_checkpoint:
+            return
+        self.aligning_checkpoint = checkpoint_id
+        self.alignment_started_ns = time.perf_counter_ns()
+        self.checkpoint_start_delay_ns = max(time.time_ns() - trigger_timestamp_ms * 1_000_000, 0)
+
+    def checkpoint_started(self, checkpoint_id: int, trigger_timestamp_ms: int) -> None:
+        """(Task thread) the task snapshots ``checkpoint_id`` now: its alignment (if any) ended; a
+        source task, triggered by the JobManager, measures the start delay here."""
+        if checkpoint_id == self.aligning_checkpoint and self.alignment_started_ns:
+            self.checkpoint_alignment_ns = time.perf_counter_ns() - self.alignment_started_ns
+        elif checkpoint_id != self.aligning_checkpoint:  # no barrier came in: a source
+            self.checkpoint_alignment_ns = 0
+            self.checkpoint_start_delay_ns = max(time.time_ns() - trigger_timestamp_ms * 1_000_000, 0)
+        self.aligning_checkpoint = checkpoint_id
+        self.alignment_started_ns = 0
+
+    def _channel_figures(self, now: int) -> dict:
+        """Buffers and bytes received per kind of channel, queues and the credits in use."""
+        figures = {"buffers_in_local": 0, "buffers_in_remote": 0, "bytes_in_local": 0, "bytes_in_remote": 0,
+                   "input_queue_length": 0, "input_queue_bytes": 0, "input_buffers_used": 0, "input_buffers_total": 0,
+                   "input_exclusive_used": 0, "input_exclusive_total": 0, "input_floating_used": 0,
+                   "input_floating_total": 0,
+                   "output_queue_length": 0, "output_queue_bytes": 0, "output_buffers_used": 0,
+                   "output_buffers_total": 0}
+        for channel in self.input_channels:
+            remote = "remote" if getattr(channel, "remote", False) else "local"
+            buffers = int(getattr(channel, "buffers_received", 0))
+            received = int(getattr(channel, "bytes_received", 0))
+            figures[f"buffers_in_{remote}"] += buffers
+            figures[f"bytes_in_{remote}"] += received
+            queued = channel.queued() if hasattr(channel, "queued") else 0
+            credits = int(getattr(channel, "available_credits", 0))
+            figures["input_queue_length"] += queued
+            if remote == "remote" and buffers:  # frames' bytes are known on average only once read
+                figures["input_queue_bytes"] += queued * received // buffers
+            granted = queued + max(credits, 0)
+            exclusive = min(self.exclusive_buffers_per_channel, granted)  # filled first, as Flink's
+            figures["input_buffers_used"] += queued
+            figures["input_buffers_total"] += granted
+            figures["input_exclusive_used"] += min(queued, exclusive)
+            figures["input_exclusive_total"] += exclusive
+            figures["input_floating_used"] += max(queued - exclusive, 0)
+            figures["input_floating_total"] += granted - exclusive
+        for channel in self.output_channels:
+            queued = channel.queued() if hasattr(channel, "queued") else 0
+            credits = int(getattr(channel, "available_credits", 0))
+            figures["output_queue_length"] += queued
+            sent = int(getattr(channel, "items_sent", 0))
+            if sent:  # to another TaskManager: frames of known bytes, on average
+                figures["output_queue_bytes"] += queued * int(getattr(channel, "bytes_sent", 0)) // sent
+            # credits below 0: overdraft buffers (unaligned checkpoints) are in use beyond the pool
+            figures["output_buffers_used"] += queued - min(credits, 0)
+            figures["output_buffers_total"] += queued + max(credits, 0)
+        return figures
 
     def snapshot(self) -> dict:
         """A copy of every figure, for the JobManager's published snapshots.
@@ -144,17 +250,33 @@ class TaskMetrics:
         waiting = now - backpressured_since if backpressured_since else 0
         waited_in_batch = backpressured_ns - self.backpressured_at_busy_start
         working = max(now - busy_since - waiting - waited_in_batch, 0) if busy_since else 0
+        recent = now - BACKPRESSURE_PERIOD_WINDOW_NS
+        longest_wait = max([d for end, d in list(self.backpressure_periods) if end >= recent] + [waiting])
+        mailbox = self.mailbox
+        initializing = (now - self.initialization_started_ns
+                        if self.initialization_started_ns and not self.initialization_ns else 0)
         return {
             "task": self.task_name, "subtask": self.subtask_index,
             "records_in": self.records_in, "records_out": self.records_out,
             "bytes_in": sum(getattr(c, "bytes_received", 0) for c in self.input_channels),
             "bytes_out": sum(getattr(c, "bytes_sent", 0) for c in self.output_channels),
+            "buffers_out": sum(getattr(w, "buffers_out", 0) for w in self.writers),
+            **self._channel_figures(now),
             "busy_ns": busy_ns + working, "idle_ns": self.idle_ns,
             "backpressured_ns": backpressured_ns + waiting,
+            "back_pressured": bool(backpressured_since), "max_backpressure_ns": longest_wait,
+            "fired_timers": sum(getattr(s, "fired", 0) for s in self.timer_services),
+            "mails": mailbox.processed if mailbox is not None else 0,
+            "mailbox_queue": len(mailbox.queue) if mailbox is not None else 0,
+            "mailbox_latency_ms": list(mailbox.latency_ms) if mailbox is not None else [],
+            "initialization_ns": self.initialization_ns or initializing,
+            "checkpoint_alignment_ns": (now - self.alignment_started_ns if self.alignment_started_ns
+                                        else self.checkpoint_alignment_ns),
+            "checkpoint_start_delay_ns": self.checkpoint_start_delay_ns,
             "input_watermark": self.input_watermark, "output_watermark": self.output_watermark,
             "latency_ms": list(self.latency_ms), "uptime_ns": now - self.started_ns,
-            "operators": {n: {"records_in": m.records_in, "records_out": m.records_out}
-                          for n, m in self.operators.items()},
+            "head_operator": self.head_operator, "input_channels": len(self.input_channels),
+            "operators": {n: m.snapshot() for n, m in list(self.operators.items())},
         }
 
 

@@ -38,6 +38,7 @@ from streamkernel.runtime.entrypoint.cluster_dir import (
     ClusterDir,
     parse_dynamic_properties,
 )
+from streamkernel.runtime.core.engine_log import configure_process_log
 from streamkernel.runtime.entrypoint.directory_lock import FileLock
 from streamkernel.runtime.minicluster.minicluster import MiniCluster
 
@@ -47,8 +48,6 @@ _LOG = logging.getLogger(__name__)
 
 #: Where a standalone cluster's TaskManagers run.
 STANDALONE_BACKENDS = ("process", "spark")
-_LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s [%(threadName)s] - %(message)s"
-
 
 class StandaloneSessionCluster(MiniCluster):
     """The MiniCluster of a standalone JobManager process: TaskManagers come from outside (``process``)
@@ -111,14 +110,6 @@ def _hold_directory_lock(directory: ClusterDir, fd: Optional[int]) -> FileLock:
     return lock
 
 
-def _configure_logging(log_file: str) -> None:
-    handler = logging.FileHandler(log_file, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(_LOG_FORMAT))
-    root = logging.getLogger()
-    root.addHandler(handler)
-    root.setLevel(logging.INFO)
-
-
 def _ha_role(cluster: StandaloneSessionCluster, configuration: Mapping[str, str], wait: bool) -> dict[str, Any]:
     """``{"cluster_id", "role": "leader" | "standby", "leader": REST URL}``; ``wait``: until the election
     is decided (this process leads, or another one is known to), at most the ZooKeeper session timeout."""
@@ -145,7 +136,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _hold_directory_lock(directory, args.lock_fd)  # released when this process ends
         configuration.setdefault(LOG_DIR_KEY, str(directory.log_dir))
         configuration.setdefault(LOG_FILE_KEY, str(directory.log_file(JOBMANAGER, 0)))
-        _configure_logging(configuration[LOG_FILE_KEY])
+        configure_process_log(configuration[LOG_FILE_KEY])  # everything of this process, at INFO
         # keep the restorer: dropping it would close the signal's wakeup socket, whose fd number an RPC
         # connection then reuses, and SIGTERM's wakeup byte would land in that connection's stream
         restore_sigterm = exit_on_sigterm()

@@ -32,6 +32,7 @@ import sys
 import threading
 from typing import Mapping, Optional, Sequence
 
+from streamkernel.runtime.core.engine_log import configure_process_log
 from streamkernel.runtime.entrypoint.cluster_dir import parse_dynamic_properties
 from streamkernel.runtime.metrics.reporter_setup import ReporterStartError
 from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, ConnectionRefusedByPeerError
@@ -47,8 +48,6 @@ from streamkernel.runtime.taskmanager.worker import (
 __all__ = ["main", "EXIT_JOBMANAGER_LOST"]
 
 _LOG = logging.getLogger(__name__)
-_LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s [%(threadName)s] - %(message)s"
-
 #: The exit code of a TaskManager whose JobManager is gone.
 EXIT_JOBMANAGER_LOST = 1
 
@@ -77,9 +76,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"streamkernel taskmanager: the cluster secret is missing: set ${AUTHKEY_ENV} (hex)", file=sys.stderr)
         return 2
     if configuration.get(LOG_FILE_KEY):
-        handler = logging.FileHandler(configuration[LOG_FILE_KEY], encoding="utf-8")
-        handler.setFormatter(logging.Formatter(_LOG_FORMAT))
-        logging.getLogger().addHandler(handler)
+        configure_process_log(configuration[LOG_FILE_KEY])  # everything of this process, at INFO
     logging.getLogger().setLevel(logging.INFO)
     use_switch_interval(configuration)
     stop = threading.Event()

@@ -39,6 +39,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Optional
 
+from streamkernel.runtime.core.engine_log import CONCERNS_USER
 from streamkernel.common.completable_future import CompletableFuture
 from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options import ExecutionOptions
@@ -55,6 +56,7 @@ from streamkernel.runtime.checkpoint.actions import (
     TriggerCheckpoint,
     TriggerRejected,
 )
+from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
 from streamkernel.runtime.checkpoint.coordinator import CheckpointCoordinator
 from streamkernel.runtime.checkpoint.history import CheckpointStatsSnapshot
 from streamkernel.runtime.checkpoint.metadata import CompletedCheckpoint, JobCheckpointInfo
@@ -190,14 +192,14 @@ class JobCheckpointing:
         self._carry_out(a for a in actions if not isinstance(a, TriggerRejected))
 
     def acknowledge(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, handle: Any, current: bool,
-                    now_ms: int) -> None:
-        """A subtask stored its state; ``current`` False: an attempt that no longer runs (its
-        state is deleted, it never counts)."""
+                    now_ms: int, metrics: Optional[CheckpointMetrics] = None) -> None:
+        """A subtask stored its state (having measured ``metrics``); ``current`` False: an attempt
+        that no longer runs (its state is deleted, it never counts)."""
         if not current:
             self.storage.discard_state(handle)
             return
         key = (attempt_id.vertex_id, attempt_id.subtask_index)
-        self._carry_out(self.coordinator.acknowledge(checkpoint_id, key, handle, now_ms))
+        self._carry_out(self.coordinator.acknowledge(checkpoint_id, key, handle, now_ms, metrics))
 
     def decline(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str, current: bool,
                 now_ms: int) -> None:
@@ -238,9 +240,10 @@ class JobCheckpointing:
         try:
             self.storage.on_job_end(status, self.retention)
         except OSError as error:  # the directory is unusable (CheckpointStorageError says why): one line
-            _LOG.warning("could not clean up the checkpoints of job %s: %s", self.storage.job_id, error)
+            _LOG.warning("could not clean up the checkpoints of job %s: %s", self.storage.job_id, error,
+                         extra=CONCERNS_USER)
         except Exception:  # noqa: BLE001 - a directory we cannot clean must not break the job's end
-            _LOG.exception("could not clean up the checkpoints of job %s", self.storage.job_id)
+            _LOG.exception("could not clean up the checkpoints of job %s", self.storage.job_id, extra=CONCERNS_USER)
 
     # ------------------------------------------------------------------ actions
     def _carry_out(self, actions: Iterable[CheckpointAction]) -> None:
@@ -287,7 +290,7 @@ class JobCheckpointing:
                                                   timestamp=action.timestamp, apply_retention=self.services is None)
         except Exception as error:  # noqa: BLE001 - disk full, unpicklable state ...: the checkpoint fails
             _LOG.warning("could not complete checkpoint %d of job %s: %s", checkpoint_id, self.job_info.job_name,
-                         error)
+                         error, extra=CONCERNS_USER)
             return self.coordinator.finalize_failed(checkpoint_id, f"{type(error).__name__}: {error}", _now_ms())
         if not action.is_savepoint and self.services is not None:
             try:  # complete only once the next leader would find it (Flink's CompletedCheckpointStore)
@@ -300,7 +303,7 @@ class JobCheckpointing:
             self.storage.apply_retention()  # only now: ZooKeeper points past the checkpoints it deletes
         if not action.is_savepoint:
             self.completed_ids.add(checkpoint_id)
-        actions = self.coordinator.finalized(checkpoint_id, _now_ms(), completed.path)
+        actions = self.coordinator.finalized(checkpoint_id, _now_ms(), completed.path, completed.metadata_size)
         request = self._requests.pop(checkpoint_id, None)
         if request is not None:
             if request.stop:

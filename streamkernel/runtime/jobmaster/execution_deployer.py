@@ -23,6 +23,7 @@ import dataclasses
 import logging
 from typing import Any, Callable, Mapping, Optional
 
+from streamkernel.runtime.core.engine_log import CONCERNS_USER
 from streamkernel.common.options import JobManagerOptions
 from streamkernel.errors import CheckpointCorruptedError
 from streamkernel.graph.job_graph import JobGraph
@@ -99,7 +100,7 @@ class ExecutionDeployer:
         now = self._now_ms()
         for skipped in choice.skipped:
             message = choice.describe_skipped(skipped)
-            _LOG.warning("job %r: %s", self._job_name, message)
+            _LOG.warning("job %r: %s", self._job_name, message, extra=CONCERNS_USER)
             self._report_warning(CheckpointCorruptedError(skipped.path, message), now)
         if choice.checkpoint is None:
             return None

@@ -6,12 +6,13 @@ who calls what is drawn there.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
 from streamkernel.runtime.taskmanager.gateway import TaskExecutionState
 
 if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
     from streamkernel.runtime.jobmaster.job_status import JobDetails
 
 __all__ = ["JobMasterGateway"]
@@ -28,9 +29,11 @@ class JobMasterGateway(Protocol):
     def update_task_execution_state(self, update: TaskExecutionState) -> None:
         """A subtask changed state (called from the subtask's thread: must not block)."""
 
-    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any) -> None:
+    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any,
+                               checkpoint_metrics: Optional[CheckpointMetrics] = None) -> None:
         """A subtask stored its state for ``checkpoint_id`` (a StateHandle, or the snapshot
-        itself when handed over in memory). Called from the task's thread: must not block."""
+        itself when handed over in memory), having measured ``checkpoint_metrics`` (its sync and
+        async parts, alignment, start delay). Called from the task's thread: must not block."""
 
     def decline_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
         """A subtask could not take ``checkpoint_id`` (its snapshot failed, or a newer barrier

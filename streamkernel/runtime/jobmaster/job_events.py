@@ -10,8 +10,9 @@ Dispatcher and the checkpoint coordinator's callbacks only *enqueue* one of thes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Optional, Union
 
+from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
 from streamkernel.runtime.jobmaster.checkpointing import CheckpointRequest
 from streamkernel.runtime.taskmanager.gateway import TaskExecutionState
@@ -37,11 +38,13 @@ class TaskStateChanged:
 
 @dataclass(frozen=True)
 class CheckpointAcknowledged:
-    """A subtask stored its state for ``checkpoint_id`` (``acknowledge_checkpoint``)."""
+    """A subtask stored its state for ``checkpoint_id`` (``acknowledge_checkpoint``), with what it
+    measured of its part (None: nothing)."""
 
     attempt_id: ExecutionAttemptId
     checkpoint_id: int
     state_handle: Any
+    checkpoint_metrics: Optional[CheckpointMetrics] = None
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,9 @@ class JobDetails:
     """A published status snapshot of one job (Flink's JobDetails / the web UI's job view).
 
     Times are wall-clock milliseconds since the epoch; ``end_time`` is None while the job
-    is not terminal, and ``duration_ms`` runs from the submission to now (or to the end).
+    is not terminal, and ``duration_ms`` runs from the submission to the end, or to the moment the
+    snapshot was published while the job runs: a reader shows :meth:`duration_at` its own now
+    (Flink's job duration: the time since the start of a running job).
     ``num_restarts`` is Flink's ``numRestarts`` (restarts so far; the current attempt's
     number), ``exception_history`` every failure that started a failover, oldest first,
     and ``restart_strategy`` the description of the job's restart strategy. ``checkpoints``
@@ -146,6 +148,10 @@ class JobDetails:
     restart_strategy: str = ""
     checkpoints: Optional[CheckpointStatsSnapshot] = None
     job_graph: Optional["JobGraph"] = field(default=None, compare=False, repr=False)
+
+    def duration_at(self, now_ms: int) -> int:
+        """The job's duration seen at ``now_ms``: start to end once it ended, else start to ``now_ms``."""
+        return (self.end_time if self.end_time is not None else now_ms) - self.start_time
 
     def require_job_graph(self) -> "JobGraph":
         """The job's JobGraph; LookupError naming the job when this snapshot carries none."""

@@ -45,16 +45,19 @@ from streamkernel.errors import CheckpointFailedError
 from streamkernel.graph.execution_graph import build_execution_graph
 from streamkernel.graph.job_graph import JobGraph, build_job_graph
 from streamkernel.graph.stream_graph import StreamGraph
+from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage, resolve_checkpoint_dir, resolve_savepoint_dir
 from streamkernel.runtime.highavailability.stores import CheckpointRecoveryFactory
 from streamkernel.runtime.jobmaster.checkpoint_services import JobCheckpointServices
-from streamkernel.runtime.core.deployment import ExecutionAttemptId
+from streamkernel.runtime.core.deployment import ExecutionAttemptId, ExecutionState
+from streamkernel.runtime.core.engine_log import CONCERNS_USER
 from streamkernel.runtime.jobmaster.checkpointing import CheckpointRequest, JobCheckpointing
 from streamkernel.runtime.jobmaster.execution_deployer import (
     DEFAULT_SLOT_REQUEST_TIMEOUT_MS,
     ExecutionDeployer,
     slot_request_timeout_ms,
 )
+from streamkernel.runtime.jobmaster.job_log import log_job_status, log_task_failed
 from streamkernel.runtime.jobmaster.job_actions import (
     Action,
     CancelTask,
@@ -151,6 +154,7 @@ class JobMaster:
         self._requests_lock = threading.Lock()
         self._closed = False
         self._restart_at: Optional[float] = None
+        self._logged_status = self._machine.status  # the job status the log last told (job_log.py)
         self._on_terminated = on_terminated
         self.result_future: CompletableFuture[JobResult] = CompletableFuture()
         self._thread = threading.Thread(target=self._run, name=f"JobMaster {self.job_name!r} {job_id[:8]}",
@@ -166,9 +170,10 @@ class JobMaster:
         """A subtask changed state (from its thread): queued for the JobMaster's thread."""
         self._events.put(TaskStateChanged(update))
 
-    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any) -> None:
+    def acknowledge_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, state_handle: Any,
+                               checkpoint_metrics: Optional[CheckpointMetrics] = None) -> None:
         """A subtask stored its checkpoint state (from its thread): queued for the JobMaster's thread."""
-        self._events.put(CheckpointAcknowledged(attempt_id, checkpoint_id, state_handle))
+        self._events.put(CheckpointAcknowledged(attempt_id, checkpoint_id, state_handle, checkpoint_metrics))
 
     def decline_checkpoint(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, reason: str) -> None:
         """A subtask could not take a checkpoint (from its thread): queued."""
@@ -334,6 +339,8 @@ class JobMaster:
         machine = self._machine
         if isinstance(event, TaskStateChanged):
             update = event.update
+            if update.state is ExecutionState.FAILED:
+                self._log_task_failure(update)
             self._handle(machine.task_state_changed(update.attempt_id, update.state, update.error, now,
                                                     update.metrics))
         elif isinstance(event, (CheckpointAcknowledged, CheckpointDeclined)):
@@ -341,7 +348,8 @@ class JobMaster:
             execution = machine.executions.get((attempt_id.vertex_id, attempt_id.subtask_index))
             current = execution is not None and execution.attempt_number == attempt_id.attempt_number
             if isinstance(event, CheckpointAcknowledged):
-                self._checkpointing.acknowledge(attempt_id, event.checkpoint_id, event.state_handle, current, now)
+                self._checkpointing.acknowledge(attempt_id, event.checkpoint_id, event.state_handle, current, now,
+                                                event.checkpoint_metrics)
             else:
                 self._checkpointing.decline(attempt_id, event.checkpoint_id, event.reason, current, now)
             self._publish()
@@ -356,6 +364,20 @@ class JobMaster:
             self._handle(machine.suspend(now))
         elif isinstance(event, TaskManagerLost):
             self._handle(machine.taskmanager_lost(event.taskmanager_id, event.cause, now))
+
+    def _log_task_failure(self, update: TaskExecutionState) -> None:
+        """A current attempt's failure goes to the log, and to the user's logger (job_log.py)."""
+        attempt_id = update.attempt_id
+        execution = self._machine.executions.get((attempt_id.vertex_id, attempt_id.subtask_index))
+        if execution is not None and execution.attempt_number == attempt_id.attempt_number \
+                and not execution.state.is_terminal and not execution.cancel_requested:
+            log_task_failed(self.job_name, execution.name, execution.attempt_number, execution.state, update.error)
+
+    def _log_status(self) -> None:
+        status = self._machine.status
+        if status is not self._logged_status:
+            log_job_status(self.job_name, self._job_id, self._logged_status, status, self._machine.failure_cause)
+            self._logged_status = status
 
     def _locate(self, key: SubtaskKey) -> Optional[tuple[Any, ExecutionAttemptId]]:
         """The TaskExecutor and attempt id of a deployed subtask (for checkpoint messages)."""
@@ -380,7 +402,7 @@ class JobMaster:
                     try:
                         self._deployer.prepare_attempt(action.attempt_number)
                     except Exception as error:  # noqa: BLE001 - a corrupt savepoint, state without uid ...
-                        _LOG.error("job %r cannot restore its state: %s", self.job_name, error)
+                        _LOG.error("job %r cannot restore its state: %s", self.job_name, error, extra=CONCERNS_USER)
                         pending = deque(a for a in pending if not isinstance(a, DeployTask))
                         pending.extend(self._machine.restore_failed(error, _now_ms(),
                                                                     restartable=action.attempt_number > 0))
@@ -402,6 +424,7 @@ class JobMaster:
             elif isinstance(action, JobTerminated):
                 self._checkpointing.job_terminated(action.result.status, _now_ms())
                 self._publish()
+                self._log_status()  # before the result: whoever waits for it sees the log line first
                 if self._on_terminated is not None:
                     try:
                         self._on_terminated(self, action.result)
@@ -412,6 +435,7 @@ class JobMaster:
         self._checkpointing.on_job_progress(machine.status, machine.attempt,
                                             {k: e.state for k, e in machine.executions.items()}, _now_ms())
         self._publish()
+        self._log_status()
 
     def _request_slots(self, count: int) -> list[Action]:
         """Blocks this thread until the slots come (``cancel`` interrupts the wait)."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from streamkernel.runtime.rpc.proxies import RemoteProxy
 from streamkernel.runtime.rpc.serialization import portable_exception
 from streamkernel.runtime.taskmanager.gateway import TaskExecutionState
 
 if TYPE_CHECKING:  # pragma: no cover
+    from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
     from streamkernel.runtime.core.deployment import ExecutionAttemptId
     from streamkernel.runtime.jobmaster.job_status import JobDetails
 
@@ -30,9 +31,10 @@ class JobMasterProxy(RemoteProxy):
             update = TaskExecutionState(update.attempt_id, update.state, error, update.metrics)
         self._tell("update_task_execution_state", update)
 
-    def acknowledge_checkpoint(self, attempt_id: "ExecutionAttemptId", checkpoint_id: int, state_handle: Any) -> None:
+    def acknowledge_checkpoint(self, attempt_id: "ExecutionAttemptId", checkpoint_id: int, state_handle: Any,
+                               checkpoint_metrics: Optional["CheckpointMetrics"] = None) -> None:
         """A subtask stored its state for ``checkpoint_id`` (a tell)."""
-        self._tell("acknowledge_checkpoint", attempt_id, checkpoint_id, state_handle)
+        self._tell("acknowledge_checkpoint", attempt_id, checkpoint_id, state_handle, checkpoint_metrics)
 
     def decline_checkpoint(self, attempt_id: "ExecutionAttemptId", checkpoint_id: int, reason: str) -> None:
         """A subtask could not take ``checkpoint_id`` (a tell)."""

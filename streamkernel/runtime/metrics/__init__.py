@@ -1,7 +1,7 @@
 """Metrics for reporters (Flink's ``runtime/metrics`` and ``flink-metrics-prometheus``).
 
-* :mod:`.flink_metrics`: streamkernel's figures by Flink's metric names, the one mapping the REST
-  API and the reporters read; :mod:`.recent`: the last second's busy / idle / backpressured time.
+* :mod:`.flink_metrics`: a TaskManager's and the JobManager's figures by Flink's metric names (the
+  REST API reads them too; a task's are ``core/task_metric_values.py``, a job's ``jobmaster/job_metrics.py``).
 * :mod:`.groups`: metric groups as reporters see them (logical scope, scope variables, values).
 * :mod:`.reporter_setup`: ``metrics.reporters`` and ``metrics.reporter.<name>.*``, checked before a start;
   :mod:`.metric_filter`: Flink's ``filter.includes`` / ``filter.excludes``.

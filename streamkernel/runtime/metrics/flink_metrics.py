@@ -1,106 +1,44 @@
-"""streamkernel's figures by Flink's metric names: the one mapping the REST API and the reporters read.
+"""A TaskManager's and the JobManager's metrics by Flink's names, and the Flink type of a metric.
 
-Each function turns one published snapshot into ``{Flink's metric name: value}`` for one of Flink's
-metric scopes (its logical scope in brackets):
+Every metric has one mapping from the snapshots streamkernel publishes to Flink's name, read by the
+REST API and by the metric reporters alike (a metric added there shows in both):
 
-* :func:`subtask_metric_values`: a running subtask (``taskmanager.job.task``), from its
-  :meth:`~streamkernel.runtime.core.metrics.TaskMetrics.snapshot`;
-* :func:`operator_metric_values`: one chained operator of it (``taskmanager.job.task.operator``);
-* :func:`task_metric_values`: both, as the REST API lists a subtask's metrics (``<operator>.<name>``);
-* :func:`taskmanager_metric_values`: a TaskManager (``taskmanager``; dotted names are sub-groups:
-  ``Status.JVM.Memory.Heap.Used`` is ``Used`` in ``taskmanager.Status.JVM.Memory.Heap``);
-* :func:`jobmanager_metric_values`: the JobManager (``jobmanager``);
-* :func:`job_metric_values`: a job on the JobManager (``jobmanager.job``).
+* a subtask's and its operators' (``taskmanager.job.task``, ``taskmanager.job.task.operator``):
+  :func:`streamkernel.runtime.core.task_metric_values.task_metric_values`;
+* a job's on the JobManager (``jobmanager.job``): :func:`streamkernel.runtime.jobmaster.job_metrics.job_metric_values`;
+* a TaskManager's (``taskmanager``; a dotted name is a metric of sub-groups: ``Status.JVM.Memory.Heap.Used``
+  is ``Used`` in ``taskmanager.Status.JVM.Memory.Heap``): :func:`taskmanager_metric_values` here, as a
+  TaskManager process computes it too, below the REST API;
+* the JobManager's (``jobmanager``): :func:`jobmanager_metric_values` here.
 
-A metric added here shows in ``/jobs/:id/vertices/:vid/metrics`` (and the other metric resources)
-and in every reporter's output alike. :func:`metric_type` tells a metric's Flink type (a reporter's
-``filter.includes`` can select by it).
+:func:`metric_type` tells a task or operator metric's Flink type (a reporter's ``filter.includes`` can
+select by it); the JobManager's and TaskManager's are gauges.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Protocol
 
-from streamkernel.common.job_status import JobStatus
-from streamkernel.common.watermark_strategy import MIN_WATERMARK
 from streamkernel.runtime.metrics.groups import MetricType
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.jobmaster.job_status import JobDetails
     from streamkernel.runtime.taskmanager.gateway import TaskExecutorHeartbeat
 
-__all__ = ["TaskManagerFigures", "subtask_metric_values", "operator_metric_values", "task_metric_values",
-           "taskmanager_metric_values", "heartbeat_memory", "jobmanager_metric_values", "job_metric_values", "ratios", "metric_type",
-           "COUNTERS"]
-
-#: The metrics Flink counts (Counter); ``num...PerSecond`` are its meters; every other one is a gauge.
-COUNTERS = frozenset({"numRecordsIn", "numRecordsOut", "numBytesIn", "numBytesOut"})
+__all__ = ["TaskManagerFigures", "taskmanager_metric_values", "heartbeat_memory", "jobmanager_metric_values",
+           "metric_type"]
 
 
 def metric_type(name: str) -> MetricType:
-    """Flink's type of the metric ``name`` of this module's scopes.
+    """Flink's type of the task or operator metric ``name``: its rates (``...PerSecond``, but not the
+    ``...TimeMsPerSecond`` ratios) are meters, its ``num...`` counts counters, the rest gauges.
 
-        >>> metric_type("numRecordsIn"), metric_type("numRecordsInPerSecond"), metric_type("busyTimeMsPerSecond")
+        >>> metric_type("numRecordsIn"), metric_type("mailboxMailsPerSecond"), metric_type("busyTimeMsPerSecond")
         (<MetricType.COUNTER: 'counter'>, <MetricType.METER: 'meter'>, <MetricType.GAUGE: 'gauge'>)
     """
-    if name.startswith("num") and name.endswith("PerSecond"):
+    if name.endswith("PerSecond") and not name.endswith("TimeMsPerSecond"):
         return MetricType.METER
-    return MetricType.COUNTER if name in COUNTERS else MetricType.GAUGE
-
-
-def ratios(metrics: Optional[Mapping[str, Any]]) -> tuple[float, float, float]:
-    """(backpressured, idle, busy) shares of the subtask's recent time (0 when unknown).
-
-    Flink's ratios are over the last second: these are over the ``"recent"`` figures a reader adds
-    (:class:`~streamkernel.runtime.metrics.recent.RecentTimes`: about a second, or since its previous
-    look), else, on a first look, averages over the subtask's whole run.
-    """
-    if not metrics:
-        return 0.0, 0.0, 0.0
-    metrics = metrics.get("recent") or metrics
-    if not metrics.get("uptime_ns"):
-        return 0.0, 0.0, 0.0
-    uptime = float(metrics["uptime_ns"])
-    return tuple(round(min(max(float(metrics.get(k, 0)) / uptime, 0.0), 1.0), 3)  # type: ignore[return-value]
-                 for k in ("backpressured_ns", "idle_ns", "busy_ns"))
-
-
-def subtask_metric_values(metrics: Optional[Mapping[str, Any]]) -> dict[str, float]:
-    """A subtask's own metrics by Flink's names (``numRecordsIn``, ``busyTimeMsPerSecond`` ...).
-    Per-second figures average over the subtask's run so far."""
-    if not metrics:
-        return {}
-    seconds = float(metrics.get("uptime_ns", 0)) / 1e9
-    back, idle, busy = ratios(metrics)
-    return {
-        "numRecordsIn": metrics.get("records_in", 0), "numRecordsOut": metrics.get("records_out", 0),
-        "numBytesIn": metrics.get("bytes_in", 0), "numBytesOut": metrics.get("bytes_out", 0),
-        "numRecordsInPerSecond": round(metrics.get("records_in", 0) / seconds, 3) if seconds else 0.0,
-        "numRecordsOutPerSecond": round(metrics.get("records_out", 0) / seconds, 3) if seconds else 0.0,
-        "numBytesInPerSecond": round(metrics.get("bytes_in", 0) / seconds, 3) if seconds else 0.0,
-        "numBytesOutPerSecond": round(metrics.get("bytes_out", 0) / seconds, 3) if seconds else 0.0,
-        "busyTimeMsPerSecond": round(busy * 1000, 1), "idleTimeMsPerSecond": round(idle * 1000, 1),
-        "backPressuredTimeMsPerSecond": round(back * 1000, 1),
-        "accumulatedBusyTime": int(metrics.get("busy_ns", 0)) // 1_000_000,
-        "accumulatedIdleTime": int(metrics.get("idle_ns", 0)) // 1_000_000,
-        "accumulatedBackpressuredTime": int(metrics.get("backpressured_ns", 0)) // 1_000_000,
-        "currentInputWatermark": metrics.get("input_watermark", MIN_WATERMARK),
-        "currentOutputWatermark": metrics.get("output_watermark", MIN_WATERMARK),
-    }
-
-
-def operator_metric_values(operator: Mapping[str, Any]) -> dict[str, float]:
-    """One chained operator's metrics by Flink's names (its entry in the snapshot's ``"operators"``)."""
-    return {"numRecordsIn": operator.get("records_in", 0), "numRecordsOut": operator.get("records_out", 0)}
-
-
-def task_metric_values(metrics: Optional[Mapping[str, Any]]) -> dict[str, float]:
-    """A subtask's metrics as the REST API lists them: its own (:func:`subtask_metric_values`) and
-    each chained operator's as ``<operator>.numRecordsIn``."""
-    values = subtask_metric_values(metrics)
-    for name, op in ((metrics or {}).get("operators") or {}).items():
-        values.update({f"{name}.{metric}": value for metric, value in operator_metric_values(op).items()})
-    return values
+    return MetricType.COUNTER if name.startswith("num") else MetricType.GAUGE
 
 
 class TaskManagerFigures(Protocol):
@@ -160,25 +98,3 @@ def jobmanager_metric_values(taskmanagers: Iterable[TaskManagerFigures], jobs: I
             "numRunningJobs": sum(1 for d in jobs if not d.status.is_globally_terminal_state()),
             "taskSlotsAvailable": sum(t.free_slots for t in tms),
             "taskSlotsTotal": sum(t.number_of_slots for t in tms)}
-
-
-def job_metric_values(details: "JobDetails") -> dict[str, Any]:
-    """The job-level metrics (Flink's JobManager job metrics) by name."""
-    values: dict[str, Any] = {
-        "numRestarts": details.num_restarts, "fullRestarts": details.num_restarts,
-        "uptime": details.duration_ms if details.status is JobStatus.RUNNING else 0,
-        "downtime": 0, "restartingTime": 0,
-    }
-    stats = details.checkpoints
-    if stats is not None:
-        latest = stats.latest_completed
-        values.update({
-            "totalNumberOfCheckpoints": stats.num_triggered, "numberOfInProgressCheckpoints": stats.num_in_progress,
-            "numberOfCompletedCheckpoints": stats.num_completed, "numberOfFailedCheckpoints": stats.num_failed,
-            "lastCheckpointDuration": (latest.duration_ms or 0) if latest else -1,
-            "lastCheckpointSize": latest.state_size if latest else -1,
-            "lastCheckpointFullSize": latest.state_size if latest else -1,
-            "lastCheckpointExternalPath": latest.external_path if latest and latest.external_path else "n/a",
-            "lastCheckpointRestoreTimestamp": stats.latest_restored.restore_timestamp if stats.latest_restored else -1,
-        })
-    return values

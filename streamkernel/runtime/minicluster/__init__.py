@@ -4,7 +4,38 @@
   ResourceManager and TaskManagers on a backend) and what it offers a notebook:
   :mod:`.checkpoints`, :mod:`.failures`, :mod:`.inspection`, :mod:`.taskmanagers` (the
   backends), :mod:`.limits` (sizes checked before anything starts), :mod:`.exit` (stopped at
-  interpreter exit), :mod:`.job_client` (the JobClient of a submitted job).
+  interpreter exit), :mod:`.job_client` (the JobClient of a submitted job), :mod:`.cluster_log`
+  (the cluster's log file).
 * :mod:`.client`: what ``execute()`` runs: a job on the current cluster, or on a transient
   per-job cluster.
+
+The package's face: ``from streamkernel.runtime.minicluster import MiniCluster`` (also
+``MiniClusterJobClient``, ``JobInfo``, ``current_cluster``, ``set_current_cluster``), each
+imported on first use, so that importing one of the modules above does not import them all.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - imported on first use (__getattr__)
+    from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient
+    from streamkernel.runtime.minicluster.minicluster import JobInfo, MiniCluster, current_cluster, set_current_cluster
+
+__all__ = ["MiniCluster", "MiniClusterJobClient", "JobInfo", "current_cluster", "set_current_cluster"]
+
+_LAZY = {"MiniCluster": "minicluster", "JobInfo": "minicluster", "current_cluster": "minicluster",
+         "set_current_cluster": "minicluster", "MiniClusterJobClient": "job_client"}
+
+
+def __getattr__(name: str) -> Any:
+    """The names of ``__all__``, from their modules on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

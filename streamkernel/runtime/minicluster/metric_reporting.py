@@ -6,8 +6,8 @@ JobManager's process, bound to ``jobmanager.bind-host`` (default loopback). They
 
 * the JobManager (:class:`JobManagerMetricGroups`): ``jobmanager`` (``<host>``) and, for every job not
   ended yet, ``jobmanager.job`` (``<host>``, ``<job_id>``, ``<job_name>``), from the Dispatcher's
-  published job details and the ResourceManager's TaskManager snapshots, by Flink's names
-  (:mod:`streamkernel.runtime.metrics.flink_metrics`);
+  published job details and the ResourceManager's TaskManager snapshots, by the names the REST API
+  gives them (:mod:`streamkernel.runtime.metrics.flink_metrics`, :mod:`streamkernel.runtime.jobmaster.job_metrics`);
 * on the ``local`` backend, every TaskManager of the cluster as well (their tasks are threads of this
   process: one endpoint serves the whole cluster), read from the TaskExecutors themselves
   (:class:`~streamkernel.runtime.taskmanager.metric_groups.TaskManagerMetricGroups`), TaskManagers
@@ -18,10 +18,12 @@ JobManager's process, bound to ``jobmanager.bind-host`` (default loopback). They
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 from streamkernel.common.options import JobManagerOptions
-from streamkernel.runtime.metrics.flink_metrics import job_metric_values, jobmanager_metric_values
+from streamkernel.runtime.jobmaster.job_metrics import job_metric_values
+from streamkernel.runtime.metrics.flink_metrics import jobmanager_metric_values
 from streamkernel.runtime.metrics.groups import JOB, JOBMANAGER, MetricGroupSnapshot, MetricType, groups_of, host_name
 from streamkernel.runtime.metrics.registry import MetricRegistry
 from streamkernel.runtime.minicluster.taskmanagers import LocalTaskManagers
@@ -51,13 +53,14 @@ class JobManagerMetricGroups:
     def __call__(self) -> list[MetricGroupSnapshot]:
         """``jobmanager`` and a ``jobmanager.job`` group per job that has not ended."""
         jobs = self._dispatcher.list_jobs()
+        now = time.time_ns() // 1_000_000
         variables = {"host": self._host}
         groups = groups_of(JOBMANAGER, variables,
                            jobmanager_metric_values(self._resource_manager.taskmanager_snapshots(), jobs), _gauge)
         for details in jobs:
             if not details.status.is_globally_terminal_state():  # Flink closes a job's group when it ends
                 job = {**variables, "job_id": details.job_id, "job_name": details.job_name}
-                groups.extend(groups_of(JOB, job, job_metric_values(details), _gauge))
+                groups.extend(groups_of(JOB, job, job_metric_values(details, now), _gauge))
         return groups
 
 

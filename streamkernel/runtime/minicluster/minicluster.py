@@ -45,6 +45,7 @@ import logging
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional, Union
@@ -56,8 +57,10 @@ from streamkernel.errors import InvalidProgramError
 from streamkernel.graph.job_graph import JobGraph
 from streamkernel.graph.stream_graph import StreamGraph
 from streamkernel.runtime.core.clock import Clock, SystemClock
+from streamkernel.runtime.core.engine_log import CONCERNS_USER, EngineLog, install_engine_log
 from streamkernel.runtime.dispatcher.dispatcher import Dispatcher
 from streamkernel.runtime.minicluster.checkpoints import ClusterCheckpoints
+from streamkernel.runtime.minicluster.cluster_log import cluster_log_file
 from streamkernel.runtime.minicluster.exit import cluster_started, cluster_stopped
 from streamkernel.runtime.minicluster.failures import FailureInjection
 from streamkernel.runtime.minicluster.inspection import ClusterInspection, SlotOccupancy, TaskManagerInfo
@@ -68,6 +71,7 @@ from streamkernel.runtime.minicluster.metric_reporting import start_cluster_metr
 from streamkernel.runtime.minicluster.taskmanagers import (
     BACKENDS,
     LOCAL_HEARTBEAT_DEFAULTS,
+    LocalTaskManagers,
     create_taskmanagers,
     heartbeat_defaults,
     resolve_backend,
@@ -180,6 +184,8 @@ class MiniCluster:
         self._secret_file: Optional[Path] = None  # the secret for clients of this user (cluster_secret.py)
         self._ha: Optional[ClusterHighAvailability] = None
         self._metrics: Optional[MetricRegistry] = None
+        self._engine_log: Optional[EngineLog] = None
+        self._log_file: Optional[Path] = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self, make_current: bool = True) -> "MiniCluster":
@@ -199,6 +205,23 @@ class MiniCluster:
         return self
 
     def _start_locked(self) -> None:
+        # first: every record of the cluster goes to its log file, none to the program's logger (cluster_log.py)
+        try:
+            self._engine_log = install_engine_log(cluster_log_file(self.configuration))
+            self._log_file = self._engine_log.path
+        except (OSError, RuntimeError) as error:  # a read-only home, no home at all: the logs go where they went
+            self._log_file = None
+            _LOG.warning("the cluster cannot write its log file (%s): the engine logs to the program's logger; "
+                         "set env.log.dir or log.file to a writable place", error, extra=CONCERNS_USER)
+        _LOG.info("Starting MiniCluster: backend %s, %d TaskManagers x %d slots", self.backend,
+                  self.number_of_taskmanagers, self.slots_per_taskmanager)
+        try:
+            self._start_components()
+        except BaseException:
+            self._close_engine_log()
+            raise
+
+    def _start_components(self) -> None:
         if self._high_availability:  # first: an unreachable quorum fails before anything starts
             self._ha = ClusterHighAvailability(self.configuration)
         resource_manager = ResourceManager({**heartbeat_defaults(self.backend), **self.configuration})
@@ -213,6 +236,8 @@ class MiniCluster:
             # the JobManager's reporters first: on one machine it takes the first port of a range
             self._metrics = start_cluster_metrics(self.configuration, self._dispatcher, self._resource_manager,
                                                   self._backend)
+            if isinstance(self._backend, LocalTaskManagers) and self._log_file is not None:
+                self._backend.log_file = str(self._log_file)  # threads of this process: its log is theirs
             self._backend.start(self._resource_manager, self.number_of_taskmanagers, self.slots_per_taskmanager)
         except BaseException:
             self._abort_start(with_taskmanagers=False)
@@ -232,9 +257,10 @@ class MiniCluster:
                 # with high availability, every JobManager of the cluster refuses a submission one of them
                 # accepted (a standalone JobManager makes a new secret at each start: old signatures fail)
                 replay_guard = ReplayGuard(store_next_to(self._ha.secret_directory if self._ha else None, MAX_SKEW_MS))
-                self._rest = RestServerEndpoint(RestContext(self._dispatcher, self._resource_manager,
-                                                            self.configuration, shutdown_cluster=self._shut_down_cluster,
-                                                            cluster_secret=secret, replay_guard=replay_guard)).start()
+                context = RestContext(self._dispatcher, self._resource_manager, self.configuration,
+                                      shutdown_cluster=self._shut_down_cluster, cluster_secret=secret,
+                                      replay_guard=replay_guard, log_file=str(self._log_file) if self._log_file else None)
+                self._rest = RestServerEndpoint(context).start()
                 self._secret_file = _publish_secret(self._rest, secret)
             except BaseException:
                 self._abort_start(with_taskmanagers=True)
@@ -260,6 +286,11 @@ class MiniCluster:
         metrics, self._metrics = self._metrics, None
         if metrics is not None:
             metrics.close()
+
+    def _close_engine_log(self) -> None:
+        engine_log, self._engine_log = self._engine_log, None
+        if engine_log is not None:
+            engine_log.close()
 
     def _close_ha(self, cleanup_data: bool = False) -> None:
         ha, self._ha = self._ha, None
@@ -313,6 +344,8 @@ class MiniCluster:
             finally:
                 if self._working_dir is not None:
                     shutil.rmtree(self._working_dir, ignore_errors=True)
+                _LOG.info("MiniCluster stopped")
+                self._close_engine_log()
                 cluster_stopped(self)  # only now: an exit-time stop() waits for this one (the lock)
         with _current_lock:
             if _current is self:
@@ -322,6 +355,24 @@ class MiniCluster:
     def is_running(self) -> bool:
         """True between start() and stop()."""
         return self._running
+
+    @property
+    def log_file(self) -> Optional[Path]:
+        """The file the cluster's JobManager and TaskManager threads log to (its last one once stopped;
+        None before the first start): ``log.file`` if configured, else one per cluster in ``env.log.dir``
+        or ``$STREAMKERNEL_HOME/log`` (:mod:`.cluster_log`). Engine records reach the program's own
+        logger only when they concern the program, at WARNING and above
+        (:mod:`streamkernel.runtime.core.engine_log`)."""
+        return self._log_file
+
+    def jobmanager_log(self) -> str:
+        """The text of :attr:`log_file` (as ``GET /jobmanager/log``); InvalidProgramError before the first start."""
+        if self._log_file is None:
+            raise InvalidProgramError("MiniCluster.jobmanager_log: the cluster was never started; call start() first")
+        try:
+            return self._log_file.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""  # nothing logged yet
 
     @property
     def ha_services(self) -> Any:
@@ -430,7 +481,8 @@ class MiniCluster:
         """Every job of this cluster (running and ended), in submission order."""
         if self._dispatcher is None:
             return []
-        return [JobInfo(JobID.from_hex_string(d.job_id), d.job_name, d.status, d.start_time, d.duration_ms,
+        now = time.time_ns() // 1_000_000
+        return [JobInfo(JobID.from_hex_string(d.job_id), d.job_name, d.status, d.start_time, d.duration_at(now),
                         d.end_time) for d in self._dispatcher.list_jobs()]
 
     def get_job(self, job_id: Union[JobID, str]) -> MiniClusterJobClient:
@@ -462,5 +514,5 @@ def _publish_secret(rest: RestServerEndpoint, secret: bytes) -> Optional[Path]:
         return write_secret_file(rest.address, rest.port, secret)
     except OSError as error:
         _LOG.warning("could not write the cluster's secret for REST job submission (%s); clients need "
-                     "--secret-file or $STREAMKERNEL_CLUSTER_SECRET", error)
+                     "--secret-file or $STREAMKERNEL_CLUSTER_SECRET", error, extra=CONCERNS_USER)
         return None

@@ -98,6 +98,8 @@ class LocalTaskManagers:
         self._resource_manager: Any = None
         self.taskmanagers: list[TaskExecutor] = []  # every one started, killed ones too
         self._next_index = 0
+        #: The cluster's log file, where these threads log (each TaskExecutor's ``log_file``).
+        self.log_file: Optional[str] = None
 
     def start(self, resource_manager: Any, count: int, slots: int, first_index: int = 0) -> list[str]:
         """Create ``count`` TaskExecutors and register them."""
@@ -111,6 +113,7 @@ class LocalTaskManagers:
             working_dir=self._working_dir, first_index=self._next_index, task_factory=self._task_factory,
             configuration=self._configuration)
         self._next_index += 1
+        taskmanager.log_file = self.log_file
         self.taskmanagers.append(taskmanager)
         return taskmanager.taskmanager_id
 

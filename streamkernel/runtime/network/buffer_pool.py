@@ -167,13 +167,16 @@ def buffers_in_use(tasks: Iterable[Any]) -> int:
 
 def network_buffer_metrics(pool: NetworkBufferPool, tasks: Iterable[Any]) -> dict[str, int]:
     """A TaskManager's network buffer metrics by Flink's names (``Status.Shuffle.Netty.*``): total,
-    used (holding data in its tasks' input channels now), available, and streamkernel's
-    ``RequiredMemorySegments`` (reserved by its deployed tasks); ``*Memory`` in bytes."""
+    used (holding data in its tasks' input channels now), available, ``RequestedMemoryUsage``
+    (the buffers its deployed tasks reserved, in percent of the total: Flink's requested memory,
+    over 100 when they asked for more than there is), and streamkernel's ``RequiredMemorySegments``
+    (those buffers); ``*Memory`` in bytes."""
     total = pool.total_number_of_memory_segments
     used = min(total, buffers_in_use(tasks))
     size = pool.memory_segment_size
     prefix = "Status.Shuffle.Netty."
     return {f"{prefix}TotalMemorySegments": total, f"{prefix}UsedMemorySegments": used,
             f"{prefix}AvailableMemorySegments": total - used, f"{prefix}RequiredMemorySegments": pool.required,
+            f"{prefix}RequestedMemoryUsage": pool.required * 100 // total if total else 0,
             f"{prefix}TotalMemory": total * size, f"{prefix}UsedMemory": used * size,
             f"{prefix}AvailableMemory": (total - used) * size}

@@ -66,7 +66,7 @@ class LocalChannel:
 
     __slots__ = ("name", "index", "input_index", "_gate", "_lock", "_credit_cond", "_queue",
                  "_credits", "_blocked", "_listed", "_cancelled", "_sender_waiting", "_credit_event",
-                 "buffer_size", "bytes_received")
+                 "buffer_size", "bytes_received", "buffers_received", "remote")
 
     def __init__(self, name: str = "") -> None:
         self.name = name
@@ -89,6 +89,10 @@ class LocalChannel:
         # bytes of the frames that brought its items from another process (the network thread
         # adds them; 0 for a channel inside one process, whose items are objects, never bytes)
         self.bytes_received = 0
+        # items (buffers and events) the receiver took out (the gate counts them as it polls);
+        # remote: fed by another TaskManager's producer (a RemoteFeed), not by a sender here
+        self.buffers_received = 0
+        self.remote = False
 
     # ------------------------------------------------------------------ sender side
     def send(self, item: Any) -> int:

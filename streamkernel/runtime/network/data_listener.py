@@ -94,6 +94,7 @@ class RemoteFeed:
         """Become the channel's credit condition and announce the slots already granted."""
         channel = self.channel
         with channel._lock:
+            channel.remote = True
             channel._credit_cond = self  # type: ignore[assignment]
             channel._sender_waiting = True  # so that poll notifies us of every freed slot
             self.notify_all()

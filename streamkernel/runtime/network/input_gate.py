@@ -110,6 +110,7 @@ class InputGate:
                             channel._listed = False  # re-listed by send / unblock_channel
                             continue
                         item = queue.popleft()
+                        channel.buffers_received += 1
                         channel._credits += 1  # the freed slot: a credit back to the sender
                         if channel._sender_waiting:
                             channel._notify_sender()

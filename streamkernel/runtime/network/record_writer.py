@@ -190,10 +190,13 @@ class RecordWriter:
             metrics.backpressured_since = 0
 
     def _account(self, waited: int) -> None:
-        if waited:
+        if waited:  # only after a wait for credit: nothing of this runs while output flows
             self.backpressured_ns += waited
             if self.metrics is not None:
                 self.metrics.backpressured_ns += waited
+                periods = getattr(self.metrics, "backpressure_periods", None)
+                if periods is not None:
+                    periods.append((time.perf_counter_ns(), waited))
 
     def _take_pending(self, c: int) -> DataBuffer:
         """Channel ``c``'s pending records as one buffer (counted as sent); its lists start anew."""

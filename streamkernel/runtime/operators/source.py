@@ -201,6 +201,8 @@ class SourceOperator(StreamOperator):
             metrics = self.context.metrics
             metrics.records_in += len(values)
             metrics.records_out += len(values)
+            metrics.last_emit_ms = self._now_ms()  # per batch: sourceIdleTime, currentEmitEventTimeLag
+            metrics.last_event_time = newest
             if newest is not None:
                 punctuated = self._generator.on_event(values[-1], newest)
                 if punctuated is not None:
@@ -255,6 +257,7 @@ class SourceOperator(StreamOperator):
         if self.idle:
             self._set_idle(False)
         self.current_watermark = timestamp
+        self.context.metrics.output_watermark = timestamp
         self.output.emit_watermark(timestamp)
 
     def _set_idle(self, idle: bool) -> None:

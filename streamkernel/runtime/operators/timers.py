@@ -108,6 +108,7 @@ class InternalTimerService:
         self._event = TimerQueue()
         self._processing = TimerQueue()
         self._scheduled: Optional[ScheduledTimer] = None  # the earliest processing timer's callback
+        self.fired = 0  # timers fired so far, both domains (Flink's numFiredTimers; counted per round)
         self._deferred_ops: List[Tuple[Callable[[Tuple[int, Any, Any]], Any], Tuple[int, Any, Any]]] = []
         # During a firing round these shadow the register/delete methods (see _fire_round).
         self._deferring = {
@@ -184,6 +185,7 @@ class InternalTimerService:
         context, make_timer = self.key_context, tuple.__new__
         attributes = vars(self)
         attributes.update(self._deferring)  # instance attributes shadow the four methods
+        self.fired += len(due)
         try:
             for timer in due:
                 if context is not None:

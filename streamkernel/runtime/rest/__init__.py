@@ -10,4 +10,33 @@ and ``webmonitor``): Flink's own CLI and Web UI read and steer the cluster throu
   resource at ``/X`` and ``/v1/X``.
 * :mod:`.json_views`: pure functions from snapshots to Flink's JSON bodies (unit-testable
   without HTTP).
+
+The package's face: ``from streamkernel.runtime.rest import RemoteCluster`` (a running cluster
+through its REST API, as ``%flink connect`` uses it), ``RemoteJobClient``, ``RestClusterClient``,
+each imported on first use.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - imported on first use (__getattr__)
+    from streamkernel.runtime.rest.client import RestClusterClient
+    from streamkernel.runtime.rest.remote_cluster import RemoteCluster, RemoteJobClient
+
+__all__ = ["RemoteCluster", "RemoteJobClient", "RestClusterClient"]
+
+_LAZY = {"RemoteCluster": "remote_cluster", "RemoteJobClient": "remote_cluster", "RestClusterClient": "client"}
+
+
+def __getattr__(name: str) -> Any:
+    """The names of ``__all__``, from their modules on first use."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

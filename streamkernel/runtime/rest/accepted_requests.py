@@ -80,6 +80,13 @@ class AcceptedRequestStore:
                 f"cannot record the accepted request in '{self.directory}' ({type(error).__name__}: "
                 f"{error.strerror or error}); the request is refused, as it could be replayed") from None
 
+    def contains(self, signature: str, timestamp_ms: int) -> bool:
+        """Whether this request was recorded (a read: a store that cannot be read says no)."""
+        try:
+            return fs.exists(fs.join(self.directory, self._name(signature, timestamp_ms)))
+        except OSError:
+            return False
+
     def _purge(self, now_ms: int) -> None:
         with self._lock:
             if now_ms - self._purged_at < _PURGE_EVERY_MS:

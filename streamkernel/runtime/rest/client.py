@@ -82,13 +82,14 @@ class RestClusterClient:
 
     # ------------------------------------------------------------------ HTTP
     def request(self, method: str, path: str, body: Optional[bytes] = None,
-                headers: Optional[dict[str, str]] = None) -> tuple[int, Any]:
-        """Send a request; (status, decoded JSON). Raises RestClientError for a 4xx/5xx answer,
-        ClusterUnreachableError when nobody answers within the timeout."""
+                headers: Optional[dict[str, str]] = None, *, decode: bool = True) -> tuple[int, Any]:
+        """Send a request; (status, decoded JSON, or the body's bytes unless ``decode``). Raises
+        RestClientError for a 4xx/5xx answer, ClusterUnreachableError when nobody answers within the timeout."""
         request = urllib.request.Request(self.url + path, data=body, method=method, headers=dict(headers or {}))
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return response.status, _decode(response.read())
+                data = response.read()
+                return response.status, _decode(data) if decode else data
         except urllib.error.HTTPError as error:
             payload = _decode(error.read())
             errors = payload.get("errors") if isinstance(payload, dict) else None
@@ -108,6 +109,10 @@ class RestClusterClient:
     def get(self, path: str) -> Any:
         """``GET path``: the decoded JSON answer."""
         return self.request("GET", path)[1]
+
+    def get_text(self, path: str) -> str:
+        """``GET path`` answered as text, e.g. ``/jobmanager/log``."""
+        return bytes(self.request("GET", path, decode=False)[1]).decode("utf-8", "replace")
 
     def check_rest_api(self) -> dict:
         """The cluster's ``/config`` if a Flink (or streamkernel) REST API answers at the address;

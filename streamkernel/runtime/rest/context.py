@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional
 
 from streamkernel.common.options import RestOptions, WebOptions
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
-from streamkernel.runtime.metrics.recent import RECENT_WINDOW_NS, RecentTimes
+from streamkernel.runtime.core.metric_sampler import RECENT_WINDOW_NS, MetricSampler
 from streamkernel.runtime.rest.async_operations import AsyncOperations
 from streamkernel.runtime.rest.job_signature import ReplayGuard
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.runtime.resourcemanager.gateway import ResourceManagerGateway, TaskManagerSnapshot
 
 __all__ = ["RestContext", "now_ms", "subtask_metrics", "RECENT_WINDOW_NS"]
+
 
 #: The longest a snapshot's answer is reused (seconds), whatever ``web.refresh-interval`` says:
 #: a client polling for a change that is no status change (a checkpoint count, records) sees it
@@ -45,6 +46,7 @@ class RestContext:
     stops the whole cluster (``DELETE /cluster``; None: the cluster cannot be shut down that
     way); it is called from a thread of its own, never the endpoint's. ``operations`` holds
     the savepoints and checkpoints triggered through the API (kept ``rest.async.store-duration``).
+    ``log_file`` is the JobManager's log file (None: the configuration's ``log.file``, if any).
     ``cluster_secret`` is the key job submissions are signed with (:mod:`.job_signature`; empty:
     none accepted). ``answer_max_age`` is how many seconds a snapshot's answer may be reused
     (``Cache-Control: max-age``, honoured by the front process): ``min(web.refresh-interval,
@@ -61,8 +63,9 @@ class RestContext:
     operations: Optional[AsyncOperations] = None
     cluster_secret: bytes = field(default=b"", repr=False)
     replay_guard: ReplayGuard = field(default_factory=ReplayGuard, repr=False)
+    log_file: Optional[str] = None
     answer_max_age: int = field(init=False, default=0)
-    _recent: RecentTimes = field(default_factory=RecentTimes, repr=False)
+    sampler: MetricSampler = field(default_factory=MetricSampler, repr=False)
 
     def __post_init__(self) -> None:
         self.answer_max_age = min(MAX_ANSWER_AGE_S, WebOptions.REFRESH_INTERVAL.get(self.configuration) // 1000)
@@ -77,17 +80,18 @@ class RestContext:
     def live_metrics(self) -> dict[ExecutionAttemptId, tuple[str, Mapping[str, Any]]]:
         """Every running subtask attempt's (TaskManager id, metrics) of the last heartbeats.
 
-        Metrics carry the time figures since about a second ago (or since the previous
-        request, when that is longer ago) under ``"recent"``, once an earlier request saw
-        the attempt: the busy / idle / backpressured ratios are then recent ones, as Flink's.
+        Metrics carry their counters' growth since about a second ago (or since the previous
+        request, when that is longer ago) under ``"recent"``, once an earlier request saw the
+        attempt (:class:`~streamkernel.runtime.core.metric_sampler.MetricSampler`): rates and
+        the busy / idle / backpressured ratios are then recent ones, as Flink's.
         """
         live: dict[ExecutionAttemptId, tuple[str, Mapping[str, Any]]] = {}
         for tm in self.taskmanagers():
             if tm.last_heartbeat is not None:
                 for task in tm.last_heartbeat.tasks:
                     live[task.attempt_id] = (tm.taskmanager_id, task.metrics)
-        self._recent.retain(live)
-        return {attempt: (tm, self._recent.with_recent(attempt, metrics)) for attempt, (tm, metrics) in live.items()}
+        self.sampler.forget_all_but(live)
+        return {attempt: (tm, self.sampler.with_recent(attempt, metrics)) for attempt, (tm, metrics) in live.items()}
 
     def job_configuration(self, details: "JobDetails") -> dict[str, str]:
         """The job's effective configuration: the cluster's keys, overridden by the job's own."""

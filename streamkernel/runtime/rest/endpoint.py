@@ -25,6 +25,7 @@ import threading
 import weakref
 from typing import Any, Optional
 
+from streamkernel.runtime.core.engine_log import CONCERNS_USER
 from streamkernel.common.options import RestOptions
 from streamkernel.common.options.rest import rest_explicitly_configured, rest_port_range
 from streamkernel.errors import IllegalConfigurationError, StreamKernelError
@@ -97,7 +98,7 @@ class RestServerEndpoint:
             if not _is_loopback(self.bind_address):
                 _LOG.warning("The REST API listens on %s:%s, not on a loopback address: anyone who can reach it can "
                              "read and cancel this cluster's jobs (set rest.bind-address to 127.0.0.1 to keep it "
-                             "local)", self.bind_address, sockets[0].getsockname()[1])
+                             "local)", self.bind_address, sockets[0].getsockname()[1], extra=CONCERNS_USER)
             ready = threading.Event()
             failure: list[BaseException] = []
             thread = threading.Thread(target=self._serve, args=(sockets, ready, failure),

@@ -114,6 +114,19 @@ class ReplayGuard:
             raise _replayed()
 
 
+    def refuse_accepted(self, signature: str, timestamp: str) -> None:
+        """SignatureError if a request with this signature was accepted before (here, or by another
+        JobManager of the cluster: the store); records nothing. A replay is refused before its body
+        is read; :meth:`check` still decides once the body is verified."""
+        key = signature.strip()
+        with self._lock:
+            seen = key in self._seen
+        stamp = timestamp.strip()
+        if seen or (self.store is not None and stamp.isascii() and stamp.isdigit()
+                    and self.store.contains(key, int(stamp))):
+            raise _replayed()
+
+
 def _replayed() -> SignatureError:
     return SignatureError("Unauthorized: this signed request was already submitted (a replay); "
                           "streamkernel run -m signs every submission anew")

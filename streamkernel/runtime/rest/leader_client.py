@@ -73,13 +73,13 @@ class LeaderRestClient(RestClusterClient):
             listener(self)
 
     def request(self, method: str, path: str, body: Optional[bytes] = None,
-                headers: Optional[dict[str, str]] = None) -> tuple[int, Any]:
+                headers: Optional[dict[str, str]] = None, *, decode: bool = True) -> tuple[int, Any]:
         """As :meth:`RestClusterClient.request`, to the current leader; NoLeaderError while there is none."""
         if self._follower.leader is None:
             raise NoLeaderError(f"no leading JobManager of cluster {self.services.cluster_id!r} right now (ZooKeeper "
                                 f"{self.services.connection_state}; the last leader was {self.url}); a standby "
                                 f"takes over once elected")
-        return super().request(method, path, body, headers)
+        return super().request(method, path, body, headers, decode=decode)
 
     def close(self) -> None:
         """Stop following the leader (the services stay open: their owner closes them)."""

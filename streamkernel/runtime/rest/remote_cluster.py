@@ -216,6 +216,10 @@ class RemoteCluster:
         raise RemoteClusterError(f"the remote cluster at {self.rest_url} keeps its jobs' graphs; only its REST "
                                  f"API is reachable")
 
+    def jobmanager_log(self) -> str:
+        """The JobManager's log file (``GET /jobmanager/log``; RestClientError 404 when it has none)."""
+        return self.client.get_text("/jobmanager/log")
+
     def jobs(self) -> list[Any]:
         """Every job of the cluster (``GET /jobs/overview``), oldest first, as ``MiniCluster.jobs()`` rows."""
         from streamkernel.runtime.minicluster.minicluster import JobInfo

@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping, Optional
 
 from streamkernel.common.options import CheckpointingOptions
 from streamkernel.runtime.checkpoint.storage import CheckpointStorage
+from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
 from streamkernel.runtime.core.deployment import ExecutionAttemptId
 
 __all__ = ["TaskCheckpointResponder", "InMemoryTaskStateHandover", "task_checkpoint_storage",
@@ -45,13 +46,15 @@ class TaskCheckpointResponder:
     def __init__(self, job_master_of: Callable[[ExecutionAttemptId], Optional[Any]]) -> None:
         self._job_master_of = job_master_of
 
-    def acknowledge(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, handle: Any) -> None:
-        """The task stored its state for ``checkpoint_id`` (``handle`` says where)."""
+    def acknowledge(self, attempt_id: ExecutionAttemptId, checkpoint_id: int, handle: Any,
+                    metrics: Optional[CheckpointMetrics] = None) -> None:
+        """The task stored its state for ``checkpoint_id`` (``handle`` says where; ``metrics``: what
+        it measured of its part)."""
         job_master = self._job_master_of(attempt_id)
         if job_master is None:
             return
         try:
-            job_master.acknowledge_checkpoint(attempt_id, checkpoint_id, handle)
+            job_master.acknowledge_checkpoint(attempt_id, checkpoint_id, handle, metrics)
         except Exception:  # noqa: BLE001 - a JobMaster gone must not kill the task's thread
             _LOG.exception("could not acknowledge checkpoint %d of %s", checkpoint_id, attempt_id)
 

@@ -4,7 +4,9 @@
 :class:`~streamkernel.runtime.metrics.registry.MetricRegistry`: on each report (a Prometheus scrape)
 it reads what the TaskExecutor publishes anyway (its heartbeat answer: slots, memory, network
 buffers, each task's metrics snapshot) and each running task's deployment descriptor and user
-metric groups, and names them as Flink does (:mod:`streamkernel.runtime.metrics.flink_metrics`):
+metric groups, and names them as the REST API does (the task's and operators' metrics:
+:func:`~streamkernel.runtime.core.task_metric_values.task_metric_values`, the TaskManager's:
+:func:`~streamkernel.runtime.metrics.flink_metrics.taskmanager_metric_values`), in Flink's groups:
 
 * ``taskmanager`` (and ``taskmanager.Status...``): ``<host>``, ``<tm_id>``;
 * ``taskmanager.job.task``, one group per running subtask: also ``<job_id>``, ``<job_name>``,
@@ -13,6 +15,10 @@ metric groups, and names them as Flink does (:mod:`streamkernel.runtime.metrics.
 * ``taskmanager.job.task.operator``, one per chained operator: also ``<operator_id>``,
   ``<operator_name>``; a user function's metrics (``get_metric_group().counter(...)``, ``add_group``)
   are below its operator's group, a key/value group adding its key to the scope and its value as a variable.
+
+The mailbox's latencies, which the REST API flattens into ``mailboxLatencyMs_p99`` and the like, are
+one histogram here (``mailboxLatencyMs``: a summary in Prometheus, as Flink's reporter exports it; its
+count is the samples kept, the last 60).
 
 Nothing runs between reports; a task's counters are read as the REST API reads them.
 """
@@ -25,23 +31,20 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Protocol, runtime_checkable
 
 from streamkernel.runtime.core.deployment import ExecutionAttemptId, TaskDeploymentDescriptor, hex_id
+from streamkernel.runtime.core.metric_sampler import MetricSampler
 from streamkernel.runtime.core.metrics import MetricGroup, TaskMetrics
-from streamkernel.runtime.metrics.flink_metrics import (
-    metric_type,
-    operator_metric_values,
-    subtask_metric_values,
-    taskmanager_metric_values,
-)
+from streamkernel.runtime.core.task_metric_values import metric_group_name, task_metric_values
+from streamkernel.runtime.metrics.flink_metrics import metric_type, taskmanager_metric_values
 from streamkernel.runtime.metrics.groups import (
     OPERATOR,
     TASK,
     TASKMANAGER,
+    HistogramStatistics,
     MetricGroupSnapshot,
     MetricType,
     groups_of,
     host_name,
 )
-from streamkernel.runtime.metrics.recent import RecentTimes
 from streamkernel.runtime.taskmanager.gateway import TaskExecutorHeartbeat
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,7 +79,7 @@ class TaskManagerMetricGroups:
     def __init__(self, task_executor: "TaskExecutor", host: Optional[str] = None) -> None:
         self._task_executor = task_executor
         self._host = host or host_name()
-        self._recent = RecentTimes()
+        self._sampler = MetricSampler()
         # Reports take turns (two reporters may ask at once); the lock guards _variables.
         self._lock = threading.Lock()
         # each running attempt's variables, and its operators' by name: worked out once per attempt
@@ -102,13 +105,13 @@ class TaskManagerMetricGroups:
         snapshots = {status.attempt_id: status.metrics for status in heartbeat.tasks}
         running = [t for t in tm.running_tasks() if isinstance(t, ReportingTask)]
         attempts = [t.tdd.attempt_id for t in running]
-        self._recent.retain(attempts)
+        self._sampler.forget_all_but(attempts)
         for attempt in [a for a in self._variables if a not in set(attempts)]:
             del self._variables[attempt]
         for task in running:
             snapshot = snapshots.get(task.tdd.attempt_id)
             if snapshot is not None:
-                groups.extend(self._task_groups(task, self._recent.with_recent(task.tdd.attempt_id, snapshot),
+                groups.extend(self._task_groups(task, self._sampler.with_recent(task.tdd.attempt_id, snapshot),
                                                 variables))
         return groups
 
@@ -117,14 +120,32 @@ class TaskManagerMetricGroups:
         if known is None:
             known = self._variables[task.tdd.attempt_id] = _task_variables(task.tdd, tm_variables)
         variables, operators = known
-        groups = groups_of(TASK, variables, subtask_metric_values(snapshot), metric_type)
+        names = {metric_group_name(name): name for name in (snapshot.get("operators") or {})}
+        own: dict[str, Any] = {}
+        per_operator: dict[str, dict[str, Any]] = {name: {} for name in names.values()}
+        for key, value in task_metric_values(snapshot).items():
+            group, dot, metric = key.partition(".")
+            if dot and group in names:  # an operator's metric: "<its metric group name>.<metric>"
+                per_operator[names[group]][metric] = value
+            elif key.startswith("mailboxLatencyMs_"):  # the histogram's statistics: the histogram itself, once
+                if "mailboxLatencyMs" in own:
+                    continue
+                latencies = tuple(float(v) for v in snapshot.get("mailbox_latency_ms") or ())
+                own["mailboxLatencyMs"] = HistogramStatistics(len(latencies), latencies)
+            else:
+                own[key] = value
+        groups = groups_of(TASK, variables, own, _task_metric_type)
         live = task.metrics.operators
-        for name, figures in (snapshot.get("operators") or {}).items():
+        for name, values in per_operator.items():
             operator = operators.get(name) or {**variables, "operator_name": name, "operator_id": hex_id(name)}
-            groups.extend(groups_of(OPERATOR, operator, operator_metric_values(figures), metric_type))
+            groups.extend(groups_of(OPERATOR, operator, values, metric_type))
             if name in live:
                 groups.extend(_user_groups(live[name].user, operator))
         return groups
+
+
+def _task_metric_type(name: str) -> MetricType:
+    return MetricType.HISTOGRAM if name == "mailboxLatencyMs" else metric_type(name)
 
 
 def _task_variables(tdd: TaskDeploymentDescriptor,

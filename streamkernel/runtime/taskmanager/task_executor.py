@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
+from streamkernel.runtime.core.engine_log import CONCERNS_USER
 from streamkernel.errors import StreamKernelError
 from streamkernel.runtime.core.deployment import ExecutionAttemptId, ExecutionState, TaskDeploymentDescriptor
 from streamkernel.runtime.taskmanager.checkpoint_responder import TaskCheckpointResponder, task_checkpoint_storage
@@ -380,7 +381,7 @@ class TaskExecutor:
             alive = getattr(d.task, "is_alive", False)
             if alive:
                 _LOG.warning("task %s did not stop within %.1f s of its cancellation; its thread is left "
-                             "behind (a user function that never returns?)", d.task, timeout)
+                             "behind (a user function that never returns?)", d.task, timeout, extra=CONCERNS_USER)
         with self._lock:
             self._tasks.clear()
 

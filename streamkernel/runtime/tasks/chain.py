@@ -8,6 +8,12 @@ operator (a direct call: no buffer, no copy, no thread hand-over — what chaini
 Watermarks follow the same links, so every downstream operator sees each watermark once.
 An operator with a declared output type converts its batches as PyFlink's coders do
 (:class:`~streamkernel.runtime.tasks.typed_output.TypedOutput`) before any of them.
+
+Given each operator's :class:`~streamkernel.runtime.core.metrics.OperatorMetrics`, the links
+record the watermarks that pass (Flink's ``currentInputWatermark`` / ``currentOutputWatermark``
+of an operator): a link between two operators is the first's output and the second's input, a
+link into the network or into nothing (a sink) the operator's output. Only the watermark calls
+record; the batches' path is untouched.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Optional
 
 from streamkernel.graph.stream_graph import StreamEdge, StreamNode
+from streamkernel.runtime.core.metrics import OperatorMetrics
 from streamkernel.runtime.core.records import Watermark, WatermarkStatus
 from streamkernel.runtime.operators.base import Output, StreamOperator
 from streamkernel.runtime.tasks.typed_output import typed_output
@@ -23,13 +30,21 @@ __all__ = ["ChainingOutput", "RecordWriterOutput", "RouterOutput", "OperatorChai
 
 
 class _NoOutput:
-    """The output of an operator with no successor (a sink): everything is dropped."""
+    """The output of an operator with no successor (a sink): everything is dropped (the
+    watermarks it emits are recorded as its output watermark when ``metrics`` is given)."""
+
+    __slots__ = ("metrics",)
+
+    def __init__(self, metrics: Optional[OperatorMetrics] = None) -> None:
+        self.metrics = metrics
 
     def emit(self, values: list, timestamps: Optional[list]) -> None:
         """Nothing downstream."""
 
     def emit_watermark(self, timestamp: int) -> None:
         """Nothing downstream."""
+        if self.metrics is not None:
+            self.metrics.output_watermark = timestamp
 
     def emit_watermark_status(self, idle: bool) -> None:
         """Nothing downstream."""
@@ -42,16 +57,25 @@ NO_OUTPUT = _NoOutput()
 
 
 class ChainingOutput:
-    """The next operator of the chain, called directly (the hot path: one call per batch)."""
+    """The next operator of the chain, called directly (the hot path: one call per batch).
+    ``upstream`` / ``downstream``: the two operators' metrics, where a watermark passing is
+    recorded (None: not recorded)."""
 
-    __slots__ = ("operator", "emit")
+    __slots__ = ("operator", "emit", "upstream", "downstream")
 
-    def __init__(self, operator: StreamOperator) -> None:
+    def __init__(self, operator: StreamOperator, upstream: Optional[OperatorMetrics] = None,
+                 downstream: Optional[OperatorMetrics] = None) -> None:
         self.operator = operator
         self.emit = operator.process_batch  # bound once: emit(values, timestamps) is a direct call
+        self.upstream = upstream
+        self.downstream = downstream
 
     def emit_watermark(self, timestamp: int) -> None:
         """Forward the watermark to the next operator."""
+        if self.upstream is not None:
+            self.upstream.output_watermark = timestamp
+        if self.downstream is not None:
+            self.downstream.input_watermark = timestamp
         self.operator.process_watermark(timestamp)
 
     def emit_watermark_status(self, idle: bool) -> None:
@@ -63,18 +87,22 @@ class ChainingOutput:
 
 
 class RecordWriterOutput:
-    """A non-chained edge: batches go to the RecordWriter, which partitions them to channels."""
+    """A non-chained edge: batches go to the RecordWriter, which partitions them to channels.
+    ``upstream``: the metrics of the operator emitting into it (its output watermark)."""
 
-    __slots__ = ("writer", "emit", "on_watermark")
+    __slots__ = ("writer", "emit", "on_watermark", "upstream")
 
     def __init__(self, writer: Any, on_watermark: Optional[Callable[[int], None]] = None) -> None:
         self.writer = writer
         self.emit = writer.emit
         self.on_watermark = on_watermark
+        self.upstream: Optional[OperatorMetrics] = None
 
     def emit_watermark(self, timestamp: int) -> None:
         """Send the watermark to every channel of the edge (after the pending records)."""
         self.writer.broadcast_event(Watermark(timestamp))
+        if self.upstream is not None:
+            self.upstream.output_watermark = timestamp
         if self.on_watermark is not None:
             self.on_watermark(timestamp)
 
@@ -122,28 +150,41 @@ class OperatorChain:
     """The operators of one subtask, wired head to tails, in topological order.
 
     ``make_operator(node)`` creates each operator; ``network_output(edge)`` gives the
-    output for a non-chained edge leaving the chain.
+    output for a non-chained edge leaving the chain; ``operator_metrics(node)`` (optional) the
+    metrics its links record watermarks into (module docstring).
     """
 
     def __init__(self, nodes: Iterable[StreamNode], chain_edges: Iterable[StreamEdge],
                  network_edges: Iterable[StreamEdge], make_operator: Callable[[StreamNode], StreamOperator],
-                 network_output: Callable[[StreamEdge], Output]) -> None:
+                 network_output: Callable[[StreamEdge], Output],
+                 operator_metrics: Optional[Callable[[StreamNode], OperatorMetrics]] = None) -> None:
         self.nodes = tuple(nodes)
         self.operators: dict[int, StreamOperator] = {n.id: make_operator(n) for n in self.nodes}
         chain_edges = tuple(chain_edges)
         network_edges = tuple(network_edges)
+        by_id = {n.id: n for n in self.nodes}
+
+        def metrics(node_id: int) -> Optional[OperatorMetrics]:
+            return operator_metrics(by_id[node_id]) if operator_metrics is not None else None
+
         self.outputs: dict[int, Output] = {}
         for node in self.nodes:
             main: list[Output] = []
             side: dict[Any, list[Output]] = {}
             for edge in chain_edges:
                 if edge.source_id == node.id:
-                    self._route(edge, ChainingOutput(self.operators[edge.target_id]), main, side)
+                    link = ChainingOutput(self.operators[edge.target_id], metrics(node.id), metrics(edge.target_id))
+                    self._route(edge, link, main, side)
             for edge in network_edges:
                 if edge.source_id == node.id:
-                    self._route(edge, network_output(edge), main, side)
-            self.outputs[node.id] = typed_output(self._combine(main, side), self.operators[node.id],
-                                                 node.output_type, side)
+                    out = network_output(edge)
+                    if isinstance(out, RecordWriterOutput):
+                        out.upstream = metrics(node.id)
+                    self._route(edge, out, main, side)
+            combined = self._combine(main, side)
+            if combined is NO_OUTPUT and operator_metrics is not None:
+                combined = _NoOutput(metrics(node.id))
+            self.outputs[node.id] = typed_output(combined, self.operators[node.id], node.output_type, side)
 
     @staticmethod
     def _route(edge: StreamEdge, out: Output, main: list[Output], side: dict[Any, list[Output]]) -> None:

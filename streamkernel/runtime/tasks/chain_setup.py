@@ -65,7 +65,7 @@ def create_operator_chain(task: "StreamTask", on_output_watermark: Callable[[int
         outputs[id(descriptor.stream_edge)] = RecordWriterOutput(writer, on_output_watermark)
         network_edges.append(descriptor.stream_edge)
     return OperatorChain(tdd.nodes, tdd.chain_edges, network_edges, create_operator,
-                         lambda edge: outputs[id(edge)])
+                         lambda edge: outputs[id(edge)], lambda node: task.metrics.operator(node.name))
 
 
 def set_up_operators(task: "StreamTask", chain: OperatorChain) -> None:
@@ -116,15 +116,18 @@ def _operator_context(task: "StreamTask", node: StreamNode, operator: StreamOper
     def timer_service(name: str, triggerable: Any) -> Any:
         service = InternalTimerService(name, keyed, triggerable, processing_time)
         operator._timer_services.append(service)
+        task.metrics.timer_services.append(service)  # numFiredTimers: the task's services' sum
         return service
 
+    metrics = task.metrics.operator(node.name)
+    metrics.kind = "source" if node.is_source else "sink" if node.is_sink else ""
     restored = task.checkpointer.restored_for(node) or {}
     raw = restored.get("raw")
     if raw is None and restored.get("raw_all") is not None:
         raw = {"raw_all": restored["raw_all"]}  # parallelism changed: every old subtask's raw state
     return OperatorContext(
         task_info=info, node=node, processing_time=processing_time, timer_service=timer_service,
-        operator_state=DefaultOperatorStateBackend(), metrics=task.metrics.operator(node.name),
+        operator_state=DefaultOperatorStateBackend(), metrics=metrics,
         keyed_backend=keyed, configuration=tdd.configuration, job_parameters=tdd.job_parameters,
         restored_state=raw)
 

@@ -32,6 +32,7 @@ from streamkernel.common.options import ExecutionOptions, NettyShuffleEnvironmen
 from streamkernel.runtime.core.deployment import TaskDeploymentDescriptor
 from streamkernel.runtime.core.metrics import TaskMetrics
 from streamkernel.runtime.core.records import END_OF_PARTITION, CheckpointBarrier, LatencyMarker
+from streamkernel.runtime.network.buffer_requirements import NetworkBufferSettings
 from streamkernel.runtime.operators.base import StreamOperator
 from streamkernel.runtime.tasks.batch_budget import BatchBudget, budget_ns
 from streamkernel.runtime.tasks.chain import OperatorChain
@@ -101,6 +102,8 @@ class StreamTask:
         self.processing_time: Any = None
         self.mailbox = TaskMailbox(self._wake_up)
         self._mail = self.mailbox.queue  # tested directly between batches: no call when empty
+        metrics.mailbox = self.mailbox
+        metrics.writers = self.writers  # the list the chain's writers are appended to
         self.checkpointer = TaskCheckpointer(self)
         #: the stop-with-savepoint this task took part in and waits for (None: running)
         self.stopping: Optional[StopWithSavepoint] = None
@@ -126,8 +129,11 @@ class StreamTask:
         self.chain = create_operator_chain(self, self._on_output_watermark)
         set_up_operators(self, self.chain)
         self.metrics.input_channels = list(self.gate.channels) if self.gate is not None else []
+        self.metrics.exclusive_buffers_per_channel = NetworkBufferSettings.from_configuration(
+            tdd.configuration).buffers_per_channel
         self.metrics.output_channels = [channel for writer in self.writers for channel in writer.channels]
         self._head_metrics = self.metrics.operator(tdd.nodes[0].name)
+        self.metrics.head_operator = tdd.nodes[0].name
         self._sink_metrics = [self.metrics.operator(n.name) for n in tdd.nodes if n.is_sink]
         self._has_sink = bool(self._sink_metrics)
         initialize_and_open_operators(self, self.chain)

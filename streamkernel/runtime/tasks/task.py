@@ -16,6 +16,7 @@ task thread between two batches.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -40,7 +41,8 @@ class TaskServices:
     clock: Clock
     taskmanager_id: str
     working_dir: str
-    #: ``acknowledge(attempt_id, checkpoint_id, handle)`` / ``decline(attempt_id, checkpoint_id, reason)``
+    #: ``acknowledge(attempt_id, checkpoint_id, handle, metrics)`` (metrics: a CheckpointMetrics) /
+    #: ``decline(attempt_id, checkpoint_id, reason)``
     checkpoint_responder: Any = None
     #: ``(job_id, configuration) -> CheckpointStorage`` (None: snapshots are handed over in memory)
     checkpoint_storage: Any = None
@@ -157,7 +159,9 @@ class Task:
         try:
             self._reserve_network_buffers()
             self._report(ExecutionState.INITIALIZING)
+            started = self.metrics.initialization_started_ns = time.perf_counter_ns()
             invokable.restore()
+            self.metrics.initialization_ns = time.perf_counter_ns() - started
             if self._cancelled.is_set():
                 raise TaskCancelledError(self.tdd.name_with_subtask)
             self._report(ExecutionState.RUNNING)

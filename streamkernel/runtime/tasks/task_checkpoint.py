@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import logging
 import pickle
+import time
 from typing import TYPE_CHECKING, Any, Optional
 
 from streamkernel.common.options import CheckpointingOptions
 from streamkernel.graph.stream_graph import StreamNode
 from streamkernel.errors import InvalidProgramError
 from streamkernel.runtime.checkpoint.channel_state import has_channel_state, make_channel_state
+from streamkernel.runtime.checkpoint.checkpoint_metrics import CheckpointMetrics
 from streamkernel.runtime.checkpoint.metadata import operator_key
 from streamkernel.runtime.core.records import CheckpointBarrier, DataBuffer
 
@@ -57,6 +59,7 @@ class TaskCheckpointer:
                           and CheckpointingOptions.CHECKPOINTING_MODE.get(config) == "EXACTLY_ONCE")
         # the unaligned checkpoint in progress: (checkpoint id, pickled snapshot or the error)
         self._frozen: Optional[tuple[int, Any]] = None
+        self._frozen_sync_ns = 0  # how long taking that snapshot took (its sync part)
 
     # ---------------------------------------------------------------- restore
     def restored_for(self, node: StreamNode) -> Optional[dict]:
@@ -110,11 +113,15 @@ class TaskCheckpointer:
         savepoint's outcome; with ``drain`` its operators end their input before the snapshot."""
         task = self.task
         responder = task.services.checkpoint_responder
+        task.metrics.checkpoint_started(barrier.checkpoint_id, barrier.timestamp)
         if barrier.synchronous and barrier.drain:
             task.drain_for_savepoint()
         try:
+            started = time.perf_counter_ns()
             snapshot = self.snapshot(barrier.checkpoint_id)
+            taken = time.perf_counter_ns()
             handle = self._store(barrier, snapshot)
+            measured = self._measured(taken - started, time.perf_counter_ns() - taken)
         except Exception as exc:  # noqa: BLE001 - a failed snapshot declines, it does not kill the job
             _log.warning("%s: checkpoint %d failed: %s", task.tdd.name_with_subtask, barrier.checkpoint_id, exc)
             for writer in task.writers:
@@ -127,9 +134,16 @@ class TaskCheckpointer:
             return
         self._forward(barrier)
         if responder is not None:
-            responder.acknowledge(task.tdd.attempt_id, barrier.checkpoint_id, handle)
+            responder.acknowledge(task.tdd.attempt_id, barrier.checkpoint_id, handle, measured)
         if barrier.synchronous:
             task.stop_at(barrier)
+
+    def _measured(self, sync_ns: int, async_ns: int) -> CheckpointMetrics:
+        """What the task measured of its part in the checkpoint it just took (Flink's CheckpointMetrics)."""
+        metrics = self.task.metrics
+        return CheckpointMetrics(sync_ms=sync_ns // 1_000_000, async_ms=async_ns // 1_000_000,
+                                 alignment_ms=metrics.checkpoint_alignment_ns // 1_000_000,
+                                 start_delay_ms=metrics.checkpoint_start_delay_ns // 1_000_000)
 
     def _forward(self, barrier: CheckpointBarrier) -> None:
         """The barrier to every output channel: ahead of queued output when unaligned."""
@@ -143,11 +157,14 @@ class TaskCheckpointer:
     # --------------------------------------------------------------- unaligned
     def start_unaligned(self, barrier: CheckpointBarrier) -> None:
         """First barrier of an unaligned checkpoint: snapshot now (frozen), forward the barrier."""
+        self.task.metrics.checkpoint_started(barrier.checkpoint_id, barrier.timestamp)
+        started = time.perf_counter_ns()
         try:
             frozen: Any = pickle.dumps(self.snapshot(barrier.checkpoint_id), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - declined when the checkpoint finishes
             frozen = exc
         self._frozen = (barrier.checkpoint_id, frozen)
+        self._frozen_sync_ns = time.perf_counter_ns() - started
         self._forward(barrier)
 
     def finish_unaligned(self, barrier: CheckpointBarrier, in_flight: list[tuple[int, DataBuffer]]) -> None:
@@ -162,17 +179,19 @@ class TaskCheckpointer:
                 raise RuntimeError("its snapshot was not taken (the checkpoint started before a restart)")
             if isinstance(frozen, Exception):
                 raise frozen
+            stored = time.perf_counter_ns()
             snapshot = pickle.loads(frozen)
             head = operator_key(task.tdd.nodes[0])
             snapshot[head]["channel_state"] = make_channel_state(in_flight)
             handle = self._store(barrier, snapshot)
+            measured = self._measured(self._frozen_sync_ns, time.perf_counter_ns() - stored)
         except Exception as exc:  # noqa: BLE001 - a failed snapshot declines, it does not kill the job
             _log.warning("%s: checkpoint %d failed: %s", task.tdd.name_with_subtask, barrier.checkpoint_id, exc)
             if responder is not None:
                 responder.decline(task.tdd.attempt_id, barrier.checkpoint_id, f"{type(exc).__name__}: {exc}")
             return
         if responder is not None:
-            responder.acknowledge(task.tdd.attempt_id, barrier.checkpoint_id, handle)
+            responder.acknowledge(task.tdd.attempt_id, barrier.checkpoint_id, handle, measured)
 
     def abort_unaligned(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` was overtaken by a newer one: drop its frozen snapshot."""

@@ -104,6 +104,7 @@ class InputProcessor:
         elif type(item) is LatencyMarker:
             self._on_latency_marker(item)
         elif type(item) is CheckpointBarrier:
+            self.metrics.barrier_arrived(item.checkpoint_id, item.timestamp)
             if self._barriers is not None:
                 self._barriers.on_barrier(channel, item)
         elif type(item) is EventAnnouncement:

@@ -286,7 +286,7 @@ def test_running_tasks_write_through_the_storage_factory_and_the_checkpoint_rest
     tasks: list = []
 
     class Responder:
-        def acknowledge(self, attempt_id, checkpoint_id, handle) -> None:
+        def acknowledge(self, attempt_id, checkpoint_id, handle, metrics=None) -> None:
             with lock:
                 acks[(attempt_id.vertex_id, attempt_id.subtask_index)] = handle
 

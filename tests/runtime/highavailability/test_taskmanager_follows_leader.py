@@ -355,7 +355,9 @@ def test_waiting_for_a_leader_ends_on_stop(caplog: pytest.LogCaptureFixture) -> 
     assert ended == ["stopped"]
 
 
-def test_a_leader_that_refuses_the_connection_is_retried_until_another_leads(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_leader_that_refuses_the_connection_is_retried_until_another_leads(
+        engine_caplog: pytest.LogCaptureFixture) -> None:
+    caplog = engine_caplog  # the follower logs beside a cluster in this process (in a TaskManager, to its log file)
     caplog.set_level(logging.INFO, logger="streamkernel.runtime.entrypoint.taskmanager_leader")
     secret = new_cluster_secret()
     cluster = StandaloneSessionCluster(secret, "process", configuration={"rest.port": "0"})

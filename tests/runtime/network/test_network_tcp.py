@@ -632,3 +632,20 @@ def test_a_sender_whose_consumer_process_is_killed_fails_naming_channel_and_peer
     error = state["error"]
     assert isinstance(error, RemoteChannelError), error
     assert "job/edge0/0->0#0" in str(error) and "tm-child" in str(error) and f"{address[0]}:{address[1]}" in str(error)
+
+
+def test_a_channel_fed_over_tcp_counts_as_remote_for_the_task_metrics(pair):
+    from streamkernel.runtime.core.metrics import TaskMetrics
+
+    producer, consumer = pair
+    gate = consumer.create_input_gate("Sink (1/1)", [(_cid(), 0)], credits=3)
+    channel = producer.output_channel(_cid(), consumer.data_address)
+    sent = [DataBuffer(list(range(100)), None) for _ in range(5)] + [END_OF_PARTITION]
+    thread, state = _send_in_thread(channel, sent)
+    _receive_until_end(gate)
+    thread.join(WAIT)
+    metrics = TaskMetrics("Sink", 0)
+    metrics.input_channels = gate.channels
+    snapshot = metrics.snapshot()
+    assert gate.channels[0].remote and snapshot["buffers_in_remote"] == 6 and snapshot["buffers_in_local"] == 0
+    assert snapshot["bytes_in_remote"] == channel.bytes_sent > 0 and snapshot["bytes_in_local"] == 0

@@ -164,7 +164,8 @@ def test_without_the_front_every_answer_is_the_jobmanagers_own(monkeypatch: pyte
 
 
 def test_a_killed_front_leaves_the_jobmanager_answering_and_stop_leaves_no_front(
-        caplog: pytest.LogCaptureFixture) -> None:
+        engine_caplog: pytest.LogCaptureFixture) -> None:
+    caplog = engine_caplog  # an engine record, not the program's: it goes to the cluster's log file
     assert front_pids(os.getpid()) == []
     cluster = MiniCluster(1, 1, backend="local", configuration={"rest.port": "0"}).start(make_current=False)
     try:

@@ -185,6 +185,26 @@ def test_an_unsigned_or_stale_submission_is_refused_before_its_body_is_read(clus
 
 
 @pytest.mark.parametrize("side", SIDES)
+def test_a_replayed_submission_is_refused_before_its_body_is_read(cluster: MiniCluster, side: str) -> None:
+    from streamkernel.datastream import StreamExecutionEnvironment
+    from streamkernel.runtime.rest.client import RestClusterClient
+    from streamkernel.runtime.rest.handlers.submission import PAYLOAD_FORMAT
+    from streamkernel.runtime.rest.job_signature import signed_headers
+    from streamkernel.runtime.rpc.serialization import dumps
+
+    port = _port(cluster, side)
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.from_collection([1]).add_sink(lambda x: None)
+    body = dumps({"format": PAYLOAD_FORMAT, "stream_graph": env.get_stream_graph("once"), "job_id": None})
+    secret = RestClusterClient("127.0.0.1", _port(cluster, "front")).secret()  # registered for the front
+    headers = signed_headers(secret, body)
+    accepted = _exchange(port, _head("POST", "/jobs", {**headers, "Content-Length": str(len(body))}) + body)
+    assert accepted[0] == 202, accepted
+    status, message = _flink_error(_expecting_continue(port, "POST", "/jobs", headers, len(body)))
+    assert status == 401 and "replay" in message
+
+
+@pytest.mark.parametrize("side", SIDES)
 def test_a_json_body_over_a_mebibyte_is_413_before_it_is_read(cluster: MiniCluster, side: str) -> None:
     port = _port(cluster, side)
     declared = _expecting_continue(port, "POST", f"/jobs/{UNKNOWN_JOB}/savepoints",

@@ -181,3 +181,127 @@ def test_taskmanagers_and_jobmanager(running_job: RunningJob) -> None:
     assert application["id"] == running_job.job_id and application["name"] == "SingleJobApplication(rest job)"
     assert application["status"] == "RUNNING" and application["jobs"] == {"RUNNING": 1}
     assert running_job.client.ok("/jars")["files"] == []
+
+
+def test_a_running_jobs_duration_runs_to_now(running_job: RunningJob) -> None:
+    """Flink: a running job's duration is the time since its start, not the time at its last status change."""
+    def duration(path: str) -> int:
+        body = running_job.client.ok(path)
+        return int((body["jobs"][0] if "jobs" in body else body.get("applications", [body])[0])["duration"])
+
+    for path in (f"/jobs/{running_job.job_id}", "/jobs/overview", "/applications/overview"):
+        published = running_job.cluster.dispatcher.request_job_details(running_job.job_id).duration_ms
+        floor = max(duration(path), published) + 1000
+        wait_until(lambda p=path, f=floor: duration(p) > f, timeout=30,  # type: ignore[misc]
+                   message=f"the duration in {path} to run on while the job runs")
+    details = running_job.client.ok(f"/jobs/{running_job.job_id}")
+    assert details["duration"] == details["now"] - details["start-time"]
+
+
+def test_job_status_and_the_jobmanager_of_a_job(running_job: RunningJob) -> None:
+    base = f"/jobs/{running_job.job_id}"
+    assert running_job.client.ok(base + "/status") == {"status": "RUNNING"}
+    entries = {e["key"]: e["value"] for e in running_job.client.ok(base + "/jobmanager/config")}
+    assert entries["execution.checkpointing.interval"] in ("150", "150 ms") and entries["taskmanager.numberOfTaskSlots"] == "2"
+    assert running_job.client.ok(base + "/jobmanager/environment") == running_job.client.ok("/jobmanager/environment")
+    address = running_job.cluster.rest_url
+    assert running_job.client.ok(base + "/jobmanager/log-url") == {"url": f"{address}/#/job-manager/logs"}
+    assert running_job.client.ok(base + "/taskmanagers/taskmanager-1/log-url") == {
+        "url": f"{address}/#/task-manager/taskmanager-1/logs"}
+    assert running_job.client.get(base + "/taskmanagers/nobody/log-url")[0] == 404
+    assert running_job.client.get(f"/jobs/{'0' * 32}/status")[0] == 404
+    entries = {e["key"]: e["value"] for e in running_job.client.ok(f"/applications/{running_job.job_id}/jobmanager/config")}
+    assert entries["taskmanager.numberOfTaskSlots"] == "2"
+    assert running_job.client.ok("/datasets") == {"dataSets": []}
+
+
+def test_job_metrics_are_the_jobs_state_times_and_checkpoints(running_job: RunningJob) -> None:
+    base = f"/jobs/{running_job.job_id}"
+    names = ("runningTime", "createdTime", "initializingTime", "deployingTime", "cancellingTime", "failingTime",
+             "allSubTasksRunningOrFinishedTime", "numRescales", "lastCompletedCheckpointId",
+             "lastCheckpointCompletedTimestamp", "lastCheckpointMetadataSize", "lastCheckpointPersistedData",
+             "lastCheckpointProcessedData")
+    values = {m["id"]: int(m["value"]) for m in running_job.client.ok(f"{base}/metrics?get={','.join(names)}")}
+    assert set(values) == set(names)
+    details = running_job.client.ok(base)
+    assert values["runningTime"] >= details["now"] - details["timestamps"]["RUNNING"] - 2000 > 0
+    assert values["allSubTasksRunningOrFinishedTime"] > 0 and values["runningTime"] >= values["allSubTasksRunningOrFinishedTime"]
+    assert values["createdTime"] == values["initializingTime"] == values["deployingTime"] == 0
+    assert values["cancellingTime"] == values["failingTime"] == values["numRescales"] == 0
+    latest = running_job.client.ok(base + "/checkpoints")["latest"]["completed"]
+    assert values["lastCompletedCheckpointId"] >= latest["id"] - 20 > 0
+    assert values["lastCheckpointCompletedTimestamp"] >= latest["latest_ack_timestamp"] - 20 * 150
+    assert values["lastCheckpointMetadataSize"] > 100  # the _metadata file's JSON
+    [restarts] = running_job.client.ok("/jobs/metrics?get=numRestarts,nope&agg=sum,max")
+    assert restarts == {"id": "numRestarts", "sum": 0.0, "max": 0.0}
+    assert "runningTime" in {m["id"] for m in running_job.client.ok("/jobs/metrics")}
+    assert running_job.client.ok(f"/jobs/metrics?get=numRestarts&jobs={'0' * 32}") == []
+    [slots] = running_job.client.ok("/taskmanagers/metrics?get=Status.TaskSlots.Total&agg=sum,min")
+    assert slots == {"id": "Status.TaskSlots.Total", "sum": 4.0, "min": 2.0}
+
+
+def test_aggregated_subtask_figures_status_counts_and_times(running_job: RunningJob) -> None:
+    source = _vertices(running_job)[0]["id"]
+    base = f"/jobs/{running_job.job_id}/vertices/{source}"
+    vertex = running_job.client.ok(base)
+    written = [sub["metrics"]["write-records"] for sub in vertex["subtasks"]]
+    aggregated = vertex["aggregated"]["metrics"]["write-records"]
+    assert aggregated["sum"] == sum(written) and aggregated["min"] == min(written) and aggregated["max"] == max(written)
+    assert aggregated["median"] == aggregated["avg"] == sum(written) // 2  # Flink's median of two: their mean
+    assert (aggregated["p25"], aggregated["p75"], aggregated["p95"]) == (min(written), max(written), max(written))
+    running = vertex["aggregated"]["status-duration"]["RUNNING"]
+    assert running["min"] > 0 and set(vertex["aggregated"]["status-duration"]) == {
+        "CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING"}
+    states = {"CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING", "FINISHED", "CANCELING", "CANCELED",
+              "FAILED", "RECONCILING"}
+    for tm in running_job.client.ok(base + "/taskmanagers")["taskmanagers"]:
+        assert set(tm["status-counts"]) == states and tm["status-counts"]["RECONCILING"] == 0
+        assert tm["aggregated"]["metrics"]["write-records"]["sum"] == tm["metrics"]["write-records"]
+    for sub in running_job.client.ok(base + "/subtasktimes")["subtasks"]:
+        assert set(sub["timestamps"]) == states and sub["timestamps"]["FAILED"] == 0
+        assert sub["timestamps"]["RUNNING"] >= sub["timestamps"]["CREATED"] > 0
+
+
+def test_one_subtask_its_attempts_and_accumulators(running_job: RunningJob) -> None:
+    source = _vertices(running_job)[0]["id"]
+    base = f"/jobs/{running_job.job_id}/vertices/{source}/subtasks/1"
+    sub = running_job.client.ok(base)
+    assert (sub["subtask"], sub["attempt"], sub["status"]) == (1, 0, "RUNNING")
+    assert sub["taskmanager-id"].startswith("taskmanager-") and sub["status-duration"]["RUNNING"] > 0
+    attempt = running_job.client.ok(base + "/attempts/0")
+    assert (attempt["subtask"], attempt["attempt"], attempt["start-time"]) == (1, 0, sub["start-time"])
+    assert running_job.client.ok(base + "/attempts/0/accumulators") == {
+        "subtask": 1, "attempt": 0, "id": f"{running_job.job_id}_{source}_1_0", "user-accumulators": []}
+    assert running_job.client.get(base + "/attempts/1")[0] == 404
+    assert running_job.client.get(f"/jobs/{running_job.job_id}/vertices/{source}/subtasks/2")[0] == 404
+    assert running_job.client.get(f"/jobs/{running_job.job_id}/vertices/{source}/subtasks/x")[0] == 400
+    ids = {m["id"] for m in running_job.client.ok(base + "/metrics")}
+    assert {"numRecordsOut", "busyTimeMsPerSecond"} <= ids and not any(i.startswith("1.") for i in ids)
+    assert running_job.client.ok(f"/jobs/{running_job.job_id}/vertices/{source}/jm-operator-metrics") == []
+
+
+def test_a_vertexs_checkpoint_summary_writes_nan_as_flink_does(running_job: RunningJob) -> None:
+    base = f"/jobs/{running_job.job_id}/checkpoints"
+    latest = running_job.client.ok(base)["latest"]["completed"]["id"]
+    vertex = _vertices(running_job)[0]["id"]
+    body = running_job.client.ok(f"{base}/details/{latest}/subtasks/{vertex}")
+    assert [s["className"] for s in body["subtasks"]] == ["completed", "completed"]
+    duration = body["summary"]["end_to_end_duration"]
+    assert duration["p50"] == duration["p999"] == "NaN"  # Jackson's NaN: a string
+    assert duration["min"] <= duration["avg"] <= duration["max"]
+    assert body["summary"]["alignment"]["buffered"]["p50"] == 0.0
+
+
+def test_each_subtask_says_what_it_measured_of_a_checkpoint(running_job: RunningJob) -> None:
+    """Flink's CheckpointMetrics of an acknowledgement: sync and async parts, alignment, start delay."""
+    base = f"/jobs/{running_job.job_id}/checkpoints"
+    latest = running_job.client.ok(base)["latest"]["completed"]
+    for vertex in _vertices(running_job):
+        body = running_job.client.ok(f"{base}/details/{latest['id']}/subtasks/{vertex['id']}")
+        for sub in body["subtasks"]:
+            assert sub["checkpoint"]["sync"] >= 0 and sub["checkpoint"]["async"] >= 0  # measured, not -1
+            assert sub["alignment"]["duration"] >= 0 and sub["start_delay"] >= 0
+            assert sub["start_delay"] <= sub["end_to_end_duration"]  # the barrier came before the acknowledgement
+        sync = [s["checkpoint"]["sync"] for s in body["subtasks"]]
+        assert body["summary"]["checkpoint_duration"]["sync"]["max"] == max(sync)
+        assert body["summary"]["start_delay"]["min"] == min(s["start_delay"] for s in body["subtasks"])

@@ -10,12 +10,9 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.datastream import StreamExecutionEnvironment
 from streamkernel.datastream.connectors import DataGeneratorSource
 from streamkernel.datastream.functions import MapFunction, RuntimeContext
-from streamkernel.runtime.metrics.flink_metrics import (
-    job_metric_values,
-    jobmanager_metric_values,
-    operator_metric_values,
-    subtask_metric_values,
-)
+from streamkernel.runtime.core.task_metric_values import metric_group_name, task_metric_values
+from streamkernel.runtime.jobmaster.job_metrics import job_metric_values
+from streamkernel.runtime.metrics.flink_metrics import jobmanager_metric_values
 from streamkernel.runtime.metrics.groups import MetricType
 from streamkernel.runtime.minicluster.metric_reporting import JobManagerMetricGroups
 from streamkernel.runtime.minicluster.minicluster import MiniCluster, set_current_cluster
@@ -32,6 +29,12 @@ class Tagged(MapFunction):
     def map(self, value: Any) -> Any:
         self.seen.inc()
         return value
+
+
+def task_metrics_snapshot(tm: Any) -> dict:
+    """The one running task's metrics snapshot of ``tm`` (its heartbeat's)."""
+    [status] = [t for t in tm.heartbeat().tasks if not t.state.is_terminal]
+    return dict(status.metrics)
 
 
 def _by_scope(groups: list) -> dict[str, list]:
@@ -60,13 +63,22 @@ def test_a_taskmanager_reports_what_the_rest_api_names_in_flinks_scopes() -> Non
         [slots] = scopes["taskmanager.Status.TaskSlots"]  # Status.TaskSlots.Total: "Total" in a sub-group
         assert slots.variables == {"host": "h", "tm_id": tm.taskmanager_id} and slots.metrics["Total"] == 1
         [task] = scopes["taskmanager.job.task"]
-        assert set(task.metrics) == set(subtask_metric_values({"uptime_ns": 1}))  # every name the REST API has
+        snapshot = task_metrics_snapshot(tm)
+        rest_ids = set(task_metric_values(snapshot))  # every id the REST API lists for the subtask ...
+        reported = {".".join(g.scope[3:] + (name,)) for scope, found in scopes.items()
+                    if scope.startswith("taskmanager.job.task") and not scope.startswith("taskmanager.job.task.operator")
+                    for g in found for name in g.metrics}
+        reported |= {f"{metric_group_name(g.variables['operator_name'])}.{name}"
+                     for g in scopes["taskmanager.job.task.operator"] for name in g.metrics}
+        histogram = {i for i in rest_ids if i.startswith("mailboxLatencyMs_")}
+        assert reported == (rest_ids - histogram) | ({"mailboxLatencyMs"} if histogram else set())  # ... is reported
         assert task.type_of("numRecordsOut") is MetricType.COUNTER
         assert task.type_of("numRecordsOutPerSecond") is MetricType.METER
+        assert task.type_of("busyTimeMsPerSecond") is MetricType.GAUGE
         assert task.variables["job_id"] == job_id and task.variables["task_name"] == "Source: n -> tagged -> Sink: Unnamed"
         operators = {g.variables["operator_name"]: g for g in scopes["taskmanager.job.task.operator"]}
         assert set(operators) == {"Source: n", "tagged", "Sink: Unnamed"}
-        assert set(operators["tagged"].metrics) == set(operator_metric_values({}))
+        assert {"numRecordsIn", "numRecordsOut", "numRecordsInPerSecond"} <= set(operators["tagged"].metrics)
         assert len({g.variables["operator_id"] for g in operators.values()}) == 3
         [user] = scopes["taskmanager.job.task.operator.shop.orders"]
         assert user.variables["shop"] == "berlin" and user.variables["operator_name"] == "tagged"
@@ -76,7 +88,7 @@ def test_a_taskmanager_reports_what_the_rest_api_names_in_flinks_scopes() -> Non
         assert set(jobmanager["jobmanager"][0].metrics) == set(jobmanager_metric_values([], []))
         [job] = jobmanager["jobmanager.job"]
         assert job.variables == {"host": "h", "job_id": job_id, "job_name": "groups job"}
-        assert set(job.metrics) == set(job_metric_values(cluster.dispatcher.request_job_details(job_id)))
+        assert set(job.metrics) == set(job_metric_values(cluster.dispatcher.request_job_details(job_id), 0))
 
         cluster.dispatcher.cancel_job(job_id).result(60)
         wait_until(lambda: cluster.dispatcher.request_job_status(job_id) is JobStatus.CANCELED)

@@ -24,7 +24,7 @@ class _Responder:
         self.declines: list = []
         self.lock = threading.Lock()
 
-    def acknowledge(self, attempt_id, checkpoint_id, handle) -> None:
+    def acknowledge(self, attempt_id, checkpoint_id, handle, metrics=None) -> None:
         with self.lock:
             self.acks.setdefault(checkpoint_id, {})[(attempt_id.vertex_id, attempt_id.subtask_index)] = handle
 

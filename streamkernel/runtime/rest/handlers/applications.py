@@ -1,12 +1,14 @@
 """Flink 2.3's application resources: ``/applications/overview``, ``/applications/:applicationid``
-and its ``exceptions``; every job is one ``SingleJobApplication`` with the job's id
+and its ``exceptions`` and ``jobmanager/config``; every job is one ``SingleJobApplication`` with the job's id
 (:mod:`~streamkernel.runtime.rest.json_views.applications`)."""
 
 from __future__ import annotations
 
 from streamkernel.runtime.jobmaster.job_status import JobDetails
+from streamkernel.runtime.rest.context import now_ms
 from streamkernel.runtime.rest.handlers.base import RestError, RestHandler, bad_parameter
 from streamkernel.runtime.rest.json_views.applications import application_details, application_overview
+from streamkernel.runtime.rest.json_views.cluster import jobmanager_config
 from streamkernel.runtime.rest.json_views.ids import HEX32
 from streamkernel.runtime.rest.json_views.jobs import job_exceptions
 
@@ -27,7 +29,8 @@ class ApplicationsOverviewHandler(RestHandler):
 
     def get(self) -> None:
         """Flink 2.3's MultipleApplicationsDetails."""
-        self.write_json({"applications": [application_overview(d) for d in self.context.dispatcher.list_jobs()]})
+        now = now_ms()
+        self.write_json({"applications": [application_overview(d, now) for d in self.context.dispatcher.list_jobs()]})
 
 
 class ApplicationDetailsHandler(RestHandler):
@@ -36,7 +39,7 @@ class ApplicationDetailsHandler(RestHandler):
     def get(self, applicationid: str) -> None:
         """Flink 2.3's ApplicationDetailsInfo."""
         details = _application(self, applicationid)
-        self.write_json(application_details(details, self.context.job_configuration(details)))
+        self.write_json(application_details(details, self.context.job_configuration(details), now_ms()))
 
 
 class ApplicationExceptionsHandler(RestHandler):
@@ -48,8 +51,18 @@ class ApplicationExceptionsHandler(RestHandler):
         self.write_json({"exceptionHistory": {"entries": entries}})
 
 
+class ApplicationConfigHandler(RestHandler):
+    """``GET /applications/:applicationid/jobmanager/config``: its job's effective configuration."""
+
+    def get(self, applicationid: str) -> None:
+        """Flink 2.3's ConfigurationInfo: ``[{"key", "value"}]``."""
+        details = _application(self, applicationid)
+        self.write_json(jobmanager_config(self.context.job_configuration(details)))
+
+
 ROUTES = [
     ("/applications/overview", ApplicationsOverviewHandler),
     ("/applications/:applicationid", ApplicationDetailsHandler),
     ("/applications/:applicationid/exceptions", ApplicationExceptionsHandler),
+    ("/applications/:applicationid/jobmanager/config", ApplicationConfigHandler),
 ]

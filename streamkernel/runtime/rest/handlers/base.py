@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any, Optional
 
 import tornado.web
@@ -27,6 +28,7 @@ from streamkernel.runtime.rest.request_limits import MAX_JSON_BODY, SUPPORTED_ME
 __all__ = ["RestError", "RestHandler", "NotFoundHandler"]
 
 _LOG = logging.getLogger(__name__)
+_AGGREGATIONS = ("min", "max", "sum", "avg", "skew")
 
 
 class RestError(Exception):
@@ -119,12 +121,19 @@ class RestHandler(tornado.web.RequestHandler):
 
     # ------------------------------------------------------------------ answers
     def write_json(self, body: Any, status: int = 200) -> None:
-        """Send ``body`` as JSON with ``status`` (a GET's 200 snapshot with its ``Cache-Control``)."""
+        """Send ``body`` as JSON with ``status`` (a GET's 200 snapshot with its ``Cache-Control``).
+
+        A float NaN or infinity is written as Flink's Jackson writes it, as the string ``"NaN"``,
+        ``"Infinity"`` or ``"-Infinity"`` (bare ``NaN`` is no JSON)."""
         self.set_status(status)
         if status == 200 and self.request.method == "GET":
             max_age = self.context.answer_max_age if self.CACHEABLE else 0
             self.set_header("Cache-Control", f"max-age={max_age}" if max_age > 0 else "no-cache")
-        self.finish(json.dumps(body, default=str))
+        try:
+            text = json.dumps(body, default=str, allow_nan=False)
+        except ValueError:  # a NaN or infinity somewhere: the rare case pays a second pass
+            text = json.dumps(_non_finite_as_strings(body), default=str)
+        self.finish(text)
 
     def _handle_request_exception(self, error: BaseException) -> None:
         if isinstance(error, RestError):
@@ -181,6 +190,27 @@ class RestHandler(tornado.web.RequestHandler):
         if not values:
             return None
         return [item.strip() for value in values for item in value.split(",") if item.strip()]
+
+    def aggregation_modes(self) -> list[str]:
+        """``?agg=min,max,...`` of an aggregated metrics resource (lower case; all but ``skew``
+        without it); 400 naming the values Flink would not parse."""
+        modes = [m.lower() for m in (self.query_list("agg") or ["min", "max", "sum", "avg"])]
+        bad = [m for m in modes if m not in _AGGREGATIONS]
+        if bad:
+            raise RestError(400, f"Bad request, could not parse parameters: Cannot resolve query parameter (agg) "
+                                 f"from value \"{','.join(bad)}\"; expected min, max, sum, avg or skew.")
+        return modes
+
+
+def _non_finite_as_strings(value: Any) -> Any:
+    """``value`` with every NaN / infinite float replaced by Jackson's strings for them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: _non_finite_as_strings(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_non_finite_as_strings(v) for v in value]
+    return value
 
 
 class NotFoundHandler(RestHandler):

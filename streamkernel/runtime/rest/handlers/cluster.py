@@ -1,5 +1,6 @@
 """Cluster resources: ``/config``, ``/overview``, ``/jobmanager/config``, ``/jobmanager/metrics``,
-``/jobmanager/environment``, ``/jobmanager/thread-dump``, and ``/jars`` (which the Flink 2.3 dashboard asks for)."""
+``/jobmanager/environment``, ``/jobmanager/thread-dump``, ``/datasets``, and ``/jars`` (which the Flink 2.3
+dashboard asks for)."""
 
 from __future__ import annotations
 
@@ -77,6 +78,15 @@ class JarsHandler(RestHandler):
         self.write_json({"address": f"http://{self.context.rest_address}", "files": []})
 
 
+class ClusterDataSetsHandler(RestHandler):
+    """``GET /datasets``: the cluster's data sets (intermediate results a batch job kept for later
+    jobs); streamkernel keeps none."""
+
+    def get(self) -> None:
+        """Flink's ClusterDataSetListResponseBody, empty."""
+        self.write_json({"dataSets": []})
+
+
 ROUTES = [
     ("/config", DashboardConfigHandler),
     ("/overview", ClusterOverviewHandler),
@@ -85,4 +95,5 @@ ROUTES = [
     ("/jobmanager/environment", JobManagerEnvironmentHandler),
     ("/jobmanager/thread-dump", JobManagerThreadDumpHandler),
     ("/jars", JarsHandler),
+    ("/datasets", ClusterDataSetsHandler),
 ]

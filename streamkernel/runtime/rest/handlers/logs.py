@@ -2,12 +2,14 @@
 and the same under ``/taskmanagers/:taskmanagerid``, in Flink's shapes (a ``LogListInfo``
 ``{"logs": [{"name", "size", "mtime"}]}``, files as ``text/plain``).
 
-The JobManager's log is its configuration's ``log.file`` (Flink's key; a standalone cluster's
-JobManager process sets it) and the directory listed is ``env.log.dir`` (else the log file's
-directory); stdout is the ``.out`` file next to the log. A TaskManager reports its ``log.file``
-when it registers; its files are read where the JobManager runs (a standalone cluster on one
-machine; a TaskManager on another machine gets 404 naming the file). A process without a log
-file of its own (the in-kernel cluster, whose output is the notebook's) gets 404 saying so.
+The JobManager's log is the cluster's log file (``MiniCluster.log_file``: the configuration's
+``log.file``, Flink's key, which a standalone cluster's JobManager process sets; else the in-kernel
+cluster's own file) and the directory listed is ``env.log.dir`` (else the log file's directory);
+stdout is the ``.out`` file next to the log. A TaskManager reports its ``log.file`` when it
+registers (TaskManager threads of the in-kernel cluster: the cluster's file); its files are read
+where the JobManager runs (a standalone cluster on one machine; a TaskManager on another machine
+gets 404 naming the file). A TaskManager without a log file of its own (a ``process`` backend
+child, whose output is the notebook's) gets 404 saying so.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class _LogFiles(RestHandler):
 
 class _JobManagerLogFiles(_LogFiles):
     def _log_file(self, **kwargs: str) -> tuple[Optional[str], str]:
-        return self.context.configuration.get(LOG_FILE_KEY), "The JobManager"
+        return self.context.log_file or self.context.configuration.get(LOG_FILE_KEY), "The JobManager"
 
     def _log_dir(self, log_file: str) -> Path:
         directory = self.context.configuration.get(LOG_DIR_KEY)

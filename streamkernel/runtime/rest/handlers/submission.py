@@ -139,9 +139,10 @@ class JobSubmitHandler(RestHandler):
             raise RestError(400, f"Bad request: this cluster runs Python jobs submitted with `streamkernel run -m "
                                  f"HOST:PORT job.py`; it does not take Flink's JobGraph upload "
                                  f"({content_type[:80] or 'no content type'})")
-        try:  # the headers alone: an unsigned or stale upload is refused unread
-            verify(self.context.cluster_secret, self.request.headers.get(TIMESTAMP_HEADER),
-                   self.request.headers.get(SIGNATURE_HEADER), None)
+        try:  # the headers alone: an unsigned, stale or replayed upload is refused unread
+            timestamp, signature = self.request.headers.get(TIMESTAMP_HEADER), self.request.headers.get(SIGNATURE_HEADER)
+            verify(self.context.cluster_secret, timestamp, signature, None)
+            self.context.replay_guard.refuse_accepted(signature or "", timestamp or "")
         except SignatureError as error:
             raise RestError(401, str(error)) from None
         self._spool = tempfile.SpooledTemporaryFile(_SPOOLED_IN_MEMORY, prefix="streamkernel-submission-")

@@ -1,5 +1,5 @@
-"""TaskManager resources: ``/taskmanagers``, ``/taskmanagers/:taskmanagerid`` and its ``metrics``,
-from the ResourceManager's snapshot of the registered TaskManagers."""
+"""TaskManager resources: ``/taskmanagers``, ``/taskmanagers/metrics``, ``/taskmanagers/:taskmanagerid``
+and its ``metrics``, from the ResourceManager's snapshot of the registered TaskManagers."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
 from streamkernel.runtime.rest.context import now_ms
 from streamkernel.runtime.rest.handlers.base import RestError, RestHandler
 from streamkernel.runtime.rest.json_views.cluster import taskmanager_details, taskmanager_info, taskmanager_metric_values
+from streamkernel.runtime.rest.json_views.metrics import aggregated_metrics
 from streamkernel.runtime.rest.json_views.vertices import metric_list
 
 __all__ = ["ROUTES"]
@@ -45,8 +46,23 @@ class TaskManagerMetricsHandler(RestHandler):
         self.write_json(metric_list(taskmanager_metric_values(_taskmanager(self, taskmanagerid)), self.query_list("get")))
 
 
+class AggregatedTaskManagerMetricsHandler(RestHandler):
+    """``GET /taskmanagers/metrics[?get=a,b&agg=min,max&taskmanagers=id,id]``: TaskManager metrics
+    aggregated over the TaskManagers."""
+
+    def get(self) -> None:
+        """Flink's AggregatedMetricsResponseBody."""
+        tms = list(self.context.taskmanagers())
+        wanted = self.query_list("taskmanagers")
+        if wanted is not None:
+            tms = [tm for tm in tms if tm.taskmanager_id in set(wanted)]
+        per_tm = [taskmanager_metric_values(tm) for tm in tms]
+        self.write_json(aggregated_metrics(per_tm, self.query_list("get"), self.aggregation_modes()))
+
+
 ROUTES = [
     ("/taskmanagers", TaskManagersHandler),
+    ("/taskmanagers/metrics", AggregatedTaskManagerMetricsHandler),
     ("/taskmanagers/:taskmanagerid", TaskManagerDetailsHandler),
     ("/taskmanagers/:taskmanagerid/metrics", TaskManagerMetricsHandler),
 ]

@@ -1,6 +1,7 @@
 """Vertex resources: ``/jobs/:jobid/vertices/:vertexid`` and its ``backpressure``,
-``watermarks``, ``subtasktimes``, ``taskmanagers``, ``metrics``, ``subtasks/metrics``, ``accumulators``
-and ``subtasks/accumulators``."""
+``watermarks``, ``subtasktimes``, ``taskmanagers``, ``metrics``, ``jm-operator-metrics``,
+``subtasks/metrics``, ``accumulators``, ``subtasks/accumulators``, and one subtask's details,
+metrics, attempts and their accumulators (``subtasks/:subtaskindex[/attempts/:attempt]``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,14 @@ from typing import Any, Mapping, Optional
 
 from streamkernel.runtime.jobmaster.job_status import JobDetails, SubtaskDetails, VertexDetails
 from streamkernel.runtime.rest.context import now_ms, subtask_metrics
-from streamkernel.runtime.rest.handlers.base import RestError, RestHandler
+from streamkernel.runtime.rest.handlers.base import RestError, RestHandler, bad_parameter
 from streamkernel.runtime.rest.json_views.ids import vertex_id_of
+from streamkernel.runtime.rest.json_views.io_metrics import task_metric_values
 from streamkernel.runtime.rest.json_views.vertices import (
     MetricsOf,
+    metric_list,
+    subtask_attempt_accumulators,
+    subtask_details,
     subtask_times,
     subtasks_accumulators,
     subtasks_metrics,
@@ -24,8 +29,6 @@ from streamkernel.runtime.rest.json_views.vertices import (
 )
 
 __all__ = ["ROUTES"]
-
-_AGGREGATIONS = ("min", "max", "sum", "avg", "skew")
 
 
 class _VertexHandler(RestHandler):
@@ -41,6 +44,24 @@ class _VertexHandler(RestHandler):
             return subtask_metrics(details, sub, live)
 
         return details, vertex, vertex_id_of(details.job_graph, vertex.vertex_id), metrics_of
+
+    def subtask(self, vertex: VertexDetails, subtaskindex: str, attempt: Optional[str] = None) -> SubtaskDetails:
+        """Subtask ``subtaskindex`` of the vertex (its current attempt; ``attempt``: that one, which
+        must be the current: earlier attempts are not kept); 400 when malformed, 404 when unknown."""
+        if not subtaskindex.isdigit():
+            raise bad_parameter("subtaskindex", subtaskindex)
+        index = int(subtaskindex)
+        if index >= len(vertex.subtasks):
+            raise RestError(404, f"Invalid subtask index {index} for vertex {vertex.name!r} of parallelism "
+                                 f"{vertex.parallelism}.")
+        sub = vertex.subtasks[index]
+        if attempt is not None:
+            if not attempt.isdigit():
+                raise bad_parameter("attempt", attempt)
+            if int(attempt) != sub.attempt_number:
+                raise RestError(404, f"Attempt {int(attempt)} of subtask {index} of vertex {vertex.name!r} not found: "
+                                     f"the current attempt is {sub.attempt_number} (earlier attempts are not kept).")
+        return sub
 
 
 class VertexDetailsHandler(_VertexHandler):
@@ -117,11 +138,7 @@ class SubtasksMetricsHandler(_VertexHandler):
     def get(self, jobid: str, vertexid: str) -> None:
         """Flink's AggregatedMetricsResponseBody."""
         _, vertex, _, metrics_of = self.lookup(jobid, vertexid)
-        modes = [m.lower() for m in (self.query_list("agg") or ["min", "max", "sum", "avg"])]
-        bad = [m for m in modes if m not in _AGGREGATIONS]
-        if bad:
-            raise RestError(400, f"Bad request, could not parse parameters: Cannot resolve query parameter (agg) "
-                                 f"from value \"{','.join(bad)}\"; expected min, max, sum, avg or skew.")
+        modes = self.aggregation_modes()
         subtasks = self.query_list("subtasks")
         if subtasks is not None and not all(s.isdigit() for s in subtasks):
             raise RestError(400, f"Bad request, could not parse parameters: Cannot resolve query parameter "
@@ -148,6 +165,57 @@ class SubtasksAccumulatorsHandler(_VertexHandler):
         self.write_json(subtasks_accumulators(vertex, hex_id))
 
 
+class SubtaskDetailsHandler(_VertexHandler):
+    """``GET .../subtasks/:subtaskindex``: the subtask's current attempt."""
+
+    def get(self, jobid: str, vertexid: str, subtaskindex: str) -> None:
+        """Flink's SubtaskExecutionAttemptDetailsInfo."""
+        _, vertex, _, metrics_of = self.lookup(jobid, vertexid)
+        sub = self.subtask(vertex, subtaskindex)
+        self.write_json(subtask_details(sub, metrics_of(sub), now_ms()))
+
+
+class SubtaskAttemptDetailsHandler(_VertexHandler):
+    """``GET .../subtasks/:subtaskindex/attempts/:attempt``: one attempt of the subtask (the current one)."""
+
+    def get(self, jobid: str, vertexid: str, subtaskindex: str, attempt: str) -> None:
+        """Flink's SubtaskExecutionAttemptDetailsInfo."""
+        _, vertex, _, metrics_of = self.lookup(jobid, vertexid)
+        sub = self.subtask(vertex, subtaskindex, attempt)
+        self.write_json(subtask_details(sub, metrics_of(sub), now_ms()))
+
+
+class SubtaskAttemptAccumulatorsHandler(_VertexHandler):
+    """``GET .../subtasks/:subtaskindex/attempts/:attempt/accumulators``: the attempt's accumulators."""
+
+    def get(self, jobid: str, vertexid: str, subtaskindex: str, attempt: str) -> None:
+        """Flink's SubtaskExecutionAttemptAccumulatorsInfo."""
+        details, vertex, hex_id, _ = self.lookup(jobid, vertexid)
+        self.write_json(subtask_attempt_accumulators(details.job_id, hex_id, self.subtask(vertex, subtaskindex, attempt)))
+
+
+class SubtaskMetricsHandler(_VertexHandler):
+    """``GET .../subtasks/:subtaskindex/metrics[?get=a,b]``: one subtask's metrics (ids without
+    the subtask index: ``numRecordsIn``, ``count_per_key.numRecordsOut``)."""
+
+    def get(self, jobid: str, vertexid: str, subtaskindex: str) -> None:
+        """Flink's metric collection."""
+        _, vertex, _, metrics_of = self.lookup(jobid, vertexid)
+        sub = self.subtask(vertex, subtaskindex)
+        self.write_json(metric_list(task_metric_values(metrics_of(sub)), self.query_list("get")))
+
+
+class JobManagerOperatorMetricsHandler(_VertexHandler):
+    """``GET .../jm-operator-metrics``: the metrics the JobManager keeps of the vertex's operators
+    (Flink's operator coordinators'). streamkernel runs no operator coordinator for a vertex (a
+    source's subtasks split their input themselves): none."""
+
+    def get(self, jobid: str, vertexid: str) -> None:
+        """Flink's metric collection, empty."""
+        self.lookup(jobid, vertexid)
+        self.write_json([])
+
+
 _V = "/jobs/:jobid/vertices/:vertexid"
 ROUTES = [
     (_V, VertexDetailsHandler),
@@ -160,4 +228,9 @@ ROUTES = [
     (_V + "/subtasks/metrics", SubtasksMetricsHandler),
     (_V + "/accumulators", VertexAccumulatorsHandler),
     (_V + "/subtasks/accumulators", SubtasksAccumulatorsHandler),
+    (_V + "/subtasks/:subtaskindex", SubtaskDetailsHandler),
+    (_V + "/subtasks/:subtaskindex/metrics", SubtaskMetricsHandler),
+    (_V + "/subtasks/:subtaskindex/attempts/:attempt", SubtaskAttemptDetailsHandler),
+    (_V + "/subtasks/:subtaskindex/attempts/:attempt/accumulators", SubtaskAttemptAccumulatorsHandler),
+    (_V + "/jm-operator-metrics", JobManagerOperatorMetricsHandler),
 ]

@@ -34,14 +34,14 @@ def _end_time(details: JobDetails) -> int:
     return details.end_time if details.end_time is not None else -1
 
 
-def application_overview(details: JobDetails) -> dict:
+def application_overview(details: JobDetails, now: int) -> dict:
     """One entry of ``/applications/overview``: the application and its jobs counted by state."""
     return {"id": details.job_id, "name": f"SingleJobApplication({details.job_name})",
-            "start-time": details.start_time, "end-time": _end_time(details), "duration": details.duration_ms,
+            "start-time": details.start_time, "end-time": _end_time(details), "duration": details.duration_at(now),
             "status": application_status(details), "jobs": {details.status.name: 1}}
 
 
-def application_details(details: JobDetails, configuration: Mapping[str, str]) -> dict:
+def application_details(details: JobDetails, configuration: Mapping[str, str], now: int) -> dict:
     """``/applications/:applicationid``: the application, when it entered each state (0: never),
     and its job as ``/jobs/overview`` shows it."""
     status = application_status(details)
@@ -50,5 +50,5 @@ def application_details(details: JobDetails, configuration: Mapping[str, str]) -
     if status != "RUNNING":
         timestamps[status] = details.status_timestamps.get(details.status.name, _end_time(details))
     return {"id": details.job_id, "name": f"SingleJobApplication({details.job_name})", "status": status,
-            "start-time": details.start_time, "end-time": _end_time(details), "duration": details.duration_ms,
-            "timestamps": timestamps, "jobs": [job_overview(details, configuration)]}
+            "start-time": details.start_time, "end-time": _end_time(details), "duration": details.duration_at(now),
+            "timestamps": timestamps, "jobs": [job_overview(details, configuration, now)]}

@@ -11,7 +11,7 @@ from streamkernel.runtime.checkpoint.history import CheckpointStats, CheckpointS
 from streamkernel.runtime.jobmaster.job_status import VertexDetails
 
 __all__ = ["checkpointing_statistics", "checkpoint_statistics", "checkpoint_config", "task_checkpoint_details",
-           "stats_summary"]
+           "stats_summary", "min_max_avg_summary"]
 
 _CLASS_NAMES = {CheckpointStatus.COMPLETED: "completed", CheckpointStatus.FAILED: "failed",
                 CheckpointStatus.IN_PROGRESS: "in_progress"}
@@ -29,6 +29,17 @@ def stats_summary(values: Sequence[float]) -> dict:
     return {"min": int(ordered[0]), "max": int(ordered[-1]), "avg": int(sum(ordered) / len(ordered)),
             "p50": quantile(0.5), "p90": quantile(0.9), "p95": quantile(0.95), "p99": quantile(0.99),
             "p999": quantile(0.999)}
+
+
+def min_max_avg_summary(values: Sequence[float]) -> dict:
+    """Flink's StatsSummaryDto of a vertex's subtasks in one checkpoint: ``min``, ``max`` and
+    ``avg`` of their values, and quantiles NaN (Flink keeps no histogram per checkpoint and
+    writes NaN as the string ``"NaN"``, as :meth:`~..handlers.base.RestHandler.write_json` does)."""
+    nan = float("nan")
+    quantiles = {"p50": nan, "p90": nan, "p95": nan, "p99": nan, "p999": nan}
+    if not values:
+        return {"min": 0, "max": 0, "avg": 0, **quantiles}
+    return {"min": int(min(values)), "max": int(max(values)), "avg": int(sum(values) / len(values)), **quantiles}
 
 
 def _checkpoint_type(stats: CheckpointStats) -> str:
@@ -111,25 +122,35 @@ def task_checkpoint_details(stats: CheckpointStats, vertex: VertexDetails) -> di
     for sub in vertex.subtasks:
         ack = acks.get(sub.subtask_index)
         if ack is None:
-            subtasks.append({"index": sub.subtask_index, "status": "pending_or_failed"})
+            subtasks.append({"index": sub.subtask_index, "status": "pending_or_failed",
+                             "className": "pending_or_failed"})
             continue
         size = ack.state_size or 0
+        measured = ack.metrics  # what the subtask measured (-1: not measured, e.g. an older TaskManager)
         subtasks.append({"index": sub.subtask_index, "status": "completed", "ack_timestamp": ack.ack_timestamp,
                          "end_to_end_duration": ack.duration_ms, "state_size": size, "checkpointed_size": size,
-                         # sync/async parts, alignment and start delay are not measured: Flink's unknown, -1 / 0
-                         "checkpoint": {"sync": -1, "async": -1},
-                         "alignment": {"buffered": 0, "processed": 0, "persisted": ack.persisted_data, "duration": -1},
-                         "start_delay": -1, "unaligned_checkpoint": ack.unaligned, "aborted": False})
+                         "checkpoint": {"sync": measured.sync_ms, "async": measured.async_ms},
+                         # bytes buffered or processed during alignment are not measured (objects, not bytes)
+                         "alignment": {"buffered": 0, "processed": 0, "persisted": ack.persisted_data,
+                                       "duration": measured.alignment_ms},
+                         "start_delay": measured.start_delay_ms, "unaligned_checkpoint": ack.unaligned,
+                         "aborted": False, "className": "completed"})
     done = [a for a in acks.values()]
+
+    def measured_of(field: str) -> list[float]:
+        return [float(v) for v in (getattr(a.metrics, field) for a in done) if v >= 0]
+
     body["summary"] = {
-        "checkpointed_size": stats_summary([float(a.state_size or 0) for a in done]),
-        "state_size": stats_summary([float(a.state_size or 0) for a in done]),
-        "end_to_end_duration": stats_summary([float(a.duration_ms) for a in done]),
-        "checkpoint_duration": {"sync": stats_summary([]), "async": stats_summary([])},
-        "alignment": {"buffered": stats_summary([]), "processed": stats_summary([]),
-                      "persisted": stats_summary([float(a.persisted_data) for a in done]),
-                      "duration": stats_summary([])},
-        "start_delay": stats_summary([])}
+        "checkpointed_size": min_max_avg_summary([float(a.state_size or 0) for a in done]),
+        "state_size": min_max_avg_summary([float(a.state_size or 0) for a in done]),
+        "end_to_end_duration": min_max_avg_summary([float(a.duration_ms) for a in done]),
+        "checkpoint_duration": {"sync": min_max_avg_summary(measured_of("sync_ms")),
+                                "async": min_max_avg_summary(measured_of("async_ms"))},
+        # Flink's "buffered" is a fixed zero summary (quantiles 0.0, not NaN)
+        "alignment": {"buffered": stats_summary([]), "processed": min_max_avg_summary([]),
+                      "persisted": min_max_avg_summary([float(a.persisted_data) for a in done]),
+                      "duration": min_max_avg_summary(measured_of("alignment_ms"))},
+        "start_delay": min_max_avg_summary(measured_of("start_delay_ms"))}
     body["subtasks"] = subtasks
     return body
 

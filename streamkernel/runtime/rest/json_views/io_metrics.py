@@ -1,5 +1,6 @@
-"""A subtask's metrics as Flink's REST API shows them: IO metrics, metric ids and values (by Flink's
-names: :mod:`streamkernel.runtime.metrics.flink_metrics`, re-exported here).
+"""A subtask's metrics as Flink's REST API shows them: IO metrics, metric ids and values
+(:func:`~streamkernel.runtime.core.task_metric_values.task_metric_values`, shared with metric
+reporters, is re-exported here).
 
 The figures come from a :meth:`~streamkernel.runtime.core.metrics.TaskMetrics.snapshot`:
 the live one of the TaskManager's last heartbeat (the ResourceManager's snapshot) while the
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Optional
 
 from streamkernel.runtime.core.metrics import backpressure_level as core_backpressure_level
-from streamkernel.runtime.metrics.flink_metrics import ratios, task_metric_values
+from streamkernel.runtime.core.task_metric_values import task_metric_values, time_ratios
 
 __all__ = ["io_metrics", "task_metric_values", "aggregate", "backpressure_level", "ratios", "EMPTY_IO"]
 
@@ -53,6 +54,13 @@ def sum_io(parts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         else:
             total[key] = sum(p[key] for p in parts)
     return total
+
+
+def ratios(metrics: Optional[Mapping[str, Any]]) -> tuple[float, float, float]:
+    """(backpressured, idle, busy) shares of the subtask's recent time (0 when unknown): over the
+    ``"recent"`` figures the REST context adds (about a second, as Flink's are), else, on a first
+    look, averaged over the subtask's whole run (:func:`~streamkernel.runtime.core.task_metric_values.time_ratios`)."""
+    return time_ratios(metrics)
 
 
 def backpressure_level(ratio: float) -> str:

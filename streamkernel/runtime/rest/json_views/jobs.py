@@ -1,6 +1,8 @@
 """Jobs as Flink's REST API shows them: ``/jobs``, ``/jobs/overview``, ``/jobs/:jobid`` and its
-``plan``, ``config``, ``exceptions``, ``accumulators`` and ``metrics``, built from a job's
-published :class:`~streamkernel.runtime.jobmaster.job_status.JobDetails`."""
+``plan``, ``config``, ``exceptions`` and ``accumulators``, built from a job's published
+:class:`~streamkernel.runtime.jobmaster.job_status.JobDetails` and the reader's ``now`` (a
+running job's duration runs to it). The job's metrics are the JobMaster's
+(:mod:`~streamkernel.runtime.jobmaster.job_metrics`)."""
 
 from __future__ import annotations
 
@@ -10,12 +12,11 @@ from streamkernel.common.job_status import JobStatus
 from streamkernel.common.options import ExecutionOptions, PipelineOptions
 from streamkernel.runtime.core.deployment import ExecutionState
 from streamkernel.runtime.jobmaster.job_status import JobDetails, VertexDetails
-from streamkernel.runtime.metrics.flink_metrics import job_metric_values
 from streamkernel.runtime.rest.json_views.ids import vertex_hex_ids
 from streamkernel.runtime.rest.json_views.io_metrics import io_metrics, sum_io
 
 __all__ = ["job_ids_with_status", "job_overview", "job_details", "job_plan", "job_config", "job_exceptions",
-           "job_accumulators", "job_metric_values", "vertex_state", "job_type"]
+           "job_accumulators", "vertex_state", "job_type"]
 
 _STATES = [s.value for s in ExecutionState] + ["RECONCILING"]  # Flink's ExecutionState (RECONCILING: never here)
 
@@ -33,7 +34,7 @@ def _last_modification(details: JobDetails) -> int:
     return max([details.start_time, *details.status_timestamps.values()])
 
 
-def job_overview(details: JobDetails, configuration: Mapping[str, str]) -> dict:
+def job_overview(details: JobDetails, configuration: Mapping[str, str], now: int) -> dict:
     """One entry of ``/jobs/overview`` (Flink 2.3's JobDetails JSON, what ``flink list`` reads)."""
     counts = {state.lower(): 0 for state in _STATES}
     for sub in details.subtasks:
@@ -42,7 +43,7 @@ def job_overview(details: JobDetails, configuration: Mapping[str, str]) -> dict:
     counts["pending"] = counts["created"] + counts["scheduled"] + counts["deploying"] + counts["initializing"]
     return {"jid": details.job_id, "name": details.job_name, "jobType": job_type(configuration),
             "schedulerType": "Default", "start-time": details.start_time,
-            "end-time": _end_time(details), "duration": details.duration_ms,
+            "end-time": _end_time(details), "duration": details.duration_at(now),
             "last-modification": _last_modification(details), "state": details.status.name,
             "tasks": {"total": total, **counts}, "pending-operators": 0}
 
@@ -100,7 +101,7 @@ def job_details(details: JobDetails, live_metrics: Mapping[tuple[int, int], Opti
         "jid": details.job_id, "application-id": details.job_id,  # Flink 2.3: its SingleJobApplication's id
         "name": details.job_name, "isStoppable": False, "state": details.status.name,
         "job-type": job_type(configuration), "schedulerType": "Default", "start-time": details.start_time, "end-time": _end_time(details),
-        "duration": details.duration_ms,
+        "duration": details.duration_at(now),
         "maxParallelism": max((int(v["maxParallelism"]) for v in vertices), default=-1),
         "now": now, "timestamps": timestamps, "vertices": vertices, "status-counts": status_counts,
         "plan": job_plan(details, configuration)["plan"],

@@ -1,11 +1,19 @@
 """One job vertex as Flink's REST API shows it: ``/jobs/:jobid/vertices/:vertexid`` and its
-``backpressure``, ``watermarks``, ``subtasktimes``, ``taskmanagers``, ``metrics`` and
-``subtasks/metrics``."""
+``backpressure``, ``watermarks``, ``subtasktimes``, ``taskmanagers``, ``metrics``,
+``subtasks/metrics`` and one subtask (``subtasks/:subtaskindex``, its attempts and their
+accumulators).
+
+``aggregated`` (Flink 1.17+) sums up the subtasks of a vertex, or of a vertex on one
+TaskManager: each IO metric and each state's duration as ``min``, ``max``, ``avg``, ``sum``,
+``median``, ``p25``, ``p75`` and ``p95`` (whole numbers, quantiles as Flink's
+:func:`~streamkernel.runtime.core.statistics.percentile`)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+from streamkernel.runtime.core.deployment import ExecutionState
+from streamkernel.runtime.core.statistics import percentile
 from streamkernel.runtime.jobmaster.job_status import SubtaskDetails, VertexDetails
 from streamkernel.runtime.rest.json_views.io_metrics import (
     aggregate,
@@ -17,7 +25,16 @@ from streamkernel.runtime.rest.json_views.io_metrics import (
 )
 
 __all__ = ["vertex_details", "vertex_backpressure", "vertex_watermarks", "subtask_times", "vertex_taskmanagers",
-           "vertex_metrics", "subtasks_metrics", "metric_list", "vertex_accumulators", "subtasks_accumulators"]
+           "vertex_metrics", "subtasks_metrics", "metric_list", "vertex_accumulators", "subtasks_accumulators",
+           "subtask_details", "subtask_attempt_accumulators", "aggregated", "EXECUTION_STATES", "attempt_id"]
+
+#: Flink's ExecutionState values (RECONCILING too: Flink lists it, streamkernel never enters it).
+EXECUTION_STATES = tuple(s.value for s in ExecutionState) + ("RECONCILING",)
+#: The states whose time Flink's ``status-duration`` shows.
+_TIMED_STATES = ("CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING")
+#: The IO metrics Flink's ``aggregated.metrics`` shows, by their IOMetricsInfo names.
+_AGGREGATED_IO = ("read-bytes", "write-bytes", "read-records", "write-records", "accumulated-backpressured-time",
+                  "accumulated-idle-time", "accumulated-busy-time")
 
 #: A subtask's metrics snapshot (live or final), by subtask.
 MetricsOf = Callable[[SubtaskDetails], Optional[Mapping[str, Any]]]
@@ -34,24 +51,65 @@ def _endpoint(sub: SubtaskDetails) -> str:
     return sub.taskmanager_id or "(unassigned)"
 
 
-def _subtask(sub: SubtaskDetails, metrics: Optional[Mapping[str, Any]], now: int) -> dict:
-    start, end, duration = _times(sub, now)
-    status_duration = {state: 0 for state in ("CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING")}
+def _status_duration(sub: SubtaskDetails, now: int) -> dict[str, int]:
+    """How long the subtask's current attempt was in each of :data:`_TIMED_STATES` (0: never;
+    the state it is in: until now)."""
+    status_duration = {state: 0 for state in _TIMED_STATES}
     ordered = sorted(sub.state_timestamps.items(), key=lambda item: item[1])
     for (state, at), (_, until) in zip(ordered, ordered[1:] + [("", now)]):
         if state in status_duration:
             status_duration[state] = max(until - at, 0)
+    return status_duration
+
+
+def subtask_details(sub: SubtaskDetails, metrics: Optional[Mapping[str, Any]], now: int) -> dict:
+    """Flink's SubtaskExecutionAttemptDetailsInfo of the subtask's current attempt (an entry of
+    the vertex's ``subtasks``, and ``.../subtasks/:subtaskindex[/attempts/:attempt]``)."""
+    start, end, duration = _times(sub, now)
     return {"subtask": sub.subtask_index, "status": sub.state.value, "attempt": sub.attempt_number,
             "endpoint": _endpoint(sub), "start-time": start, "end-time": end, "duration": duration,
             "metrics": io_metrics(metrics), "taskmanager-id": sub.taskmanager_id or "(unassigned)",
-            "status-duration": status_duration, "start_time": start}
+            "status-duration": _status_duration(sub, now), "start_time": start}
+
+
+def aggregated(entries: Sequence[Mapping[str, Any]]) -> dict:
+    """Flink's AggregatedTaskDetailsInfo over subtask entries (each with ``metrics``, its
+    IOMetricsInfo, and ``status-duration``)."""
+    def stats(values: list[float]) -> dict[str, int]:
+        ordered = sorted(values)
+        if not ordered:
+            return {k: 0 for k in ("min", "max", "avg", "sum", "median", "p25", "p75", "p95")}
+        return {"min": int(ordered[0]), "max": int(ordered[-1]), "avg": int(sum(ordered) / len(ordered)),
+                "sum": int(sum(ordered)), "median": int(percentile(ordered, 0.5)),
+                "p25": int(percentile(ordered, 0.25)), "p75": int(percentile(ordered, 0.75)),
+                "p95": int(percentile(ordered, 0.95))}
+
+    return {"metrics": {name: stats([float(e["metrics"][name]) for e in entries]) for name in _AGGREGATED_IO},
+            "status-duration": {state: stats([float(e["status-duration"][state]) for e in entries])
+                                for state in _TIMED_STATES}}
 
 
 def vertex_details(vertex: VertexDetails, hex_id: str, max_parallelism: int, metrics_of: MetricsOf,
                    now: int) -> dict:
-    """Flink's JobVertexDetailsInfo: the vertex and one entry per subtask (current attempt)."""
+    """Flink's JobVertexDetailsInfo: the vertex, one entry per subtask (current attempt) and
+    their ``aggregated`` figures."""
+    subtasks = [subtask_details(s, metrics_of(s), now) for s in vertex.subtasks]
     return {"id": hex_id, "name": vertex.name, "parallelism": vertex.parallelism, "maxParallelism": max_parallelism,
-            "now": now, "subtasks": [_subtask(s, metrics_of(s), now) for s in vertex.subtasks]}
+            "now": now, "subtasks": subtasks, "aggregated": aggregated(subtasks)}
+
+
+def attempt_id(job_id: str, hex_id: str, sub: SubtaskDetails) -> str:
+    """Flink's ExecutionAttemptID text of the subtask's current attempt:
+    ``<execution graph id>_<vertex id>_<subtask>_<attempt>`` (the job's id stands for the
+    execution graph's: streamkernel builds one per job)."""
+    return f"{job_id}_{hex_id}_{sub.subtask_index}_{sub.attempt_number}"
+
+
+def subtask_attempt_accumulators(job_id: str, hex_id: str, sub: SubtaskDetails) -> dict:
+    """Flink's SubtaskExecutionAttemptAccumulatorsInfo: none of a subtask's own (see
+    :func:`vertex_accumulators`)."""
+    return {"subtask": sub.subtask_index, "attempt": sub.attempt_number, "id": attempt_id(job_id, hex_id, sub),
+            "user-accumulators": []}
 
 
 def vertex_backpressure(vertex: VertexDetails, metrics_of: MetricsOf, now: int) -> dict:
@@ -89,11 +147,13 @@ def subtask_times(vertex: VertexDetails, hex_id: str, now: int) -> dict:
     """Flink's SubtasksTimesInfo: when each subtask entered each state."""
     return {"id": hex_id, "name": vertex.name, "now": now, "subtasks": [
         {"subtask": s.subtask_index, "host": _endpoint(s), "endpoint": _endpoint(s), "duration": _times(s, now)[2],
-         "timestamps": dict(s.state_timestamps)} for s in vertex.subtasks]}
+         "timestamps": {state: int(s.state_timestamps.get(state, 0)) for state in EXECUTION_STATES}}
+        for s in vertex.subtasks]}
 
 
 def vertex_taskmanagers(vertex: VertexDetails, hex_id: str, metrics_of: MetricsOf, now: int) -> dict:
-    """Flink's JobVertexTaskManagersInfo: the vertex's subtasks grouped by TaskManager."""
+    """Flink's JobVertexTaskManagersInfo: the vertex's subtasks grouped by TaskManager, with how
+    many are in each ExecutionState and their ``aggregated`` figures."""
     by_tm: dict[str, list[SubtaskDetails]] = {}
     for sub in vertex.subtasks:
         by_tm.setdefault(_endpoint(sub), []).append(sub)
@@ -104,14 +164,16 @@ def vertex_taskmanagers(vertex: VertexDetails, hex_id: str, metrics_of: MetricsO
         start = min(starts, default=-1)
         ended = all(s.state.is_terminal for s in subs)
         end = max((t[1] for t in times), default=-1) if ended else -1
-        counts: dict[str, int] = {}
+        counts = {state: 0 for state in EXECUTION_STATES}
         for s in subs:
-            counts[s.state.value] = counts.get(s.state.value, 0) + 1
+            counts[s.state.value] += 1
         status = next((st for st in ("FAILED", "CANCELING", "CANCELED", "RUNNING") if counts.get(st)),
                       subs[0].state.value)
+        entries = [subtask_details(s, metrics_of(s), now) for s in subs]
         rows.append({"endpoint": tm, "taskmanager-id": tm, "status": status, "start-time": start, "end-time": end,
                      "duration": -1 if start < 0 else (end if end >= 0 else now) - start,
-                     "metrics": sum_io(io_metrics(metrics_of(s)) for s in subs), "status-counts": counts})
+                     "metrics": sum_io(e["metrics"] for e in entries), "status-counts": counts,
+                     "aggregated": aggregated(entries)})
     return {"id": hex_id, "name": vertex.name, "now": now, "taskmanagers": rows}
 
 
@@ -135,10 +197,18 @@ def _per_subtask(vertex: VertexDetails, metrics_of: MetricsOf) -> dict[int, dict
 
 def metric_list(values: Mapping[str, Any], wanted: Optional[Iterable[str]]) -> list[dict]:
     """Flink's metric collection: without ``wanted`` the ids, else ``{"id", "value"}`` of each
-    wanted id that exists, the value as a string."""
+    wanted id that exists, the value as a string as Java writes it (``true``, ``NaN``)."""
     if wanted is None:
         return [{"id": name} for name in sorted(values)]
-    return [{"id": name, "value": str(values[name])} for name in wanted if name in values]
+    return [{"id": name, "value": _metric_text(values[name])} for name in wanted if name in values]
+
+
+def _metric_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    return str(value)
 
 
 def vertex_metrics(vertex: VertexDetails, metrics_of: MetricsOf, wanted: Optional[list[str]]) -> list[dict]:
