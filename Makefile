@@ -11,7 +11,7 @@ CKSUM  := $(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 BASE_STAMP := $(VENV)/.installed-base-$(CKSUM)
 TEST_STAMP := $(VENV)/.installed-test-$(CKSUM)
 
-.PHONY: demo test lint install install-test graphviz browser zookeeper flink-tools clean
+.PHONY: demo test lint install install-test graphviz browser zookeeper prometheus flink-tools clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ browser:
 zookeeper:
 	@bash scripts/ensure_zookeeper.sh
 
+# A Prometheus server (Debian's package) for the metric reporter tests, which start their own and scrape.
+prometheus:
+	@bash scripts/ensure_prometheus.sh
+
 # Flink's own CLI and Web UI files (apache-flink, apache-flink-libraries with --no-deps) in
 # .flink-tools/, outside the venv, for the tests against the REST API; Java 17 runs the CLI.
 flink-tools: $(BASE_STAMP)
@@ -58,7 +62,7 @@ lint: install-test
 # order in one kernel, and module-scoped fixtures (a SparkSession, a ZooKeeper, a running job) start once.
 # --no-loadscope-reorder keeps the order conftest.py gives: the files that start a JVM and the
 # notebooks first (xdist's default hands out files with many tests first, the long ones last).
-test: lint install-test graphviz browser zookeeper flink-tools
+test: lint install-test graphviz browser zookeeper prometheus flink-tools
 	$(PY) -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider -n 3 --dist loadfile --no-loadscope-reorder
 	bash scripts/test_other_pythons.sh $(PY)
 

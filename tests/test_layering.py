@@ -30,7 +30,7 @@ ALLOWED = {
 SHARED = {"errors", "testing", "arguments"}
 
 #: runtime's packages, bottom first: each may import (at module level) the ones before it only.
-RUNTIME_ORDER = ["core", "memory", "rpc", "state", "network", "checkpoint", "highavailability", "sources", "operators", "sinks",
+RUNTIME_ORDER = ["core", "metrics", "memory", "rpc", "state", "network", "checkpoint", "highavailability", "sources", "operators", "sinks",
                  "tasks", "taskmanager", "resourcemanager", "jobmaster", "dispatcher", "rest", "minicluster",
                  "entrypoint", "deployment"]
 

@@ -92,3 +92,25 @@ class MetricOptions:
         .with_description(
             "How often sources emit latency markers; 0 disables latency tracking. Flink's default is 0; "
             "streamkernel's is 1 s so that the cockpit has latency samples.")
+    REPORTERS_LIST = _key("metrics.reporters").string_type().no_default_value().with_description(
+        "The reporters to start, of those configured (metrics.reporter.<name>.factory.class; comma-separated names); "
+        "unset: every configured one. Each reporter's keys are metrics.reporter.<name>.*: docs/metrics.md.")
+    SCOPE_DELIMITER = _key("metrics.scope.delimiter").string_type().default_value(".").with_description(
+        "Delimiter of metric identifiers (identifier-based reporters; the Prometheus reporter, as Flink's, names "
+        "metrics by logical scope and labels and ignores it).")
+    SCOPE_NAMING_JM = _key("metrics.scope.jm").string_type().default_value("<host>.jobmanager").with_description(
+        "Scope format of the JobManager's metric identifiers (identifier-based reporters only, as in Flink).")
+    SCOPE_NAMING_JM_JOB = _key("metrics.scope.jm-job").string_type().default_value("<host>.jobmanager.<job_name>") \
+        .with_deprecated_keys("metrics.scope.jm.job").with_description(
+            "Scope format of a job's metric identifiers on the JobManager (identifier-based reporters only).")
+    SCOPE_NAMING_TM = _key("metrics.scope.tm").string_type().default_value("<host>.taskmanager.<tm_id>") \
+        .with_description("Scope format of a TaskManager's metric identifiers (identifier-based reporters only).")
+    SCOPE_NAMING_TM_JOB = _key("metrics.scope.tm-job").string_type() \
+        .default_value("<host>.taskmanager.<tm_id>.<job_name>").with_deprecated_keys("metrics.scope.tm.job") \
+        .with_description("Scope format of a job's metric identifiers on a TaskManager (identifier-based reporters only).")
+    SCOPE_NAMING_TASK = _key("metrics.scope.task").string_type() \
+        .default_value("<host>.taskmanager.<tm_id>.<job_name>.<task_name>.<subtask_index>") \
+        .with_description("Scope format of a task's metric identifiers (identifier-based reporters only).")
+    SCOPE_NAMING_OPERATOR = _key("metrics.scope.operator").string_type() \
+        .default_value("<host>.taskmanager.<tm_id>.<job_name>.<operator_name>.<subtask_index>") \
+        .with_description("Scope format of an operator's metric identifiers (identifier-based reporters only).")

@@ -9,6 +9,7 @@ shuffle environment turns into channels (in-process queues, or TCP connections).
 from __future__ import annotations
 
 import enum
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
@@ -16,7 +17,7 @@ from streamkernel.graph.job_graph import JobVertex
 from streamkernel.graph.stream_graph import StreamEdge, StreamNode
 
 __all__ = ["ExecutionState", "ChannelId", "InputChannelDescriptor", "OutputDescriptor",
-           "TaskDeploymentDescriptor", "ExecutionAttemptId"]
+           "TaskDeploymentDescriptor", "ExecutionAttemptId", "hex_id"]
 
 
 class ExecutionState(enum.Enum):
@@ -36,6 +37,16 @@ class ExecutionState(enum.Enum):
     def is_terminal(self) -> bool:
         """FINISHED, CANCELED or FAILED."""
         return self in (ExecutionState.FINISHED, ExecutionState.CANCELED, ExecutionState.FAILED)
+
+
+def hex_id(operator_id: str) -> str:
+    """Flink's 32-hex-digit id of an operator (OperatorID) and of the job vertex it heads (JobVertexID):
+    the MD5 of its ``operator_id`` (its uid, else its generated id), the same whenever the program runs.
+
+        >>> hex_id("node-1")
+        'd50164b9587cab73e417e5ce616bea4e'
+    """
+    return hashlib.md5(operator_id.encode("utf-8"), usedforsecurity=False).hexdigest()
 
 
 @dataclass(frozen=True, order=True)

@@ -44,10 +44,18 @@ class Counter:
 
 
 class MetricGroup:
-    """PyFlink's metric group for user functions: ``counter``, ``gauge``, ``meter``, ``distribution``."""
+    """PyFlink's metric group for user functions: ``counter``, ``gauge``, ``meter``, ``distribution``.
 
-    def __init__(self, scope: tuple[str, ...] = ()) -> None:
+    ``scope`` names the group and its parents (a key/value group as ``key.value``); for reporters
+    it also keeps Flink's ``logical_scope`` (a key/value group adds only its key) and its scope
+    ``variables`` (a key/value group adds ``key: value``), as Flink's GenericKeyMetricGroup does.
+    """
+
+    def __init__(self, scope: tuple[str, ...] = (), *, logical_scope: Optional[tuple[str, ...]] = None,
+                 variables: Optional[dict[str, str]] = None) -> None:
         self.scope = scope
+        self.logical_scope = scope if logical_scope is None else logical_scope
+        self.variables: dict[str, str] = dict(variables or {})
         self.counters: dict[str, Counter] = {}
         self.gauges: dict[str, Callable[[], Any]] = {}
         self.children: dict[str, "MetricGroup"] = {}
@@ -55,7 +63,12 @@ class MetricGroup:
     def add_group(self, name: str, extra: Optional[str] = None) -> "MetricGroup":
         """A sub-group (``extra`` makes it a key/value group, as in PyFlink)."""
         key = name if extra is None else f"{name}.{extra}"
-        return self.children.setdefault(key, MetricGroup(self.scope + (key,)))
+        child = self.children.get(key)
+        if child is None:
+            variables = self.variables if extra is None else {**self.variables, name: str(extra)}
+            child = self.children[key] = MetricGroup(self.scope + (key,), logical_scope=self.logical_scope + (name,),
+                                                     variables=variables)
+        return child
 
     def counter(self, name: str) -> Counter:
         """The counter ``name`` (created on first use)."""
@@ -91,7 +104,7 @@ class OperatorMetrics:
         self.name = name
         self.records_in = 0
         self.records_out = 0
-        self.user = MetricGroup((name,))
+        self.user = MetricGroup((name,), logical_scope=())  # below the operator's own scope
         self.input_watermark = MIN_WATERMARK
         self.output_watermark = MIN_WATERMARK
         self.last_emit_ms = 0  # 0: never emitted

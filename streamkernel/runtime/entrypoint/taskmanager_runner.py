@@ -34,6 +34,7 @@ from typing import Mapping, Optional, Sequence
 
 from streamkernel.runtime.core.engine_log import configure_process_log
 from streamkernel.runtime.entrypoint.cluster_dir import parse_dynamic_properties
+from streamkernel.runtime.metrics.reporter_setup import ReporterStartError
 from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, ConnectionRefusedByPeerError
 from streamkernel.runtime.taskmanager.worker import (
     ENDED_CONNECTION_LOST,
@@ -91,6 +92,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                 configuration, stop_event=stop)
     except ConnectionRefusedByPeerError as error:
         _LOG.error("TaskManager %s cannot reach the JobManager at %s:%d: %s", args.taskmanager_id, *address, error)
+        print(f"streamkernel taskmanager {args.taskmanager_id}: {error}", file=sys.stderr)
+        return 1
+    except ReporterStartError as error:  # every port of metrics.reporter.<name>.port taken
+        _LOG.error("TaskManager %s cannot start its metric reporter: %s", args.taskmanager_id, error)
         print(f"streamkernel taskmanager {args.taskmanager_id}: {error}", file=sys.stderr)
         return 1
     if ended != ENDED_CONNECTION_LOST:

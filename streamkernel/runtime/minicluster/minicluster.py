@@ -67,6 +67,7 @@ from streamkernel.runtime.minicluster.inspection import ClusterInspection, SlotO
 from streamkernel.runtime.minicluster.high_availability import ClusterHighAvailability, is_highly_available
 from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient, watch_collect_buffers
 from streamkernel.runtime.minicluster.limits import check_cluster_size, configured_count
+from streamkernel.runtime.minicluster.metric_reporting import start_cluster_metrics
 from streamkernel.runtime.minicluster.taskmanagers import (
     BACKENDS,
     LOCAL_HEARTBEAT_DEFAULTS,
@@ -75,6 +76,8 @@ from streamkernel.runtime.minicluster.taskmanagers import (
     heartbeat_defaults,
     resolve_backend,
 )
+from streamkernel.runtime.metrics.registry import MetricRegistry
+from streamkernel.runtime.metrics.reporter_setup import reporter_setups
 from streamkernel.runtime.resourcemanager.resource_manager import ResourceManager
 from streamkernel.runtime.rest.context import RestContext
 from streamkernel.runtime.rest.accepted_requests import store_next_to
@@ -133,6 +136,8 @@ class MiniCluster:
     ``spark_session`` / ``spark_master`` choose the Spark application of the ``spark`` backend.
     ``rest``: whether the JobManager serves Flink's REST API (and Web UI) on ``rest.bind-address``
     / ``rest.port`` (:mod:`streamkernel.runtime.rest`); ``cluster.rest_url`` tells where.
+    Metric reporters (``metrics.reporter.<name>.*``, e.g. Flink's Prometheus reporter) run while the
+    cluster runs (:mod:`.metric_reporting`); ``cluster.metric_registry`` has them.
     """
 
     def __init__(self, taskmanagers: Optional[int] = None, slots_per_taskmanager: Optional[int] = None,
@@ -142,6 +147,7 @@ class MiniCluster:
                  rest: bool = True) -> None:
         conf = {k: str(v) for k, v in dict(configuration or {}).items()}
         check_rest_options(conf)  # a bad rest.* value fails here, before anything starts
+        reporter_setups(conf)  # so does a bad metrics.reporter.* one
         self._high_availability = is_highly_available(conf)  # a bad high-availability.* value too
         explicit_local = task_factory is not None or shuffle is not None or clock is not None
         self.backend = resolve_backend(backend or ("local" if explicit_local else None), conf)
@@ -177,6 +183,7 @@ class MiniCluster:
         self._rest: Optional[RestServerEndpoint] = None
         self._secret_file: Optional[Path] = None  # the secret for clients of this user (cluster_secret.py)
         self._ha: Optional[ClusterHighAvailability] = None
+        self._metrics: Optional[MetricRegistry] = None
         self._engine_log: Optional[EngineLog] = None
         self._log_file: Optional[Path] = None
 
@@ -226,6 +233,9 @@ class MiniCluster:
         self._dispatcher = Dispatcher(self._resource_manager, self.configuration, ha_services=self.ha_services)
         try:
             self._backend = self._create_taskmanager_backend()
+            # the JobManager's reporters first: on one machine it takes the first port of a range
+            self._metrics = start_cluster_metrics(self.configuration, self._dispatcher, self._resource_manager,
+                                                  self._backend)
             if isinstance(self._backend, LocalTaskManagers) and self._log_file is not None:
                 self._backend.log_file = str(self._log_file)  # threads of this process: its log is theirs
             self._backend.start(self._resource_manager, self.number_of_taskmanagers, self.slots_per_taskmanager)
@@ -263,6 +273,7 @@ class MiniCluster:
     def _abort_start(self, with_taskmanagers: bool) -> None:
         """Undo a start that failed half way (the TaskManagers too, once they were started)."""
         assert self._dispatcher is not None and self._resource_manager is not None
+        self._close_metrics()
         self._dispatcher.shutdown(1.0)
         self._resource_manager.stop()
         if with_taskmanagers:
@@ -270,6 +281,11 @@ class MiniCluster:
         if self._working_dir is not None:
             shutil.rmtree(self._working_dir, ignore_errors=True)
         self._close_ha()
+
+    def _close_metrics(self) -> None:
+        metrics, self._metrics = self._metrics, None
+        if metrics is not None:
+            metrics.close()
 
     def _close_engine_log(self) -> None:
         engine_log, self._engine_log = self._engine_log, None
@@ -320,6 +336,7 @@ class MiniCluster:
                 self._rest = None
                 remove_secret_file(self._secret_file)
                 self._secret_file = None
+            self._close_metrics()  # its port free before the components go
             self._dispatcher.shutdown(timeout)
             self._resource_manager.stop()  # no heartbeats: TaskManagers leaving now are not "lost"
             try:
@@ -372,6 +389,12 @@ class MiniCluster:
     def leadership(self) -> Any:
         """The JobManager's :class:`~.leadership.ClusterLeadership` (high availability only), else None."""
         return self._ha.leadership if self._ha is not None else None
+
+    @property
+    def metric_registry(self) -> Optional[MetricRegistry]:
+        """The metric reporters of this cluster's process while it runs (None otherwise): e.g.
+        ``cluster.metric_registry.reporter("prom").url``, the Prometheus reporter's ``/metrics``."""
+        return self._metrics
 
     @property
     def rest_url(self) -> Optional[str]:

@@ -301,6 +301,12 @@ class TaskExecutor:
             memory["configuration"] = watchdog.memory_configuration
         return TaskExecutorHeartbeat(self._taskmanager_id, self.slot_report(), tasks, memory, memory_metrics, metrics)
 
+    def running_tasks(self) -> list[Any]:
+        """The task objects of the subtasks deployed here that have not ended (metric reporters read
+        their deployment descriptor and live metrics; nothing is asked of their threads)."""
+        with self._lock:
+            return [d.task for d in self._tasks.values() if not d.state.is_terminal]
+
     def metrics(self) -> dict:
         """The TaskManager's own metrics: its network buffers (total, reserved by tasks, holding data)."""
         pool = getattr(self.services, "network_buffer_pool", None)

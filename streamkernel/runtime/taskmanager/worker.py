@@ -28,6 +28,7 @@ import threading
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from streamkernel.common.options import CoreOptions, RpcOptions, TaskManagerOptions
+from streamkernel.runtime.metrics.reporter_setup import ReporterStartError
 from streamkernel.runtime.rpc.connection import GatewayRef, RpcConnection
 from streamkernel.runtime.rpc.transport import AUTHKEY_ENV, ConnectionRefusedByPeerError, bind_host, connect
 from streamkernel.runtime.taskmanager.driver_services import DRIVER_SERVICES, RESOURCE_MANAGER
@@ -123,15 +124,21 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
     process exits with code 137 (:mod:`.memory_watchdog`); otherwise its RSS is only measured.
     ``before_oom_exit(error)`` runs just before that exit, which skips every ``finally`` (the Spark host
     reports the error to its launcher and removes its working directory).
+    The metric reporters ``metrics.reporter.<name>.*`` configure (Flink's Prometheus reporter) serve this
+    TaskManager's metrics on ``taskmanager.bind-host`` while it runs (:mod:`.metric_groups`); a wrong key,
+    or no free port left in the reporter's range, fails the start naming the key.
     """
     from streamkernel.runtime.core.clock import SystemClock
+    from streamkernel.runtime.metrics.registry import MetricRegistry
     from streamkernel.runtime.taskmanager.memory_watchdog import ProcessMemoryWatchdog
+    from streamkernel.runtime.taskmanager.metric_groups import TaskManagerMetricGroups
     from streamkernel.runtime.taskmanager.task_executor import TaskExecutor
     from streamkernel.runtime.network.buffer_pool import network_buffer_pool_from_config
     from streamkernel.runtime.tasks.task import TaskServices
 
     conf = {str(k): str(v) for k, v in configuration.items()}
     timeout = rpc_timeout_seconds(conf)
+    metrics = MetricRegistry.from_configuration(conf, bind_host(conf, TaskManagerOptions.BIND_HOST))  # keys checked
     # the memory spec, once, before anything starts (a bad key fails here, naming it)
     watchdog = ProcessMemoryWatchdog.from_configuration(
         taskmanager_id, conf, enforce=enforce_process_size,
@@ -160,6 +167,8 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
         task_executor.memory_watchdog = watchdog
         watchdog.attach(task_executor)
         watchdog.start()  # its baseline: this process before any task ran
+        metrics.add_source(TaskManagerMetricGroups(task_executor))
+        metrics.start()
         resource_manager = rpc.proxy(GatewayRef(RESOURCE_MANAGER, "ResourceManagerGateway"))
         forward = TaskManagerOptions.FORWARD_OUTPUT.get(conf)
         if forward:
@@ -169,6 +178,7 @@ def run_taskmanager(jobmanager_address: tuple[str, int], secret: bytes, taskmana
             ended = _serve(task_executor, resource_manager, rpc, stop_event, disconnect_event)
         return ended
     finally:
+        metrics.close()
         watchdog.stop()
         if ended == ENDED_DISCONNECTED:  # fenced: not even the tasks' ends reach a JobManager that no longer leads
             rpc.close(timeout)
@@ -276,7 +286,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         run_taskmanager((host, int(port)), bytes.fromhex(secret_hex), args.taskmanager_id, args.slots, configuration,
                         stop_event=stop, enforce_process_size=True)
-    except ConnectionRefusedByPeerError as error:  # the JobManager is gone (stopped while we started)
+    except (ConnectionRefusedByPeerError, ReporterStartError) as error:  # the JobManager is gone; no free port
         print(f"streamkernel worker {args.taskmanager_id}: {error}", file=sys.stderr)
         return 1
     return 0

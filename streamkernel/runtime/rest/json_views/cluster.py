@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Any, Iterable, Mapping, Optional
+from typing import Iterable, Mapping, Optional
 
 from streamkernel.common.options import WebOptions
 from streamkernel.runtime.jobmaster.job_status import JobDetails
+from streamkernel.runtime.metrics.flink_metrics import heartbeat_memory, jobmanager_metric_values, taskmanager_metric_values
 from streamkernel.runtime.resourcemanager.gateway import TaskManagerSnapshot
 
 __all__ = ["FLINK_VERSION", "dashboard_config", "cluster_overview", "taskmanager_info", "taskmanager_details",
@@ -72,12 +73,6 @@ _MEMORY_CONFIGURATION = ("frameworkHeap", "taskHeap", "frameworkOffHeap", "taskO
                          "managedMemory", "jvmMetaspace", "jvmOverhead", "totalFlinkMemory", "totalProcessMemory")
 
 
-def _memory(tm: TaskManagerSnapshot) -> dict:
-    """What the TaskManager's last heartbeat said of its memory (``{}``: nothing)."""
-    heartbeat = tm.last_heartbeat
-    return dict(getattr(heartbeat, "memory", None) or {}) if heartbeat is not None else {}
-
-
 def _physical_memory() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -93,7 +88,7 @@ def taskmanager_info(tm: TaskManagerSnapshot, now: int) -> dict:
     of its own to show and no JVM. Its memory configuration is Flink's (computed from the cluster's
     ``taskmanager.memory.*`` keys as Flink computes it, reported by its heartbeats).
     """
-    configured = _memory(tm).get("configuration") or {}
+    configured = heartbeat_memory(tm).get("configuration") or {}
     free_share = tm.free_slots / tm.number_of_slots if tm.number_of_slots else 0.0
     return {
         "id": tm.taskmanager_id, "path": f"streamkernel://{tm.taskmanager_id}", "dataPort": -1, "jmxPort": -1,
@@ -126,7 +121,7 @@ def taskmanager_details(tm: TaskManagerSnapshot, now: int) -> dict:
         "nettyShuffleMemorySegmentsTotal", "nettyShuffleMemoryAvailable", "nettyShuffleMemoryUsed",
         "nettyShuffleMemoryTotal")}
     body["metrics"]["garbageCollectors"] = []
-    memory = _memory(tm)
+    memory = heartbeat_memory(tm)
     if memory:  # the JVM heap is the framework and task heaps; its use here is the watchdog's estimate
         configured = memory.get("configuration") or {}
         body["metrics"]["heapMax"] = int(configured.get("frameworkHeap", 0)) + int(configured.get("taskHeap", 0))
@@ -137,33 +132,6 @@ def taskmanager_details(tm: TaskManagerSnapshot, now: int) -> dict:
         if metric in netty:
             body["metrics"][field] = int(netty[metric])
     return body
-
-
-def taskmanager_metric_values(tm: TaskManagerSnapshot) -> dict[str, int]:
-    """A TaskManager's metrics by Flink's names (``/taskmanagers/:id/metrics``; the Web UI's TaskManager
-    metrics page asks for the memory ones): its slots and running tasks; ``Status.JVM.Memory.Heap.*``
-    (max: the framework and task heaps; used: the task heap estimate; committed: the resident set);
-    ``Status.Flink.Memory.Managed.Total`` and ``.Used`` (what the slots' consumers reserved: RocksDB's
-    shared resources, BATCH sorters); ``Status.JVM.Memory.Metaspace.Max`` (configured; no Python
-    counterpart is used, so no ``.Used``); ``Status.Shuffle.Netty.*`` (its network buffers)."""
-    heartbeat = tm.last_heartbeat
-    values: dict[str, int] = {"Status.TaskSlots.Total": tm.number_of_slots, "Status.TaskSlots.Free": tm.free_slots,
-                              "Status.Tasks.Running": len(heartbeat.tasks) if heartbeat is not None else 0}
-    memory = _memory(tm)
-    configured = memory.get("configuration") or {}
-    if configured:
-        values["Status.JVM.Memory.Heap.Max"] = int(configured.get("frameworkHeap", 0)) + int(configured.get("taskHeap", 0))
-        values["Status.JVM.Memory.Heap.Used"] = int(memory.get("task_heap_used_estimate", 0))
-        values["Status.JVM.Memory.Heap.Committed"] = int(memory.get("rss", 0))
-        values["Status.JVM.Memory.Metaspace.Max"] = int(configured.get("jvmMetaspace", 0))
-        values["Status.Flink.Memory.Managed.Total"] = int(configured.get("managedMemory", 0))
-        slots = {k: v for k, v in (getattr(heartbeat, "slot_memory", None) or {}).items() if k != "taskmanager"}
-        values["Status.Flink.Memory.Managed.Used"] = sum(
-            int((usage.get("rocksdb") or {}).get("capacity", 0)) + int((usage.get("operator") or {}).get("reserved", 0))
-            for usage in slots.values())
-    netty = getattr(heartbeat, "metrics", None) or {}
-    values.update({name: int(value) for name, value in netty.items() if name.startswith("Status.Shuffle.Netty.")})
-    return values
 
 
 #: REST fields of Flink's TaskManagerMetricsInfo and the TaskManager metrics they show (its network buffers)
@@ -178,15 +146,6 @@ def jobmanager_config(configuration: Mapping[str, str], extra: Optional[Mapping[
     """Flink's ClusterConfigurationInfo: ``[{"key", "value"}]``, sorted, secrets hidden as Flink hides them."""
     merged = {**dict(configuration), **dict(extra or {})}
     return [{"key": k, "value": "******" if _SECRET.search(k) else str(v)} for k, v in sorted(merged.items())]
-
-
-def jobmanager_metric_values(taskmanagers: Iterable[TaskManagerSnapshot], jobs: Iterable[JobDetails]) -> dict[str, Any]:
-    """The JobManager's metrics Flink names the same way (no JVM ones: streamkernel has none)."""
-    tms = list(taskmanagers)
-    return {"numRegisteredTaskManagers": len(tms),
-            "numRunningJobs": sum(1 for d in jobs if not d.status.is_globally_terminal_state()),
-            "taskSlotsAvailable": sum(t.free_slots for t in tms),
-            "taskSlotsTotal": sum(t.number_of_slots for t in tms)}
 
 
 def jobmanager_environment() -> dict:

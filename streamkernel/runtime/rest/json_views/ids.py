@@ -2,15 +2,16 @@
 
 Flink's JobVertexID is the hash of the vertex's head operator (StreamGraphHasherV2), so it
 stays the same when the same program runs again. Here it is the MD5 of the head operator's
-``operator_id`` (its uid, else its generated id): :func:`vertex_id_of` is the one mapping
-every handler uses.
+``operator_id`` (its uid, else its generated id: :func:`~streamkernel.runtime.core.deployment.hex_id`);
+:func:`vertex_id_of` is the one mapping every handler uses.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import TYPE_CHECKING, Optional
+
+from streamkernel.runtime.core.deployment import hex_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from streamkernel.graph.job_graph import JobGraph
@@ -34,7 +35,7 @@ def vertex_id_of(job_graph: Optional["JobGraph"], vertex_id: int) -> str:
             key = job_graph.stream_graph.node(head).operator_id
         except KeyError:
             pass
-    return hashlib.md5(key.encode("utf-8"), usedforsecurity=False).hexdigest()
+    return hex_id(key)
 
 
 def vertex_hex_ids(details: "JobDetails") -> dict[int, str]:
