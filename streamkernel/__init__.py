@@ -12,8 +12,9 @@ MiniCluster``) are imported on first use. docs/public-api.md lists every stable 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from streamkernel.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover - imported on first use (__getattr__)
     from streamkernel.common.job_client import JobClient
@@ -27,27 +28,13 @@ __all__ = ["__version__", "load_ipython_extension", "unload_ipython_extension", 
            "RemoteCluster", "RemoteJobClient", "JobClient"]
 
 #: name -> the module defining it: imported when the name is first asked for.
-_LAZY = {
+__getattr__, __dir__ = lazy_exports(__name__, {
     "MiniCluster": "streamkernel.runtime.minicluster.minicluster",
     "MiniClusterJobClient": "streamkernel.runtime.minicluster.job_client",
     "RemoteCluster": "streamkernel.runtime.rest.remote_cluster",
     "RemoteJobClient": "streamkernel.runtime.rest.remote_cluster",
     "JobClient": "streamkernel.common.job_client",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """The names of :data:`_LAZY`, imported on first use (``import streamkernel`` stays cheap)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'streamkernel' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+})
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -27,7 +27,7 @@ ALLOWED = {
     "runtime": {"runtime", "graph", "common", "datastream"},
     "jupyter": {"jupyter", "datastream", "runtime", "viz", "graph", "common"},
 }
-SHARED = {"errors", "testing", "arguments"}
+SHARED = {"errors", "testing", "arguments", "lazy_exports"}
 
 #: runtime's packages, bottom first: each may import (at module level) the ones before it only.
 RUNTIME_ORDER = ["core", "metrics", "memory", "rpc", "state", "network", "checkpoint", "highavailability", "sources", "operators", "sinks",
@@ -37,6 +37,7 @@ RUNTIME_ORDER = ["core", "metrics", "memory", "rpc", "state", "network", "checkp
 #: The top-level modules and what they may import at module level (entry points may import anything).
 TOP_LEVEL = {
     "errors": set(),
+    "lazy_exports": set(),
     "sigterm": set(),
     "arguments": {"errors"},
     "testing": {"errors", "common", "datastream", "runtime.core", "runtime.sources"},

@@ -16,8 +16,9 @@ imported on first use, so that importing one of the modules above does not impor
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from streamkernel.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover - imported on first use (__getattr__)
     from streamkernel.runtime.minicluster.job_client import MiniClusterJobClient
@@ -25,17 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover - imported on first use (__getattr__)
 
 __all__ = ["MiniCluster", "MiniClusterJobClient", "JobInfo", "current_cluster", "set_current_cluster"]
 
-_LAZY = {"MiniCluster": "minicluster", "JobInfo": "minicluster", "current_cluster": "minicluster",
-         "set_current_cluster": "minicluster", "MiniClusterJobClient": "job_client"}
-
-
-def __getattr__(name: str) -> Any:
-    """The names of ``__all__``, from their modules on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "MiniCluster": ".minicluster", "JobInfo": ".minicluster", "current_cluster": ".minicluster",
+    "set_current_cluster": ".minicluster", "MiniClusterJobClient": ".job_client"})

@@ -18,8 +18,9 @@ each imported on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from streamkernel.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:  # pragma: no cover - imported on first use (__getattr__)
     from streamkernel.runtime.rest.client import RestClusterClient
@@ -27,16 +28,5 @@ if TYPE_CHECKING:  # pragma: no cover - imported on first use (__getattr__)
 
 __all__ = ["RemoteCluster", "RemoteJobClient", "RestClusterClient"]
 
-_LAZY = {"RemoteCluster": "remote_cluster", "RemoteJobClient": "remote_cluster", "RestClusterClient": "client"}
-
-
-def __getattr__(name: str) -> Any:
-    """The names of ``__all__``, from their modules on first use."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "RemoteCluster": ".remote_cluster", "RemoteJobClient": ".remote_cluster", "RestClusterClient": ".client"})
