@@ -24,8 +24,8 @@ from typing import Any, Callable, Generic, Optional, TypeVar, Union
 
 from streamkernel.common.config_values import (
     _fail,
-    _parse_float,
-    _parse_int,
+    parse_float,
+    parse_int,
     format_memory,
     format_value,
     parse_boolean,
@@ -42,8 +42,8 @@ __all__ = [
     "parse_memory_size",
     "parse_boolean",
     "format_value",
-    "_parse_int",
-    "_parse_float",
+    "parse_int",
+    "parse_float",
 ]
 
 T = TypeVar("T")
@@ -83,10 +83,10 @@ def _parse_string(value: Any, key: Optional[str] = None) -> str:
 
 _TYPES = {
     "bool": _OptionType("bool", parse_boolean, lambda v: isinstance(v, bool), "'true' or 'false'"),
-    "int": _OptionType("int", _parse_int, _is_int, "an integer"),
-    "long": _OptionType("long", _parse_int, _is_int, "an integer"),
-    "float": _OptionType("float", _parse_float, _is_number, "a number"),
-    "double": _OptionType("double", _parse_float, _is_number, "a number"),
+    "int": _OptionType("int", parse_int, _is_int, "an integer"),
+    "long": _OptionType("long", parse_int, _is_int, "an integer"),
+    "float": _OptionType("float", parse_float, _is_number, "a number"),
+    "double": _OptionType("double", parse_float, _is_number, "a number"),
     "string": _OptionType("string", _parse_string, lambda v: isinstance(v, str), "text"),
     "duration": _OptionType(
         "duration", _parse_duration, _is_time,

@@ -122,7 +122,7 @@ def parse_boolean(value: Any, key: Optional[str] = None) -> bool:
     raise _fail(value, key, "'true' or 'false'")
 
 
-def _parse_int(value: Any, key: Optional[str] = None) -> int:
+def parse_int(value: Any, key: Optional[str] = None) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     text = str(value).strip()
@@ -134,7 +134,7 @@ def _parse_int(value: Any, key: Optional[str] = None) -> int:
         raise _fail(value, key, "an integer") from None
 
 
-def _parse_float(value: Any, key: Optional[str] = None) -> float:
+def parse_float(value: Any, key: Optional[str] = None) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     try:

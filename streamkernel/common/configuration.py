@@ -23,7 +23,7 @@ from streamkernel.common.config_options import (
     parse_duration_ms,
     parse_memory_size,
 )
-from streamkernel.common.config_options import _parse_float, _parse_int
+from streamkernel.common.config_options import parse_float, parse_int
 from streamkernel.common.time import Duration, Time
 from streamkernel.errors import IllegalConfigurationError
 
@@ -100,7 +100,7 @@ class Configuration(Mapping):
     def get_integer(self, key: str, default_value: Optional[int] = None) -> Optional[int]:
         """The value of ``key`` parsed as an integer, or ``default_value`` when unset."""
         value = self._lookup(key)
-        return default_value if value is None else _parse_int(value, key)
+        return default_value if value is None else parse_int(value, key)
 
     def set_integer(self, key: str, value: int) -> "Configuration":
         """Sets ``key`` to the integer ``value``; returns this configuration."""
@@ -128,7 +128,7 @@ class Configuration(Mapping):
     def get_float(self, key: str, default_value: Optional[float] = None) -> Optional[float]:
         """The value of ``key`` parsed as a float, or ``default_value`` when unset."""
         value = self._lookup(key)
-        return default_value if value is None else _parse_float(value, key)
+        return default_value if value is None else parse_float(value, key)
 
     def set_float(self, key: str, value: float) -> "Configuration":
         """Sets ``key`` to the number ``value``; returns this configuration."""
@@ -185,9 +185,9 @@ class Configuration(Mapping):
         if isinstance(default, bool):
             return parse_boolean(value, key)
         if isinstance(default, int):
-            return _parse_int(value, key)
+            return parse_int(value, key)
         if isinstance(default, float):
-            return _parse_float(value, key)
+            return parse_float(value, key)
         if isinstance(default, Duration):
             return Duration.of_millis(parse_duration_ms(value, key))
         if isinstance(default, Time):

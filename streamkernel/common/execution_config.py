@@ -13,7 +13,7 @@ from enum import Enum
 from typing import Any, Dict, List, Mapping, Optional
 
 from streamkernel.common.config_options import format_value, parse_boolean, parse_duration_ms
-from streamkernel.common.config_options import _parse_int
+from streamkernel.common.config_options import parse_int
 from streamkernel.common.restart_strategy import RestartStrategyConfiguration
 from streamkernel.common.time import Duration
 from streamkernel.errors import InvalidProgramError
@@ -81,7 +81,7 @@ class ExecutionConfig:
                 continue
             value = conf[key]
             if kind == "int":
-                setattr(self, attribute, _parse_int(value, key))
+                setattr(self, attribute, parse_int(value, key))
             elif kind == "bool":
                 setattr(self, attribute, parse_boolean(value, key))
             else:

@@ -13,7 +13,7 @@ from datetime import timedelta
 from typing import Any, Dict, Mapping, Union
 
 from streamkernel.common.config_options import format_value, parse_duration_ms
-from streamkernel.common.config_options import _parse_float, _parse_int
+from streamkernel.common.config_options import parse_float, parse_int
 from streamkernel.common.time import Duration, Time, to_millis
 from streamkernel.errors import IllegalConfigurationError, InvalidProgramError
 
@@ -314,11 +314,11 @@ def restart_strategy_from_configuration(
 
     def integer(key: str, default: int) -> int:
         value = conf.get(key)
-        return default if value is None else _parse_int(value, key)
+        return default if value is None else parse_int(value, key)
 
     def number(key: str, default: float) -> float:
         value = conf.get(key)
-        return default if value is None else _parse_float(value, key)
+        return default if value is None else parse_float(value, key)
 
     try:
         if kind == "none":

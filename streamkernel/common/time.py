@@ -14,7 +14,7 @@ import datetime
 import functools
 from typing import Any, Union
 
-from streamkernel.errors import InvalidProgramError
+from streamkernel.errors import InvalidArgumentTypeError, InvalidProgramError
 
 __all__ = ["Duration", "Time", "Instant", "to_millis", "TimeLike"]
 
@@ -256,20 +256,31 @@ TimeLike = Union[Duration, Time, datetime.timedelta, int]
 
 
 def to_millis(value: TimeLike, argument: str = "value") -> int:
-    """Milliseconds in ``value``: a :class:`Duration`, :class:`Time`, ``timedelta`` or an
-    ``int`` already in milliseconds. ``argument`` names the caller's parameter in the error
-    raised for anything else.
+    """Milliseconds in ``value``: a :class:`Duration` or :class:`Time` (or any object with
+    ``to_milliseconds()``: duck-typed, so other libraries' durations work too), a ``timedelta``,
+    or an ``int`` already in milliseconds. ``argument`` names the caller's parameter in the error:
+    :class:`~streamkernel.errors.InvalidArgumentTypeError` (a ``TypeError``) for another type,
+    :class:`~streamkernel.errors.InvalidProgramError` when ``to_milliseconds()`` is no whole number.
 
         >>> to_millis(Duration.of_seconds(2)), to_millis(datetime.timedelta(minutes=1)), to_millis(5)
         (2000, 60000, 5)
     """
-    if isinstance(value, (Duration, Time)):
-        return value.to_milliseconds()
+    if isinstance(value, bool):
+        raise InvalidArgumentTypeError(f"{argument} must be a Duration, a Time or an int number of milliseconds, "
+                                       f"got the bool {value!r}")
+    if isinstance(value, int):
+        return value
     if isinstance(value, datetime.timedelta):
         return (value.days * 86_400 + value.seconds) * 1000 + value.microseconds // 1000
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise InvalidProgramError(
-        f"{argument} must be a Duration, Time, datetime.timedelta or an int of milliseconds, "
-        f"got {type(value).__name__} {value!r}"
-    )
+    to_ms = getattr(value, "to_milliseconds", None)
+    if callable(to_ms):
+        millis = to_ms()
+        if isinstance(millis, int) and not isinstance(millis, bool):
+            return millis
+        if isinstance(millis, float) and millis.is_integer():
+            return int(millis)
+        raise InvalidProgramError(f"{argument}: to_milliseconds() of {value!r} returned {millis!r}, "
+                                  "not a whole number of milliseconds")
+    raise InvalidArgumentTypeError(
+        f"{argument} must be a Duration, a Time, a datetime.timedelta or an int number of milliseconds, "
+        f"got {type(value).__name__} {value!r}")

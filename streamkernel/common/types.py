@@ -39,7 +39,7 @@ class RowKind(Enum):
 _SHORT = ("+I", "-U", "+U", "-D")
 
 
-def _create_row(fields: Optional[Sequence[str]], values: Sequence[Any], row_kind: Optional[RowKind] = None) -> "Row":
+def create_row(fields: Optional[Sequence[str]], values: Sequence[Any], row_kind: Optional[RowKind] = None) -> "Row":
     """Rebuilds a Row from its parts (used by pickling and by row classes)."""
     row = Row(*values)
     if fields is not None:
@@ -47,6 +47,9 @@ def _create_row(fields: Optional[Sequence[str]], values: Sequence[Any], row_kind
     if row_kind is not None:
         row._row_kind = row_kind
     return row
+
+
+_create_row = create_row  # PyFlink's name (pyflink.common.types._create_row)
 
 
 class RowFieldError(KeyError, ValueError):
@@ -153,7 +156,7 @@ class Row:
             raise InvalidProgramError(
                 f"Can not create Row with fields {self!r}, expected {len(self)} values but got {args!r}"
             )
-        return _create_row(self._values, args, self._row_kind)
+        return create_row(self._values, args, self._row_kind)
 
     # -- access --------------------------------------------------------------------------------
 
@@ -224,7 +227,7 @@ class Row:
         return hash(tuple(v for _, v in sorted(zip(self._fields, self._values), key=lambda p: p[0])))
 
     def __reduce__(self) -> Any:
-        return _create_row, (self._fields, tuple(self._values), self._row_kind)
+        return create_row, (self._fields, tuple(self._values), self._row_kind)
 
     def __repr__(self) -> str:
         if self._fields is not None:

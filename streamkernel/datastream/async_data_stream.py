@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
-from streamkernel.datastream._durations import _to_millis
+from streamkernel.common.time import to_millis
 from streamkernel.datastream.async_retry_strategies import NO_RETRY_STRATEGY
 from streamkernel.datastream.function_async import AsyncFunction, AsyncRetryStrategy
 from streamkernel.errors import InvalidFunctionError, InvalidProgramError
@@ -41,7 +41,7 @@ def _async_wait(data_stream: "DataStream", async_function: AsyncFunction, timeou
         raise InvalidFunctionError(f"{call} expects an AsyncFunction, got {type(async_function).__name__}")
     if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
         raise InvalidProgramError(f"{call}: capacity must be an int >= 1, got {capacity!r}")
-    timeout_ms = _to_millis(timeout, "timeout")
+    timeout_ms = to_millis(timeout, "timeout")
     if timeout_ms < 0:
         raise InvalidProgramError(f"{call}: timeout must be positive (or 0 for none), got {timeout_ms} ms")
     if retry_strategy is not None:

@@ -18,7 +18,7 @@ import os
 from typing import Any, Dict, Mapping, Optional, Union
 
 from streamkernel.common.time import Duration
-from streamkernel.datastream._durations import _to_millis
+from streamkernel.common.time import to_millis
 from streamkernel.datastream.checkpoint_storage import CheckpointStorage, FileSystemCheckpointStorage
 from streamkernel.datastream.checkpointing_mode import CheckpointingMode
 from streamkernel.datastream.checkpointing_options import (
@@ -110,7 +110,7 @@ class CheckpointConfig:
 
     def set_checkpoint_interval(self, checkpoint_interval: int) -> "CheckpointConfig":
         """Take a checkpoint every ``checkpoint_interval`` ms (at least 10 ms)."""
-        millis = _to_millis(checkpoint_interval, "set_checkpoint_interval: checkpoint_interval")
+        millis = to_millis(checkpoint_interval, "set_checkpoint_interval: checkpoint_interval")
         if millis < self.MINIMAL_CHECKPOINT_TIME:
             raise InvalidProgramError(
                 "set_checkpoint_interval: checkpoint_interval must be larger than or equal to "
@@ -126,7 +126,7 @@ class CheckpointConfig:
 
     def set_checkpoint_timeout(self, checkpoint_timeout: int) -> "CheckpointConfig":
         """Discard checkpoints that take longer than ``checkpoint_timeout`` ms (at least 10 ms)."""
-        millis = _to_millis(checkpoint_timeout, "set_checkpoint_timeout: checkpoint_timeout")
+        millis = to_millis(checkpoint_timeout, "set_checkpoint_timeout: checkpoint_timeout")
         if millis < self.MINIMAL_CHECKPOINT_TIME:
             raise InvalidProgramError(
                 "set_checkpoint_timeout: checkpoint_timeout must be larger than or equal to "
@@ -141,7 +141,7 @@ class CheckpointConfig:
 
     def set_min_pause_between_checkpoints(self, min_pause_between_checkpoints: int) -> "CheckpointConfig":
         """Wait at least this many ms after a checkpoint before triggering the next (>= 0)."""
-        millis = _to_millis(
+        millis = to_millis(
             min_pause_between_checkpoints,
             "set_min_pause_between_checkpoints: min_pause_between_checkpoints",
         )
@@ -257,7 +257,7 @@ class CheckpointConfig:
 
         0 (the default) starts every checkpoint unaligned.
         """
-        millis = _to_millis(alignment_timeout, "set_aligned_checkpoint_timeout: alignment_timeout")
+        millis = to_millis(alignment_timeout, "set_aligned_checkpoint_timeout: alignment_timeout")
         if millis < 0:
             raise InvalidProgramError(
                 f"set_aligned_checkpoint_timeout: alignment_timeout must not be negative, got {millis} ms"

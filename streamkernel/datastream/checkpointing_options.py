@@ -114,7 +114,7 @@ def _enum_parser(enum_type: Any) -> Callable[[str, str], Any]:
     return parse
 
 
-def _parse_int(text: str, key: str) -> int:
+def parse_int(text: str, key: str) -> int:
     try:
         return int(str(text).strip())
     except ValueError:
@@ -134,8 +134,8 @@ def apply_checkpointing_options(config: "CheckpointConfig", conf: Mapping[str, s
         (CHECKPOINTING_INTERVAL, parse_duration_ms, config.set_checkpoint_interval),
         (CHECKPOINTING_TIMEOUT, parse_duration_ms, config.set_checkpoint_timeout),
         (MIN_PAUSE_BETWEEN_CHECKPOINTS, parse_duration_ms, config.set_min_pause_between_checkpoints),
-        (MAX_CONCURRENT_CHECKPOINTS, _parse_int, config.set_max_concurrent_checkpoints),
-        (TOLERABLE_FAILURE_NUMBER, _parse_int, config.set_tolerable_checkpoint_failure_number),
+        (MAX_CONCURRENT_CHECKPOINTS, parse_int, config.set_max_concurrent_checkpoints),
+        (TOLERABLE_FAILURE_NUMBER, parse_int, config.set_tolerable_checkpoint_failure_number),
         (EXTERNALIZED_CHECKPOINT_RETENTION, _enum_parser(ExternalizedCheckpointRetention),
          config.set_externalized_checkpoint_retention),
         (ENABLE_UNALIGNED, parse_boolean, config.enable_unaligned_checkpoints),

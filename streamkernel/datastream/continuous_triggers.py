@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamkernel.datastream._durations import _to_millis
+from streamkernel.common.time import to_millis
 from streamkernel.datastream.state import ReducingState, ReducingStateDescriptor
 from streamkernel.datastream.window_triggers import Trigger, TriggerResult
 from streamkernel.datastream.windows import TimeWindow
@@ -26,7 +26,7 @@ def _min_timestamp(a: int, b: int) -> int:
 
 
 def _interval_millis(interval: Any, trigger_name: str) -> int:
-    millis = _to_millis(interval, f"{trigger_name}.of: interval")
+    millis = to_millis(interval, f"{trigger_name}.of: interval")
     if millis <= 0:
         raise InvalidProgramError(
             f"{trigger_name}.of: interval must be positive, got {millis} ms"

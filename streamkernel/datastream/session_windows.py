@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, List
 
-from streamkernel.datastream._durations import _to_millis
+from streamkernel.common.time import to_millis
 from streamkernel.datastream.window_assigners import (
     MergingWindowAssigner,
     WindowAssigner,
@@ -29,7 +29,7 @@ __all__ = [
 
 
 def _gap_millis(gap: Any, assigner: str) -> int:
-    millis = _to_millis(gap, f"{assigner}.with_gap: size")
+    millis = to_millis(gap, f"{assigner}.with_gap: size")
     if millis <= 0:
         raise InvalidProgramError(
             f"{assigner} parameters must satisfy 0 < size: {assigner}.with_gap: the session gap (size) "
@@ -81,7 +81,7 @@ class _DynamicGapSessions(_SessionWindows):
         self._extract = _gap_function(session_window_time_gap_extractor, type(self).__name__)
 
     def _window_for(self, element: Any, start: int) -> List[TimeWindow]:
-        gap = _to_millis(self._extract(element), f"{type(self).__name__}: extracted session gap")
+        gap = to_millis(self._extract(element), f"{type(self).__name__}: extracted session gap")
         if gap <= 0:
             raise InvalidProgramError(
                 f"Dynamic session time gap must satisfy 0 < gap: the extractor of {type(self).__name__} "

@@ -21,7 +21,7 @@ from enum import Enum
 from typing import Any, Dict, Optional
 
 from streamkernel.common.time import Time
-from streamkernel.datastream._durations import _to_millis
+from streamkernel.common.time import to_millis
 from streamkernel.errors import InvalidProgramError
 
 __all__ = ["StateTtlConfig"]
@@ -66,7 +66,7 @@ class StateTtlConfig:
         ttl: Any,
         cleanup_strategies: "StateTtlConfig.CleanupStrategies",
     ) -> None:
-        ttl_ms = _to_millis(ttl, "ttl")
+        ttl_ms = to_millis(ttl, "ttl")
         if ttl_ms <= 0:
             raise InvalidProgramError(f"StateTtlConfig: ttl must be positive, got {ttl_ms} ms")
         self._update_type = update_type
@@ -289,7 +289,7 @@ class StateTtlConfig:
                     )
                 if periodic_compaction_time is None:
                     periodic_compaction_time = Time.days(30)
-                millis = _to_millis(periodic_compaction_time, "periodic_compaction_time")
+                millis = to_millis(periodic_compaction_time, "periodic_compaction_time")
                 if millis < 0:
                     raise InvalidProgramError(
                         "cleanup_in_rocksdb_compact_filter: periodic_compaction_time must not "

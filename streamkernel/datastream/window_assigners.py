@@ -15,7 +15,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, Collection, Generic, Iterable, List, Optional, TypeVar
 
-from streamkernel.datastream._durations import _to_millis
+from streamkernel.common.time import to_millis
 from streamkernel.datastream.window_triggers import (
     EventTimeTrigger,
     NeverTrigger,
@@ -133,8 +133,8 @@ def _checked(condition: bool, assigner: str, rule: str, values: str, fix: str) -
 class _TumblingWindows(WindowAssigner[Any, TimeWindow]):
     def __init__(self, size: Any, offset: Any = 0) -> None:
         name = type(self).__name__
-        self._size = _to_millis(size, f"{name}: size")
-        self._offset = 0 if offset is None else _to_millis(offset, f"{name}: offset")
+        self._size = to_millis(size, f"{name}: size")
+        self._offset = 0 if offset is None else to_millis(offset, f"{name}: offset")
         _checked(abs(self._offset) < self._size, name, "abs(offset) < size",
                  f"size={self._size} ms, offset={self._offset} ms",
                  "the size must be positive and the offset shorter than it")
@@ -211,9 +211,9 @@ class TumblingProcessingTimeWindows(_TumblingWindows):
 class _SlidingWindows(WindowAssigner[Any, TimeWindow]):
     def __init__(self, size: Any, slide: Any, offset: Any = 0) -> None:
         name = type(self).__name__
-        self._size = _to_millis(size, f"{name}: size")
-        self._slide = _to_millis(slide, f"{name}: slide")
-        self._offset = 0 if offset is None else _to_millis(offset, f"{name}: offset")
+        self._size = to_millis(size, f"{name}: size")
+        self._slide = to_millis(slide, f"{name}: slide")
+        self._offset = 0 if offset is None else to_millis(offset, f"{name}: offset")
         _checked(abs(self._offset) < self._slide and self._size > 0, name, "abs(offset) < slide and size > 0",
                  f"size={self._size} ms, slide={self._slide} ms, offset={self._offset} ms",
                  "the size and the slide must be positive and the offset shorter than the slide")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Optional, Union
 
-from streamkernel.datastream._durations import _to_millis
+from streamkernel.common.time import to_millis
 from streamkernel.datastream.data_stream import DataStream, normalize_output_type
 from streamkernel.datastream.function_base import AggregateFunction, Function, NullByteKeySelector, ReduceFunction
 from streamkernel.datastream.function_window import (
@@ -100,7 +100,7 @@ class _WindowedStreamBase:
 
         Only event-time windows have lateness; for processing-time windows it is ignored.
         """
-        millis = _to_millis(time_ms, "allowed_lateness(time_ms)")
+        millis = to_millis(time_ms, "allowed_lateness(time_ms)")
         if millis < 0:
             raise InvalidProgramError(f"allowed_lateness(): the allowed lateness must be >= 0, got {millis} ms")
         self._allowed_lateness = millis if self._window_assigner.is_event_time() else 0

@@ -22,10 +22,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 from pathlib import Path
 from typing import Optional
+
+from streamkernel.testing import wait_until
 
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
 
@@ -78,21 +79,25 @@ class LabServer:
                  "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False",
                  *(["--allow-root"] if os.geteuid() == 0 else [])],
                 cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"jupyter lab exited with {self.process.returncode}:\n{self.log.read_text()[-3000:]}")
-            self.port = self.port or self._bound_port()
-            if not self.port:
-                time.sleep(0.25)
-                continue
-            try:
-                with urllib.request.urlopen(f"{self.base_url}/api/status?token={self.token}", timeout=2) as answer:
-                    if answer.status == 200:
-                        return self
-            except OSError:
-                time.sleep(0.25)
-        raise RuntimeError(f"jupyter lab did not answer in {timeout} s:\n{self.log.read_text()[-3000:]}")
+        try:
+            wait_until(self._answers, timeout=timeout, message="jupyter lab to answer /api/status")
+        except AssertionError as late:
+            raise RuntimeError(f"{late}:\n{self.log.read_text()[-3000:]}") from None
+        return self
+
+    def _answers(self) -> bool:
+        """Whether the server answers its status (RuntimeError once its process has exited)."""
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited with {self.process.returncode}:\n{self.log.read_text()[-3000:]}")
+        self.port = self.port or self._bound_port()
+        if not self.port:
+            return False
+        try:
+            with urllib.request.urlopen(f"{self.base_url}/api/status?token={self.token}", timeout=2) as answer:
+                return bool(answer.status == 200)
+        except OSError:
+            return False
 
     def _bound_port(self) -> int:
         """The port the server bound (from its ``jpserver-PID.json``), 0 until it wrote the file."""

@@ -65,7 +65,7 @@ def _collect_fields(type_info: Any) -> Optional[Callable[[Any], Any]]:
                 values[i] = field(values[i])
         if is_tuple:
             return tuple(values)
-        from streamkernel.common.types import _create_row
+        from streamkernel.common.types import create_row
 
-        return _create_row(record._fields, values, record.get_row_kind())
+        return create_row(record._fields, values, record.get_row_kind())
     return convert

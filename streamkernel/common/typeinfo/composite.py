@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from streamkernel.common.typeinfo.type_information import TypeInformation, _check_type
+from streamkernel.common.typeinfo.type_information import TypeInformation, check_type
 from streamkernel.errors import InvalidProgramError
 
 __all__ = [
@@ -25,7 +25,7 @@ class _ElementTypeInfo(TypeInformation):
     _java_name = ""
 
     def __init__(self, element_type: TypeInformation) -> None:
-        _check_type(element_type, f"{self._label}(element_type)")
+        check_type(element_type, f"{self._label}(element_type)")
         self._element_type = element_type
 
     def get_element_type(self) -> TypeInformation:
@@ -79,7 +79,7 @@ class _FieldsTypeInfo(TypeInformation):
         if not isinstance(field_types, (list, tuple)):
             raise InvalidProgramError(f"{argument} must be a list of TypeInformation, got {field_types!r}")
         for i, field_type in enumerate(field_types):
-            _check_type(field_type, f"{argument}[{i}]")
+            check_type(field_type, f"{argument}[{i}]")
         self._field_types = list(field_types)
         self._need_conversion = [f.need_conversion() for f in self._field_types]
         self._need_any = any(self._need_conversion)
@@ -167,12 +167,12 @@ class RowTypeInfo(_FieldsTypeInfo):
         """A named :class:`Row` (with its row kind) from ``(row_kind_value, *values)``."""
         if obj is None:
             return None
-        from streamkernel.common.types import Row, RowKind, _create_row
+        from streamkernel.common.types import Row, RowKind, create_row
 
         if isinstance(obj, Row):
             return obj
         kind, *values = obj
-        return _create_row(self._field_names, self._convert(values, False), RowKind(kind))
+        return create_row(self._field_names, self._convert(values, False), RowKind(kind))
 
     def __repr__(self) -> str:
         if self._explicit_names:
@@ -209,8 +209,8 @@ class MapTypeInfo(TypeInformation):
     """Type information for dicts with the given key and value types."""
 
     def __init__(self, key_type_info: TypeInformation, value_type_info: TypeInformation) -> None:
-        _check_type(key_type_info, "MAP(key_type_info)")
-        _check_type(value_type_info, "MAP(value_type_info)")
+        check_type(key_type_info, "MAP(key_type_info)")
+        check_type(value_type_info, "MAP(value_type_info)")
         self._key_type_info = key_type_info
         self._value_type_info = value_type_info
 

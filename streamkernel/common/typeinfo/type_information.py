@@ -47,7 +47,7 @@ class TypeInformation:
         return repr(self)
 
 
-def _check_type(value: Any, argument: str) -> None:
+def check_type(value: Any, argument: str) -> None:
     if not isinstance(value, TypeInformation):
         hint = " (did you forget the parentheses, e.g. Types.INT()?)" if callable(value) else ""
         raise InvalidProgramError(f"{argument} must be a TypeInformation, got {value!r}{hint}")

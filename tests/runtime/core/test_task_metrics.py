@@ -4,12 +4,15 @@ with the real network objects (one process, no cluster)."""
 from __future__ import annotations
 
 import threading
-import time
+
+import pytest
 
 from streamkernel.graph.partitioners import ForwardPartitioner
+from streamkernel.runtime.core import metrics as metrics_module
 from streamkernel.runtime.core.metrics import TaskMetrics
 from streamkernel.runtime.core.task_metric_values import task_metric_values
 from streamkernel.runtime.network import InputGate, RecordWriter
+from streamkernel.runtime.tasks import mailbox as mailbox_module
 from streamkernel.runtime.tasks.mailbox import TaskMailbox
 from streamkernel.testing import wait_until
 
@@ -58,31 +61,57 @@ def test_buffers_received_by_the_gate_and_the_queue_left_in_the_channels() -> No
     assert snapshot["input_exclusive_total"] == 4 and snapshot["input_floating_total"] == 8
 
 
-def test_the_mailbox_counts_its_mails_and_their_waits() -> None:
+class ManualClock:
+    """``time`` for the metrics' modules: perf_counter_ns and time_ns that move only when told."""
+
+    def __init__(self) -> None:
+        self.ns = 1_000_000_000_000
+
+    def perf_counter_ns(self) -> int:
+        return self.ns
+
+    def time_ns(self) -> int:
+        return self.ns
+
+    def advance_ms(self, ms: int) -> None:
+        self.ns += ms * 1_000_000
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> ManualClock:
+    """The mailbox's and the task metrics' clock, moved by hand."""
+    manual = ManualClock()
+    monkeypatch.setattr(mailbox_module, "time", manual)
+    monkeypatch.setattr(metrics_module, "time", manual)
+    return manual
+
+
+def test_the_mailbox_counts_its_mails_and_their_waits(clock: ManualClock) -> None:
     metrics = TaskMetrics("Map", 0)
     mailbox = metrics.mailbox = TaskMailbox(lambda: None)
     mailbox.put(lambda: None)
-    time.sleep(0.02)  # the mail waits in the mailbox: what its latency measures
+    clock.advance_ms(20)  # the first mail waits in the mailbox: what its latency measures
     mailbox.put(lambda: None)
     assert metrics.snapshot()["mailbox_queue"] == 2
     mailbox.run_all()
     snapshot = metrics.snapshot()
     assert snapshot["mails"] == 2 and snapshot["mailbox_queue"] == 0
-    assert max(snapshot["mailbox_latency_ms"]) >= 20 and len(snapshot["mailbox_latency_ms"]) == 2
+    assert sorted(snapshot["mailbox_latency_ms"]) == [0.0, 20.0]
 
 
-def test_alignment_runs_from_the_first_barrier_to_the_snapshot_and_the_start_delay_from_the_trigger() -> None:
+def test_alignment_runs_from_the_first_barrier_to_the_snapshot_and_the_start_delay_from_the_trigger(
+        clock: ManualClock) -> None:
     metrics = TaskMetrics("Keyed", 0)
-    triggered = time.time_ns() // 1_000_000 - 50  # the JobManager triggered it 50 ms ago
+    triggered = clock.time_ns() // 1_000_000 - 50  # the JobManager triggered it 50 ms ago
     metrics.barrier_arrived(7, triggered)
-    time.sleep(0.01)
-    assert metrics.snapshot()["checkpoint_alignment_ns"] >= 10_000_000  # so far
+    clock.advance_ms(10)
+    assert metrics.snapshot()["checkpoint_alignment_ns"] == 10_000_000  # so far
     metrics.barrier_arrived(7, triggered)  # the second channel's barrier: the same alignment
     metrics.checkpoint_started(7, triggered)
     done = metrics.snapshot()
-    assert done["checkpoint_alignment_ns"] >= 10_000_000 and done["checkpoint_start_delay_ns"] >= 50_000_000
-    time.sleep(0.01)
-    assert metrics.snapshot()["checkpoint_alignment_ns"] == done["checkpoint_alignment_ns"]  # ended
+    assert done["checkpoint_alignment_ns"] == 10_000_000 and done["checkpoint_start_delay_ns"] == 50_000_000
+    clock.advance_ms(10)
+    assert metrics.snapshot()["checkpoint_alignment_ns"] == 10_000_000  # ended
     source = TaskMetrics("Source", 0)
-    source.checkpoint_started(1, time.time_ns() // 1_000_000 - 30)  # no barrier in: a source
-    assert source.snapshot()["checkpoint_alignment_ns"] == 0 and source.snapshot()["checkpoint_start_delay_ns"] >= 30_000_000
+    source.checkpoint_started(1, clock.time_ns() // 1_000_000 - 30)  # no barrier in: a source
+    assert source.snapshot()["checkpoint_alignment_ns"] == 0 and source.snapshot()["checkpoint_start_delay_ns"] == 30_000_000
